@@ -1,0 +1,142 @@
+// The typed model of an experience.yaml (reference §1), with the source position of every part
+// so that later stages (validation, the run) can point at the user's file.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "oe/common/json.hpp"
+
+namespace oe::spec {
+
+struct Mark {
+  int line = 0;    // 1-based; 0 = unknown
+  int column = 0;  // 1-based
+};
+
+enum class FieldType { kAny, kString, kNumber, kBoolean, kObject, kArray, kNull };
+enum class MergeStrategy { kLastWins, kArrayAppend, kSetOnce };
+
+struct FieldSpec {
+  std::string name;
+  FieldType type = FieldType::kAny;  // kAny: no `type` (or a $ref-only field): no type check
+  MergeStrategy merge = MergeStrategy::kLastWins;
+  Mark mark;
+};
+
+struct StateSpec {
+  std::vector<FieldSpec> fields;                   // declaration order
+  std::unordered_map<std::string, size_t> index;   // name -> position in fields
+  std::optional<std::string> store;                // D14: path of the SQLite file, relative to dir
+
+  [[nodiscard]] const FieldSpec* find(std::string_view name) const {
+    auto it = index.find(std::string(name));
+    return it == index.end() ? nullptr : &fields[it->second];
+  }
+};
+
+enum class ErrorPolicy { kSkip, kFailRun, kRetry };
+enum class Backoff { kLinear, kExponential };
+
+struct OnError {
+  ErrorPolicy policy = ErrorPolicy::kSkip;  // absent on_error behaves like skip (reference §1.7)
+  int attempts = 1;                         // total attempts; >1 only with retry
+  Backoff backoff = Backoff::kLinear;
+  int64_t base_ms = 100;
+};
+
+struct ForEach {
+  std::string source;  // a `$.path` (reference §2.2); anything else yields zero iterations
+  int concurrency = 1;
+  Mark mark;
+};
+
+struct NodeSpec {
+  std::string id;
+  std::string kind;
+  std::optional<std::string> phase;
+  std::vector<std::string> reads;
+  std::vector<std::string> writes;
+  OnError on_error;
+  std::optional<ForEach> for_each;
+  std::optional<int64_t> timeout_ms;  // oe extension for every kind (cli-agent already had it)
+  Json args = Json::object();         // unresolved; may contain `$.path` strings
+  Json raw;                           // the whole node as JSON, passed to the plugin
+  Mark mark;                          // position of the node's mapping
+};
+
+struct EdgeSpec {
+  std::string from;
+  std::string to;
+  std::optional<std::string> when;
+  Mark mark;
+  Mark when_mark;
+};
+
+struct PipelineSpec {
+  std::string id;
+  std::string items;
+  std::vector<std::string> stages;
+  std::optional<std::string> phase;
+  Mark mark;
+};
+
+struct LoopSpec {
+  std::string id;
+  std::string body;
+  std::optional<std::string> until;
+  std::optional<int> max_iters;
+  std::optional<int64_t> budget;  // reserved, not enforced (as upstream)
+  std::optional<std::string> phase;
+  Mark mark;
+  Mark until_mark;
+};
+
+struct RuntimeSpec {
+  std::optional<int> concurrency;
+  bool deterministic = false;  // D16
+};
+
+struct Phase {
+  std::string id;
+  std::optional<std::string> title;
+};
+
+struct Experience {
+  std::string name;
+  std::string description;
+  std::string version;
+  StateSpec state;
+  std::vector<Phase> phases;
+  std::vector<NodeSpec> nodes;
+  std::vector<EdgeSpec> edges;
+  std::vector<PipelineSpec> pipelines;
+  std::vector<LoopSpec> loops;
+  RuntimeSpec runtime;
+
+  std::filesystem::path file;  // absolute path of the yaml
+  std::filesystem::path dir;   // experienceDir: the folder holding the yaml
+  std::string source_name;     // the yaml path as the user gave it; diagnostics print this
+  Json raw;                    // the whole document as JSON
+  // JSON pointer ("/graph/nodes/0/impl") -> position of that value in the file (for a scalar,
+  // its first content character: after an opening quote, on the first line of a `|` block).
+  std::unordered_map<std::string, Mark> marks;
+  // JSON pointer of a mapping member -> position of its key (unknown-key warnings point here).
+  std::unordered_map<std::string, Mark> key_marks;
+  // node id -> position in `nodes` (the first node when ids are duplicated).
+  std::unordered_map<std::string, size_t> node_index;
+
+  // The position of the value at `json_pointer`, or of its nearest ancestor that has one.
+  [[nodiscard]] Mark markOf(const std::string& json_pointer) const;
+  // The position of the key of the member at `json_pointer`; falls back to markOf.
+  [[nodiscard]] Mark keyMarkOf(const std::string& json_pointer) const;
+  // O(1) through node_index when it is filled (the loader fills it), else a scan.
+  [[nodiscard]] const NodeSpec* findNode(std::string_view id) const;
+};
+
+}  // namespace oe::spec

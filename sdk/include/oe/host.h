@@ -1,0 +1,54 @@
+/* The services the host offers to plugins, as a table of function pointers (oe_host_api).
+ * A plugin links nothing from the host: everything it needs from oe comes through this table. */
+#ifndef OE_HOST_H
+#define OE_HOST_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "oe/types.h"
+
+OE_BEGIN_DECLS
+
+/* Every function in this table is [thread-safe]: it may be called from any thread, including
+ * several at once. HOST-owned; the table stays valid from init until deinit returns. */
+typedef struct oe_host_api {
+  uint32_t struct_size; /* sizeof(oe_host_api) in the host's build: check before using a member */
+  uint32_t abi_version; /* OE_ABI_VERSION the host was built with */
+
+  /* Writes one line to the host log. ctx: the plugin or call context (names the node when a call
+   * context is given). message: BORROWED. */
+  void(OE_ABI* log)(oe_host_ctx* ctx, oe_log_level level, oe_str message);
+
+  /* Appends bytes to a host-owned writer. bytes: BORROWED, copied before return.
+   * Returns OE_OK, or OE_RESOURCE_EXHAUSTED when the writer's size limit is hit. */
+  oe_status(OE_ABI* write)(oe_writer* writer, oe_str bytes);
+
+  /* Gives back a buffer the host handed out (state_get). Exactly once per buffer. */
+  void(OE_ABI* release)(oe_host_ctx* ctx, oe_host_buf* buf);
+
+  /* Appends an event for the current node to the run's event log. call: the call context of an
+   * invocation in progress. type: "node.activity", "node.tokens" or a plugin's own
+   * "<plugin-id>.<name>". fields_json: BORROWED JSON object whose members are appended after the
+   * host's own (type, run_id, node_id, ts). Returns OE_INVALID_ARGUMENT for malformed JSON. */
+  oe_status(OE_ABI* emit_event)(oe_host_ctx* call, oe_str type, oe_str fields_json);
+
+  /* Reads the current value of a state field the node declares in `reads`, as JSON.
+   * out_json: filled with a HOST-owned buffer ("null" when unset); release it.
+   * Returns OE_PERMISSION_DENIED for a field the node does not read, OE_NOT_FOUND for one not in
+   * state.schema. */
+  oe_status(OE_ABI* state_get)(oe_host_ctx* call, oe_str field, oe_host_buf* out_json);
+
+  /* True once the host wants the call to stop (timeout, fail_run, Ctrl-C). Cheap; poll it. */
+  bool(OE_ABI* is_cancelled)(oe_host_ctx* call);
+
+  /* Looks up an optional host service by id ("oe.http/1", "oe.llm/1", ...). Returns NULL when the
+   * host does not offer it. The returned table is HOST-owned and valid until deinit. */
+  const void*(OE_ABI* get_extension)(oe_host_ctx* ctx, const char* extension_id);
+
+  /* Append new members here only. */
+} oe_host_api;
+
+OE_END_DECLS
+
+#endif /* OE_HOST_H */
