@@ -1,0 +1,273 @@
+// Cache keys (OpenSSL SHA-256 over canonical JSON) and the SQLite-backed CacheStore.
+#include "oe/cache/cache_store.hpp"
+
+#include <openssl/evp.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <fstream>
+#include <system_error>
+
+#include "oe/common/sqlite.hpp"
+
+namespace oe::cache {
+
+namespace {
+
+constexpr std::string_view kKeyVersion = "oe-cache/1";
+
+constexpr const char* kSchemaSql =
+    "CREATE TABLE IF NOT EXISTS cache_entries (key TEXT PRIMARY KEY, node_id TEXT NOT NULL, "
+    "run_id TEXT NOT NULL, created_at TEXT NOT NULL, output TEXT NOT NULL);";
+constexpr std::string_view kGetSql = "SELECT output FROM cache_entries WHERE key = ?1";
+constexpr std::string_view kPutSql =
+    "INSERT INTO cache_entries (key, node_id, run_id, created_at, output) "
+    "VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT(key) DO UPDATE SET node_id = excluded.node_id, "
+    "run_id = excluded.run_id, created_at = excluded.created_at, output = excluded.output";
+constexpr std::string_view kListSql =
+    "SELECT key, node_id, run_id, created_at, length(CAST(output AS BLOB)) FROM cache_entries "
+    "ORDER BY created_at, key";
+
+struct MdCtxFree {
+  void operator()(EVP_MD_CTX* ctx) const noexcept { EVP_MD_CTX_free(ctx); }
+};
+
+std::string toHex(const unsigned char* digest, unsigned int len) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(len * 2);
+  for (unsigned int i = 0; i < len; ++i) {
+    out += kHex[digest[i] >> 4];
+    out += kHex[digest[i] & 0xF];
+  }
+  return out;
+}
+
+// Canonical text: nlohmann's default object is a sorted map and dump() is compact, so equal
+// values give equal text. Invalid UTF-8 is replaced rather than thrown on.
+void appendCanonical(std::string& out, const Json& value) {
+  out += value.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+Result<std::string> digestFile(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) {
+    return makeError("cannot read " + p.string() + " to hash it for the cache key: " +
+                     std::error_code(errno, std::generic_category()).message());
+  }
+  std::unique_ptr<EVP_MD_CTX, MdCtxFree> ctx(EVP_MD_CTX_new());
+  if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1) {
+    return makeError("cannot initialise SHA-256 (OpenSSL)");
+  }
+  std::array<char, 64 * 1024> buf{};
+  while (in) {
+    in.read(buf.data(), buf.size());
+    const std::streamsize n = in.gcount();
+    if (n > 0) {
+      EVP_DigestUpdate(ctx.get(), buf.data(), static_cast<size_t>(n));
+    }
+  }
+  if (in.bad()) {
+    return makeError("cannot read " + p.string() + " to hash it for the cache key");
+  }
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_DigestFinal_ex(ctx.get(), md, &len);
+  return toHex(md, len);
+}
+
+}  // namespace
+
+std::string sha256Hex(std::string_view data) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_Digest(data.data(), data.size(), md, &len, EVP_sha256(), nullptr);
+  return toHex(md, len);
+}
+
+std::string cacheKey(const Json& node_spec, const Json& state_view, const Json& edge_inputs,
+                     const Json& args, const std::vector<FileDigest>& files) {
+  // Written out member by member (keys in sorted order) instead of building a Json object:
+  // the same text as dumping {"a":..,"e":..,...}, without deep-copying the inputs.
+  std::vector<const FileDigest*> sorted;
+  sorted.reserve(files.size());
+  for (const FileDigest& f : files) {
+    sorted.push_back(&f);
+  }
+  std::sort(sorted.begin(), sorted.end(), [](const FileDigest* x, const FileDigest* y) {
+    return x->path != y->path ? x->path < y->path : x->sha256 < y->sha256;
+  });
+  std::string text;
+  text.reserve(1024);
+  text += "{\"a\":";
+  appendCanonical(text, args);
+  text += ",\"e\":";
+  appendCanonical(text, edge_inputs);
+  text += ",\"f\":[";
+  for (size_t i = 0; i < sorted.size(); ++i) {
+    text += i == 0 ? "{\"path\":" : ",{\"path\":";
+    appendCanonical(text, Json(sorted[i]->path));
+    text += ",\"sha256\":";
+    appendCanonical(text, Json(sorted[i]->sha256));
+    text += '}';
+  }
+  text += "],\"n\":";
+  appendCanonical(text, node_spec);
+  text += ",\"s\":";
+  appendCanonical(text, state_view);
+  text += ",\"v\":\"";
+  text += kKeyVersion;
+  text += "\"}";
+  return sha256Hex(text);
+}
+
+Result<std::string> fileDigest(const std::filesystem::path& p) {
+  std::error_code ec;
+  const auto status = std::filesystem::status(p, ec);
+  if (ec || !std::filesystem::exists(status)) {
+    return makeError("cannot hash " + p.string() + " for the cache key: " +
+                     (ec ? ec.message() : std::string("no such file or directory")));
+  }
+  if (!std::filesystem::is_directory(status)) {
+    return digestFile(p);
+  }
+  const std::filesystem::path skill = p / "SKILL.md";
+  if (std::filesystem::is_regular_file(skill, ec)) {
+    return digestFile(skill);
+  }
+  std::vector<std::pair<std::string, std::string>> entries;
+  for (std::filesystem::directory_iterator it(p, ec), end; !ec && it != end; it.increment(ec)) {
+    if (!it->is_regular_file(ec)) {
+      continue;
+    }
+    auto digest = digestFile(it->path());
+    if (!digest) {
+      return digest.error();
+    }
+    entries.emplace_back(it->path().filename().string(), std::move(*digest));
+  }
+  if (ec) {
+    return makeError("cannot list " + p.string() + " to hash it for the cache key: " +
+                     ec.message());
+  }
+  std::sort(entries.begin(), entries.end());
+  std::string listing;
+  for (const auto& [name, digest] : entries) {
+    listing += name;
+    listing += '\0';
+    listing += digest;
+    listing += '\n';
+  }
+  return sha256Hex(listing);
+}
+
+struct CacheStore::Private {};
+
+struct CacheStore::Sql {
+  sqlite::Db db;
+  sqlite::Stmt get;
+  sqlite::Stmt put;
+  sqlite::Stmt list;
+};
+
+CacheStore::CacheStore(const Private&) : sql_(std::make_unique<Sql>()) {}
+
+CacheStore::~CacheStore() = default;
+
+Result<std::unique_ptr<CacheStore>> CacheStore::open(const std::filesystem::path& cache_dir) {
+  auto store = std::make_unique<CacheStore>(Private{});
+  if (auto r = store->init(cache_dir); !r) {
+    return makeError("cannot open the cache in " + cache_dir.string() + ": " + r.error().message);
+  }
+  return store;
+}
+
+Result<void> CacheStore::init(const std::filesystem::path& cache_dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(cache_dir, ec);
+  if (ec) {
+    return makeError(ec.message());
+  }
+  path_ = cache_dir / "cache.sqlite";
+  auto db = sqlite::open(path_);
+  if (!db) {
+    return db.error();
+  }
+  sql_->db = std::move(*db);
+  sqlite3* h = sql_->db.get();
+  if (auto r = sqlite::useWal(h); !r) {
+    return r;
+  }
+  if (auto r = sqlite::exec(h, kSchemaSql); !r) {
+    return r;
+  }
+  for (auto [slot, sql] : {std::pair{&sql_->get, kGetSql}, std::pair{&sql_->put, kPutSql},
+                           std::pair{&sql_->list, kListSql}}) {
+    auto stmt = sqlite::prepare(h, sql);
+    if (!stmt) {
+      return stmt.error();
+    }
+    *slot = std::move(*stmt);
+  }
+  return {};
+}
+
+std::optional<Json> CacheStore::get(std::string_view key) {
+  std::lock_guard lock(mutex_);
+  sqlite3_stmt* stmt = sql_->get.get();
+  sqlite::StmtScope scope(stmt);
+  sqlite::bindText(stmt, 1, key);
+  if (sqlite3_step(stmt) != SQLITE_ROW) {
+    return std::nullopt;
+  }
+  Json output = Json::parse(sqlite::columnView(stmt, 0), nullptr, false);
+  if (output.is_discarded()) {
+    return std::nullopt;
+  }
+  return output;
+}
+
+Result<void> CacheStore::put(std::string_view key, std::string_view node_id,
+                             std::string_view run_id, const Json& output) {
+  std::string text;
+  try {
+    text = output.dump();
+  } catch (const Json::exception& e) {
+    return makeError("cannot cache the output of node \"" + std::string(node_id) +
+                     "\": " + e.what());
+  }
+  const std::string created_at = sqlite::isoNow();
+  std::lock_guard lock(mutex_);
+  sqlite3_stmt* stmt = sql_->put.get();
+  sqlite::StmtScope scope(stmt);
+  sqlite::bindText(stmt, 1, key);
+  sqlite::bindText(stmt, 2, node_id);
+  sqlite::bindText(stmt, 3, run_id);
+  sqlite::bindText(stmt, 4, created_at);
+  sqlite::bindText(stmt, 5, text);
+  if (sqlite3_step(stmt) != SQLITE_DONE) {
+    return makeError("cannot store the cache entry of node \"" + std::string(node_id) +
+                     "\" in " + path_.string() + ": " + sqlite::errorOf(sql_->db.get()));
+  }
+  return {};
+}
+
+std::vector<CacheEntry> CacheStore::list() {
+  std::lock_guard lock(mutex_);
+  sqlite3_stmt* stmt = sql_->list.get();
+  sqlite::StmtScope scope(stmt);
+  std::vector<CacheEntry> out;
+  while (sqlite3_step(stmt) == SQLITE_ROW) {
+    CacheEntry e;
+    e.key = sqlite::columnText(stmt, 0);
+    e.node_id = sqlite::columnText(stmt, 1);
+    e.run_id = sqlite::columnText(stmt, 2);
+    e.created_at = sqlite::columnText(stmt, 3);
+    e.size_bytes = static_cast<size_t>(sqlite3_column_int64(stmt, 4));
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+}  // namespace oe::cache

@@ -1,0 +1,80 @@
+// Node memoization (reference §3.7, D4): canonical SHA-256 keys over a node's inputs and the
+// content of the files it names, and the store of outputs under `.openexpertise/cache/`.
+#pragma once
+
+#include <cstddef>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "oe/common/json.hpp"
+#include "oe/common/result.hpp"
+
+namespace oe::cache {
+
+// Lowercase hex SHA-256 of `data`.
+std::string sha256Hex(std::string_view data);
+
+struct FileDigest {
+  std::string path;    // as the node spec names it (the key sorts the list by it)
+  std::string sha256;  // fileDigest() of it
+};
+
+// SHA-256 hex of the canonical (sorted keys, compact) JSON
+//   {"a":args,"e":edge_inputs,"f":[{"path":..,"sha256":..}...],"n":node_spec,"s":state_view,
+//    "v":"oe-cache/1"}
+// `files` may come in any order. Changing the version string invalidates every cache.
+std::string cacheKey(const Json& node_spec, const Json& state_view, const Json& edge_inputs,
+                     const Json& args, const std::vector<FileDigest>& files);
+
+// SHA-256 of a file's content. For a folder (a skill): of its SKILL.md when present, else of the
+// sorted (name, digest) list of the regular files directly inside it.
+Result<std::string> fileDigest(const std::filesystem::path& p);
+
+struct CacheEntry {
+  std::string key;
+  std::string node_id;
+  std::string run_id;
+  std::string created_at;
+  size_t size_bytes = 0;  // of the stored output JSON
+};
+
+// One SQLite file (`cache.sqlite`, WAL) holds every entry: creating a file per entry costs 30 µs
+// to 850 µs on this filesystem (machine-limits), a row costs one ~27 µs commit. Thread-safe (one
+// lock around the connection). There is no expiry; deleting the folder clears the cache.
+class CacheStore {
+ public:
+  struct Private;  // lets open() use make_unique on the private constructor
+
+  static Result<std::unique_ptr<CacheStore>> open(const std::filesystem::path& cache_dir);
+
+  explicit CacheStore(const Private&);
+  ~CacheStore();
+  CacheStore(const CacheStore&) = delete;
+  CacheStore& operator=(const CacheStore&) = delete;
+
+  // nullopt on a miss, or when the stored entry is not valid JSON (it is then a miss that the
+  // next put() overwrites).
+  std::optional<Json> get(std::string_view key);
+  // Inserts or replaces the entry.
+  Result<void> put(std::string_view key, std::string_view node_id, std::string_view run_id,
+                   const Json& output);
+  // Oldest first.
+  std::vector<CacheEntry> list();
+
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  struct Sql;
+  Result<void> init(const std::filesystem::path& cache_dir);
+
+  std::filesystem::path path_;
+  std::mutex mutex_;
+  std::unique_ptr<Sql> sql_;
+};
+
+}  // namespace oe::cache

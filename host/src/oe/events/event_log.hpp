@@ -1,0 +1,99 @@
+// The run's event stream (reference §4): the JSONL log `.openexpertise/runs/<run-id>.jsonl`, with
+// upstream's event types and field order, plus an in-process bus for live listeners (the TUI).
+#pragma once
+
+#include <cstddef>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "oe/common/json.hpp"
+#include "oe/common/result.hpp"
+
+namespace oe::events {
+
+// ISO-8601 UTC with milliseconds: 2026-05-26T10:00:00.123Z
+std::string nowIso();
+// A random UUID v4, lowercase (OpenSSL RAND_bytes).
+std::string newRunId();
+
+// Every method is thread-safe (plugins emit from worker threads). One event is one write(2) of
+// the whole line with its '\n' on an O_APPEND descriptor, so a kill -9 can tear only the last
+// line. Listeners run under the log's lock, in subscription order, in the order the lines are
+// written; a listener may emit or (un)subscribe (the lock is recursive) but must not block.
+// Writing the log never fails a run: an I/O error is reported once on stderr.
+class EventLog {
+ public:
+  using Listener = std::function<void(const Json& event)>;
+  struct Private;  // lets open() use make_unique on the private constructor
+
+  // Creates the parent folders; appends to an existing file.
+  static Result<std::unique_ptr<EventLog>> open(const std::filesystem::path& jsonl_path,
+                                                std::string run_id);
+
+  EventLog(const Private&, int fd, std::filesystem::path path, std::string run_id);
+  ~EventLog();
+  EventLog(const EventLog&) = delete;
+  EventLog& operator=(const EventLog&) = delete;
+
+  const std::string& runId() const { return run_id_; }
+  const std::filesystem::path& path() const { return path_; }
+
+  // `extra` (an object; anything else is ignored) adds members after the standard fields.
+  void runStarted(const Json& args, const Json& extra = Json::object());
+  void runFinished(std::string_view status, const Json& extra = Json::object());
+  void nodeReady(std::string_view node_id, const std::optional<std::string>& phase);
+  void nodeStarted(std::string_view node_id, const std::optional<std::string>& phase);
+  void nodeFinished(std::string_view node_id, const std::optional<std::string>& phase,
+                    const Json* metrics);
+  void nodeFailed(std::string_view node_id, std::string_view error,
+                  const std::optional<std::string>& phase);
+  void nodeSkipped(std::string_view node_id, std::string_view reason,
+                   const std::optional<std::string>& phase);
+  void stateWrite(std::string_view node_id, std::string_view field);
+
+  // A plugin's event (node.activity, node.tokens, ...): `fields_json` must be a JSON object not
+  // using the names type, run_id, node_id or ts; its members follow those four, in its order.
+  Result<void> nodeEvent(std::string_view type, std::string_view node_id,
+                         std::string_view fields_json);
+
+  // An exception thrown by a listener is written to stderr as `event listener error: <msg>` and
+  // the others still run. unsubscribe is idempotent.
+  size_t subscribe(Listener listener);
+  void unsubscribe(size_t id);
+
+ private:
+  // Builders of one line, used under mutex_: head() opens it with type, run_id and node_id;
+  // appendTs() adds the timestamp; commit() closes it, writes it and notifies the listeners.
+  std::string head(std::string_view type, const std::string_view* node_id) const;
+  static void appendTs(std::string& line);
+  static void appendPhase(std::string& line, const std::optional<std::string>& phase);
+  void commit(std::string& line);
+  void notify(std::string_view line);
+
+  int fd_;
+  std::filesystem::path path_;
+  std::string run_id_;
+  std::recursive_mutex mutex_;
+  std::vector<std::pair<size_t, std::shared_ptr<Listener>>> listeners_;
+  size_t next_listener_ = 1;
+  bool write_failed_ = false;
+};
+
+struct LogReadResult {
+  std::vector<Json> events;
+  std::vector<std::string> warnings;
+};
+
+// Reads a JSONL event log. Lines that are not JSON objects are skipped with a warning naming
+// the line (a torn last line, from a killed run, gets its own wording). Fails only when the
+// file cannot be read.
+Result<LogReadResult> readEventLog(const std::filesystem::path& path);
+
+}  // namespace oe::events

@@ -1,0 +1,452 @@
+// StateStore: type checks, merges and one SQLite transaction per write; reads from the mirror.
+#include "oe/state/state_store.hpp"
+
+#include <system_error>
+
+#include "oe/common/sqlite.hpp"
+
+namespace oe::state {
+
+namespace {
+
+constexpr const char* kSchemaSql =
+    "CREATE TABLE IF NOT EXISTS state_snapshot (field TEXT PRIMARY KEY, value TEXT NOT NULL, "
+    "updated_at TEXT NOT NULL, updated_by_node TEXT NOT NULL, updated_by_run TEXT NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS state_history (id INTEGER PRIMARY KEY AUTOINCREMENT, "
+    "field TEXT NOT NULL, value_old TEXT, value_new TEXT NOT NULL, node_id TEXT NOT NULL, "
+    "run_id TEXT NOT NULL, ts TEXT NOT NULL);"
+    "CREATE INDEX IF NOT EXISTS idx_history_field ON state_history(field);"
+    "CREATE INDEX IF NOT EXISTS idx_history_run ON state_history(run_id);";
+
+constexpr std::string_view kUpsertSql =
+    "INSERT INTO state_snapshot (field, value, updated_at, updated_by_node, updated_by_run) "
+    "VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT(field) DO UPDATE SET value = excluded.value, "
+    "updated_at = excluded.updated_at, updated_by_node = excluded.updated_by_node, "
+    "updated_by_run = excluded.updated_by_run";
+constexpr std::string_view kHistorySql =
+    "INSERT INTO state_history (field, value_old, value_new, node_id, run_id, ts) "
+    "VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
+constexpr std::string_view kByFieldSql =
+    "SELECT id, field, value_old, value_new, node_id, run_id, ts FROM state_history "
+    "WHERE field = ?1 ORDER BY id";
+constexpr std::string_view kByRunSql =
+    "SELECT id, field, value_old, value_new, node_id, run_id, ts FROM state_history "
+    "WHERE run_id = ?1 ORDER BY id";
+
+constexpr size_t kMaxJsonInMessage = 200;
+
+const char* typeName(spec::FieldType type) {
+  switch (type) {
+    case spec::FieldType::kString: return "string";
+    case spec::FieldType::kNumber: return "number";
+    case spec::FieldType::kBoolean: return "boolean";
+    case spec::FieldType::kObject: return "object";
+    case spec::FieldType::kArray: return "array";
+    case spec::FieldType::kNull: return "null";
+    case spec::FieldType::kAny: return "any";
+    default: return "unknown";
+  }
+}
+
+// Upstream's checks (§3.6): kAny ($ref-only or no `type`) and kNull are never checked.
+bool typeMatches(spec::FieldType type, const Json& value) {
+  switch (type) {
+    case spec::FieldType::kString: return value.is_string();
+    case spec::FieldType::kNumber: return value.is_number();
+    case spec::FieldType::kBoolean: return value.is_boolean();
+    case spec::FieldType::kObject: return value.is_object();
+    case spec::FieldType::kArray: return value.is_array();
+    default: return true;
+  }
+}
+
+// The JS-style name of a value's type, as upstream's message shows it.
+const char* valueTypeName(const Json& value) {
+  if (value.is_number()) {
+    return "number";
+  }
+  return value.type_name();
+}
+
+// JSON for an error message, cut at ~200 bytes on a UTF-8 character boundary.
+std::string shortJson(const Json& value) {
+  std::string text = value.dump(-1, ' ', false, Json::error_handler_t::replace);
+  if (text.size() <= kMaxJsonInMessage) {
+    return text;
+  }
+  size_t cut = kMaxJsonInMessage - 3;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) {
+    --cut;
+  }
+  text.resize(cut);
+  text += "...";
+  return text;
+}
+
+std::string inQuotes(std::string_view s) {
+  std::string out;
+  out.reserve(s.size() + 2);
+  out += '"';
+  out += s;
+  out += '"';
+  return out;
+}
+
+// Serialises a value the way it is stored; invalid UTF-8 in a string is an error for the node,
+// not an exception.
+Result<std::string> toText(const Json& value, std::string_view node_id, std::string_view field) {
+  try {
+    return value.dump();
+  } catch (const Json::exception& e) {
+    return makeError("Node " + inQuotes(node_id) + " wrote a value to field " + inQuotes(field) +
+                     " that cannot be stored as JSON (" + e.what() +
+                     "). Fix the node's output (strings must be UTF-8).");
+  }
+}
+
+Json parseStored(std::string_view text) {
+  Json value = Json::parse(text, nullptr, false);
+  // A row edited by hand into invalid JSON is shown as its raw text rather than dropped.
+  return value.is_discarded() ? Json(std::string(text)) : value;
+}
+
+}  // namespace
+
+struct StateStore::Private {};
+
+struct StateStore::Sql {
+  sqlite::Db db;
+  sqlite::Stmt begin;
+  sqlite::Stmt commit;
+  sqlite::Stmt rollback;
+  sqlite::Stmt upsert;
+  sqlite::Stmt insert_history;
+  sqlite::Stmt by_field;
+  sqlite::Stmt by_run;
+};
+
+namespace {
+
+Result<void> stepDone(sqlite3* db, sqlite3_stmt* stmt) {
+  const int rc = sqlite3_step(stmt);
+  if (rc != SQLITE_DONE) {
+    std::string msg = sqlite::errorOf(db);
+    sqlite3_reset(stmt);
+    return makeError(std::move(msg));
+  }
+  sqlite3_reset(stmt);
+  return {};
+}
+
+}  // namespace
+
+StateStore::StateStore(const Private&, std::filesystem::path db_path,
+                       const spec::StateSpec& schema)
+    : path_(std::move(db_path)), sql_(std::make_unique<Sql>()) {
+  slots_.reserve(schema.fields.size());
+  for (const spec::FieldSpec& f : schema.fields) {
+    if (by_name_.find(f.name) != by_name_.end()) {
+      continue;  // the validator reports duplicates; the first declaration wins here
+    }
+    by_name_.emplace(f.name, slots_.size());
+    slots_.push_back(Slot{f.name, f.type, f.merge, std::nullopt, {}});
+  }
+}
+
+StateStore::~StateStore() = default;
+
+Result<std::unique_ptr<StateStore>> StateStore::open(const std::filesystem::path& db_path,
+                                                     const spec::StateSpec& schema) {
+  auto store = std::make_unique<StateStore>(Private{}, db_path, schema);
+  if (auto r = store->init(); !r) {
+    return makeError("cannot open the state database " + db_path.string() + ": " +
+                     r.error().message);
+  }
+  return store;
+}
+
+Result<void> StateStore::init() {
+  std::error_code ec;
+  if (path_.has_parent_path()) {
+    std::filesystem::create_directories(path_.parent_path(), ec);
+    if (ec) {
+      return makeError("cannot create " + path_.parent_path().string() + ": " + ec.message());
+    }
+  }
+  auto db = sqlite::open(path_);
+  if (!db) {
+    return db.error();
+  }
+  sql_->db = std::move(*db);
+  sqlite3* h = sql_->db.get();
+  if (auto r = sqlite::useWal(h); !r) {
+    return r;
+  }
+  if (auto r = sqlite::exec(h, kSchemaSql); !r) {
+    return r;
+  }
+  struct Want {
+    sqlite::Stmt* slot;
+    std::string_view sql;
+  };
+  for (const Want& w : {Want{&sql_->begin, "BEGIN IMMEDIATE"}, Want{&sql_->commit, "COMMIT"},
+                        Want{&sql_->rollback, "ROLLBACK"}, Want{&sql_->upsert, kUpsertSql},
+                        Want{&sql_->insert_history, kHistorySql},
+                        Want{&sql_->by_field, kByFieldSql}, Want{&sql_->by_run, kByRunSql}}) {
+    auto stmt = sqlite::prepare(h, w.sql);
+    if (!stmt) {
+      return stmt.error();
+    }
+    *w.slot = std::move(*stmt);
+  }
+
+  // Load the mirror: declared fields only (rows of fields no longer declared stay in the file,
+  // unseen, as upstream's snapshot() hides them).
+  auto load = sqlite::prepare(h, "SELECT field, value FROM state_snapshot");
+  if (!load) {
+    return load.error();
+  }
+  sqlite3_stmt* stmt = load->get();
+  int rc = SQLITE_ROW;
+  while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+    Slot* slot = find(sqlite::columnView(stmt, 0));
+    if (slot == nullptr) {
+      continue;
+    }
+    Json value = Json::parse(sqlite::columnView(stmt, 1), nullptr, false);
+    if (value.is_discarded()) {
+      return makeError("state field " + inQuotes(slot->name) +
+                       " holds text that is not JSON. Reset the state (oe reset-state --yes).");
+    }
+    slot->text = value.dump(-1, ' ', false, Json::error_handler_t::replace);
+    slot->value = std::move(value);
+  }
+  if (rc != SQLITE_DONE) {
+    return makeError(sqlite::errorOf(h));
+  }
+  return {};
+}
+
+StateStore::Slot* StateStore::find(std::string_view name) {
+  auto it = by_name_.find(name);
+  return it == by_name_.end() ? nullptr : &slots_[it->second];
+}
+
+const StateStore::Slot* StateStore::find(std::string_view name) const {
+  auto it = by_name_.find(name);
+  return it == by_name_.end() ? nullptr : &slots_[it->second];
+}
+
+const Json* StateStore::field(std::string_view name) const {
+  const Slot* slot = find(name);
+  return slot != nullptr && slot->value ? &*slot->value : nullptr;
+}
+
+Json StateStore::snapshot() const {
+  Json out = Json::object();
+  for (const Slot& slot : slots_) {
+    if (slot.value) {
+      out[slot.name] = *slot.value;
+    }
+  }
+  return out;
+}
+
+Result<std::vector<std::string>> StateStore::write(const Json& delta, const WriteMeta& meta) {
+  const std::string_view node = meta.node_id;
+  if (!delta.is_object()) {
+    return makeError("Node " + inQuotes(node) + " returned a state_delta that is " +
+                     valueTypeName(delta) +
+                     ", not an object. Return {\"<field>\": <value>, ...} from the node.");
+  }
+
+  // Phase 1, in memory only: check every key and compute its merged text. Nothing is touched
+  // until all keys pass, so an error leaves both the file and the mirror as they were.
+  struct Pending {
+    Slot* slot;
+    const Json* incoming;
+    bool append;  // array_append onto an existing array: extend the mirror in place
+    std::string text;
+  };
+  const Json null_value;  // D10: an absent/undefined value is stored as JSON null
+  std::vector<Pending> pending;
+  pending.reserve(delta.size());
+  for (const auto& [key, raw_value] : delta.items()) {
+    const Json& incoming = raw_value.is_discarded() ? null_value : raw_value;
+    Slot* slot = find(key);
+    if (slot == nullptr) {
+      return makeError("Node " + inQuotes(node) + " wrote to undeclared state field " +
+                       inQuotes(key) +
+                       ". Declare it in state.schema or remove it from the node's output.");
+    }
+    if (!incoming.is_null() && !typeMatches(slot->type, incoming)) {
+      return makeError("Node " + inQuotes(node) + " wrote " + valueTypeName(incoming) +
+                       " to field " + inQuotes(key) + ", which is declared as type " +
+                       typeName(slot->type) +
+                       " in state.schema. Fix the node's output or update state.schema.");
+    }
+    switch (slot->merge) {
+      case spec::MergeStrategy::kArrayAppend: {
+        if (!incoming.is_array()) {
+          return makeError("Field " + inQuotes(key) +
+                           " uses array_append but write is not an array");
+        }
+        auto text = toText(incoming, node, key);
+        if (!text) {
+          return text.error();
+        }
+        const bool onto_array = slot->value && slot->value->is_array();
+        if (onto_array && !slot->value->empty() && !incoming.empty()) {
+          // "[a,b]" + "[c]" -> "[a,b,c]" without re-serialising the existing elements. The
+          // text is still O(size) to copy and to store (snapshot and history both hold the
+          // whole array); fine for thousands of elements, not for millions.
+          std::string merged;
+          merged.reserve(slot->text.size() + text->size());
+          merged.append(slot->text, 0, slot->text.size() - 1);
+          merged += ',';
+          merged.append(*text, 1, std::string::npos);
+          pending.push_back(Pending{slot, &incoming, true, std::move(merged)});
+        } else if (onto_array && incoming.empty()) {
+          pending.push_back(Pending{slot, &incoming, true, slot->text});
+        } else {
+          pending.push_back(Pending{slot, &incoming, false, std::move(*text)});
+        }
+        break;
+      }
+      case spec::MergeStrategy::kSetOnce: {
+        if (slot->value) {
+          if (*slot->value == incoming) {
+            continue;  // D2: the same value again is a no-op (re-runs, resume, cache replay)
+          }
+          if (!slot->value->is_null()) {
+            return makeError("Field " + inQuotes(key) + " is set_once and already has value " +
+                             shortJson(*slot->value) + "; node " + inQuotes(node) +
+                             " tried to write " + shortJson(incoming) +
+                             ". Reset the state (oe reset-state --yes) or make the field "
+                             "last_wins.");
+          }
+        }
+        [[fallthrough]];
+      }
+      default: {
+        auto text = toText(incoming, node, key);
+        if (!text) {
+          return text.error();
+        }
+        pending.push_back(Pending{slot, &incoming, false, std::move(*text)});
+        break;
+      }
+    }
+  }
+
+  std::vector<std::string> written;
+  if (pending.empty()) {
+    return written;
+  }
+
+  // Phase 2: one transaction. All rows share one ts (upstream does the same).
+  sqlite3* h = sql_->db.get();
+  const std::string ts = sqlite::isoNow();
+  if (auto r = stepDone(h, sql_->begin.get()); !r) {
+    return makeError("cannot start a state transaction in " + path_.string() + ": " +
+                     r.error().message);
+  }
+  for (const Pending& p : pending) {
+    Result<void> r;
+    {
+      sqlite3_stmt* up = sql_->upsert.get();
+      sqlite::StmtScope scope(up);
+      sqlite::bindText(up, 1, p.slot->name);
+      sqlite::bindText(up, 2, p.text);
+      sqlite::bindText(up, 3, ts);
+      sqlite::bindText(up, 4, meta.node_id);
+      sqlite::bindText(up, 5, meta.run_id);
+      r = stepDone(h, up);
+    }
+    if (r) {
+      sqlite3_stmt* hist = sql_->insert_history.get();
+      sqlite::StmtScope scope(hist);
+      sqlite::bindText(hist, 1, p.slot->name);
+      if (p.slot->value) {
+        sqlite::bindText(hist, 2, p.slot->text);
+      } else {
+        sqlite3_bind_null(hist, 2);
+      }
+      sqlite::bindText(hist, 3, p.text);
+      sqlite::bindText(hist, 4, meta.node_id);
+      sqlite::bindText(hist, 5, meta.run_id);
+      sqlite::bindText(hist, 6, ts);
+      r = stepDone(h, hist);
+    }
+    if (!r) {
+      (void)stepDone(h, sql_->rollback.get());
+      return makeError("cannot write state field " + inQuotes(p.slot->name) + " for node " +
+                       inQuotes(node) + " to " + path_.string() + ": " + r.error().message +
+                       ". Nothing of the node's output was applied.");
+    }
+  }
+  if (auto r = stepDone(h, sql_->commit.get()); !r) {
+    (void)stepDone(h, sql_->rollback.get());
+    return makeError("cannot commit the state written by node " + inQuotes(node) + " to " +
+                     path_.string() + ": " + r.error().message +
+                     ". Nothing of the node's output was applied.");
+  }
+
+  // Phase 3: committed; update the mirror (cannot fail).
+  written.reserve(pending.size());
+  for (Pending& p : pending) {
+    Slot& slot = *p.slot;
+    if (p.append) {
+      slot.value->insert(slot.value->end(), p.incoming->begin(), p.incoming->end());
+    } else {
+      slot.value = *p.incoming;
+    }
+    slot.text = std::move(p.text);
+    written.push_back(slot.name);
+  }
+  return written;
+}
+
+std::vector<HistoryRow> StateStore::queryHistory(std::string_view key, bool by_run) const {
+  sqlite3_stmt* stmt = by_run ? sql_->by_run.get() : sql_->by_field.get();
+  sqlite::StmtScope scope(stmt);
+  sqlite::bindText(stmt, 1, key);
+  std::vector<HistoryRow> rows;
+  while (sqlite3_step(stmt) == SQLITE_ROW) {
+    HistoryRow row;
+    row.id = sqlite3_column_int64(stmt, 0);
+    row.field = sqlite::columnText(stmt, 1);
+    if (sqlite3_column_type(stmt, 2) != SQLITE_NULL) {
+      row.value_old = parseStored(sqlite::columnView(stmt, 2));
+    }
+    row.value_new = parseStored(sqlite::columnView(stmt, 3));
+    row.node_id = sqlite::columnText(stmt, 4);
+    row.run_id = sqlite::columnText(stmt, 5);
+    row.ts = sqlite::columnText(stmt, 6);
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+std::vector<HistoryRow> StateStore::history(std::string_view field) const {
+  return queryHistory(field, false);
+}
+
+std::vector<HistoryRow> StateStore::historyForRun(std::string_view run_id) const {
+  return queryHistory(run_id, true);
+}
+
+Result<void> removeStateFiles(const std::filesystem::path& db_path) {
+  for (const char* suffix : {"", "-wal", "-shm", "-journal"}) {
+    std::filesystem::path p = db_path;
+    p += suffix;
+    std::error_code ec;
+    std::filesystem::remove(p, ec);
+    if (ec && ec != std::errc::no_such_file_or_directory) {
+      return makeError("cannot remove " + p.string() + ": " + ec.message());
+    }
+  }
+  return {};
+}
+
+}  // namespace oe::state

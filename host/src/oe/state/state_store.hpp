@@ -1,0 +1,104 @@
+// The run's persistent state: state.sqlite (reference §5, upstream tables), the state.schema type
+// checks and merge strategies (§3.6, D2, D10), and an in-memory mirror that serves every read.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "oe/common/json.hpp"
+#include "oe/common/result.hpp"
+#include "oe/expr/state_reader.hpp"
+#include "oe/spec/experience.hpp"
+
+namespace oe::state {
+
+struct WriteMeta {
+  std::string_view run_id;
+  std::string_view node_id;
+};
+
+struct HistoryRow {
+  int64_t id = 0;
+  std::string field;
+  std::optional<Json> value_old;  // nullopt: the field had no value before this write
+  Json value_new;                 // the merged value
+  std::string node_id;
+  std::string run_id;
+  std::string ts;
+};
+
+// One store per run, used from ONE thread (the scheduler's): it holds the only connection and
+// the mirror without locks. Reads never touch SQLite: the mirror holds every declared field's
+// value, loaded once at open and updated after each committed write. The mirror assumes this
+// store is the only writer of the file while it is open (another process writing the same
+// state.sqlite concurrently is not seen).
+class StateStore : public expr::StateReader {
+ public:
+  struct Private;  // lets open() use make_unique on the private constructor
+
+  // Opens or creates the database (and its parent folders), WAL mode, upstream tables.
+  static Result<std::unique_ptr<StateStore>> open(const std::filesystem::path& db_path,
+                                                  const spec::StateSpec& schema);
+
+  StateStore(const Private&, std::filesystem::path db_path, const spec::StateSpec& schema);
+  ~StateStore() override;
+  StateStore(const StateStore&) = delete;
+  StateStore& operator=(const StateStore&) = delete;
+
+  // O(1). nullptr = unset (or not declared). The pointer stays valid for the store's life; the
+  // value it points to changes when the field is written.
+  const Json* field(std::string_view name) const override;
+
+  // Every declared field that has a value (a stored JSON null included).
+  Json snapshot() const;
+
+  // Applies `delta` ({field: value}) in ONE transaction, fields in sorted key order. Returns the
+  // fields actually written in that order (a set_once field written again with the same value is
+  // skipped, D2). On any error nothing is applied: not in the file, not in the mirror.
+  Result<std::vector<std::string>> write(const Json& delta, const WriteMeta& meta);
+
+  // Rows ordered by id (oldest first).
+  std::vector<HistoryRow> history(std::string_view field) const;
+  std::vector<HistoryRow> historyForRun(std::string_view run_id) const;
+
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  struct Slot {
+    std::string name;
+    spec::FieldType type = spec::FieldType::kAny;
+    spec::MergeStrategy merge = spec::MergeStrategy::kLastWins;
+    std::optional<Json> value;
+    std::string text;  // `value` as stored (compact JSON): value_old and array_append reuse it
+  };
+  struct NameHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const noexcept {
+      return std::hash<std::string_view>{}(s);
+    }
+  };
+  struct Sql;
+
+  Result<void> init();
+  Slot* find(std::string_view name);
+  const Slot* find(std::string_view name) const;
+  std::vector<HistoryRow> queryHistory(std::string_view key, bool by_run) const;
+
+  std::filesystem::path path_;
+  std::vector<Slot> slots_;  // declaration order
+  std::unordered_map<std::string, size_t, NameHash, std::equal_to<>> by_name_;
+  std::unique_ptr<Sql> sql_;
+};
+
+// D11 (`oe reset-state`): removes the database and its -wal, -shm (and -journal) side files.
+// Files that do not exist are fine. Close every StateStore on the file first.
+Result<void> removeStateFiles(const std::filesystem::path& db_path);
+
+}  // namespace oe::state
