@@ -1,0 +1,268 @@
+// The `tool` node kind (plugin dev.oe.tool): resolves a node's `impl:` to one of three flavours
+// (Node.js module, executable, native library; decision D13) and runs it with the upstream
+// call signature {...args, _edge_inputs, _state}.
+#include <sys/stat.h>
+
+#include <array>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <oe/cpp/plugin.hpp>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+
+#include "cancel_token.hpp"
+#include "exec_runner.hpp"
+#include "expected.hpp"
+#include "native_tools.hpp"
+#include "node_worker.hpp"
+#include "subprocess.hpp"
+#include "tool_io.hpp"
+
+#ifndef OE_TOOL_PLUGIN_VERSION
+#error "OE_TOOL_PLUGIN_VERSION must be defined by the build"
+#endif
+
+namespace oe::tool {
+namespace {
+
+constexpr const char* kSpecSchema =
+    R"({"type":"object","required":["impl"],"properties":{)"
+    R"("impl":{"type":"string","minLength":1,"description":"The tool to run, relative to the )"
+    R"(experience directory: a .mjs/.js/.cjs module whose default export is called in a )"
+    R"(persistent Node.js worker, an executable that reads the input JSON on stdin and prints )"
+    R"(the result JSON on stdout, or a shared library (.so) exporting oe_tool_invoke_v1"},)"
+    R"("args":{"type":"object"}}})";
+
+bool endsWith(std::string_view text, std::string_view suffix) { return text.ends_with(suffix); }
+
+// Decides how `who.path` runs, or why it cannot.
+Expected<Flavour> detectFlavour(const ToolIdentity& who) {
+  struct stat info {};
+  if (::stat(who.path.c_str(), &info) != 0) {
+    return fail(OE_NOT_FOUND, "Tool impl not found: " + who.path + " (declared as \"" + who.impl +
+                                  "\" in experience.yaml)");
+  }
+  const bool regular = S_ISREG(info.st_mode);
+  if (regular &&
+      (endsWith(who.path, ".mjs") || endsWith(who.path, ".js") || endsWith(who.path, ".cjs"))) {
+    return Flavour::kNodeModule;
+  }
+  if (regular && isSharedLibrary(who.path)) {
+    return Flavour::kNative;
+  }
+  if (isExecutableFile(who.path)) {
+    return Flavour::kExecutable;
+  }
+  return fail(OE_FAILED_PRECONDITION,
+              "Tool \"" + who.id + "\": " + who.path +
+                  " is neither a .mjs/.js module, a shared library nor an executable file; chmod "
+                  "+x it or use a .mjs module");
+}
+
+[[noreturn]] void raise(Failure failure) {
+  throw sdk::Error(failure.status, std::move(failure.message));
+}
+
+}  // namespace
+
+class ToolPlugin;
+
+// One `kind: tool` node. invoke is reentrant: for_each iterations and parallel branches may
+// call it at the same time, each with its own call context.
+class ToolNode final : public sdk::Node {
+ public:
+  ToolNode(ToolPlugin& plugin, ToolIdentity who, Flavour flavour, std::string experience_dir,
+           oe_tool_invoke_fn native_entry)
+      : plugin_(plugin),
+        who_(std::move(who)),
+        flavour_(flavour),
+        experience_dir_(std::move(experience_dir)),
+        native_entry_(native_entry) {}
+
+  void invoke(sdk::Call& call) override;
+
+  void cancel(oe_host_ctx* call) noexcept override {
+    std::lock_guard lock(active_mutex_);
+    if (auto it = active_.find(call); it != active_.end()) {
+      it->second->cancel();
+    }
+  }
+
+ private:
+  // Makes a running invocation reachable from cancel() for as long as it runs.
+  class ActiveCall {
+   public:
+    ActiveCall(ToolNode& node, oe_host_ctx* call, CancelToken& token) : node_(node), call_(call) {
+      std::lock_guard lock(node_.active_mutex_);
+      node_.active_[call_] = &token;
+    }
+    ~ActiveCall() {
+      std::lock_guard lock(node_.active_mutex_);
+      node_.active_.erase(call_);
+    }
+    ActiveCall(const ActiveCall&) = delete;
+    ActiveCall& operator=(const ActiveCall&) = delete;
+
+   private:
+    ToolNode& node_;
+    oe_host_ctx* call_;
+  };
+
+  Expected<std::string> run(sdk::Call& call, std::string_view input, CancelToken& token);
+
+  ToolPlugin& plugin_;
+  ToolIdentity who_;
+  Flavour flavour_;
+  std::string experience_dir_;
+  oe_tool_invoke_fn native_entry_;
+  std::mutex active_mutex_;
+  std::unordered_map<oe_host_ctx*, CancelToken*> active_;
+};
+
+// Library-wide state: the one Node.js worker and the loaded native libraries.
+class ToolPlugin {
+ public:
+  static constexpr size_t kKindCount = 1;
+
+  explicit ToolPlugin(sdk::Host host)
+      : node_worker_([host](std::string_view line) {
+          host.log(OE_LOG_INFO, "tool worker (node): " + std::string(line));
+        }),
+        native_tools_(host.api()) {}
+
+  static std::span<const sdk::KindSpec<ToolPlugin>> kinds();
+
+  [[nodiscard]] NodeWorker& nodeWorker() noexcept { return node_worker_; }
+  [[nodiscard]] NativeTools& nativeTools() noexcept { return native_tools_; }
+
+  static std::unique_ptr<sdk::Node> create(ToolPlugin& plugin, std::string_view config_json);
+
+ private:
+  NodeWorker node_worker_;
+  NativeTools native_tools_;
+};
+
+void ToolNode::invoke(sdk::Call& call) {
+  CancelToken token([&call] { return call.cancelled(); });
+  ActiveCall active(*this, call.context(), token);
+  auto input = buildToolInput(call.request(), who_);
+  if (!input) {
+    raise(std::move(input).failure());
+  }
+  auto response = run(call, *input, token);
+  if (!response) {
+    raise(std::move(response).failure());
+  }
+  call.respond(*response);
+}
+
+Expected<std::string> ToolNode::run(sdk::Call& call, std::string_view input, CancelToken& token) {
+  switch (flavour_) {
+    case Flavour::kNodeModule:
+      return plugin_.nodeWorker().call(who_, input, token);
+    case Flavour::kExecutable: {
+      auto outcome = runExecutable(who_, experience_dir_, input, token);
+      if (!outcome) {
+        return std::move(outcome).failure();
+      }
+      if (!outcome->stderr_tail.empty()) {
+        call.log(OE_LOG_INFO, who_.impl + " (stderr): " + outcome->stderr_tail);
+      }
+      return std::move(outcome->response);
+    }
+    case Flavour::kNative:
+      // In-process code cannot be interrupted; a cancel that came first is still honoured.
+      if (token.requested()) {
+        return fail(OE_CANCELLED, "cancelled");
+      }
+      return plugin_.nativeTools().call(native_entry_, who_, input);
+    default:
+      return fail(OE_INTERNAL, "Tool \"" + who_.id + "\": unknown tool flavour");
+  }
+}
+
+std::unique_ptr<sdk::Node> ToolPlugin::create(ToolPlugin& plugin, std::string_view config_json) {
+  Json config;
+  try {
+    config = Json::parse(config_json);
+  } catch (const Json::exception& error) {
+    throw sdk::Error(
+        OE_INVALID_ARGUMENT,
+        std::string("tool: the node configuration is not valid JSON: ") + error.what());
+  }
+  const Json* node = nullptr;
+  if (config.is_object()) {
+    if (auto it = config.find("node"); it != config.end() && it->is_object()) {
+      node = &*it;
+    }
+  }
+  if (node == nullptr) {
+    throw sdk::Error(OE_INVALID_ARGUMENT, "tool: the node configuration has no \"node\" object");
+  }
+  ToolIdentity who;
+  if (auto it = node->find("id"); it != node->end() && it->is_string()) {
+    who.id = it->get<std::string>();
+  }
+  auto impl = node->find("impl");
+  if (impl == node->end() || !impl->is_string() || impl->get_ref<const std::string&>().empty()) {
+    throw sdk::Error(OE_INVALID_ARGUMENT,
+                     "Tool \"" + who.id +
+                         "\" has no impl; set impl: to a .mjs module, an executable or a .so "
+                         "library (relative to the experience directory)");
+  }
+  who.impl = impl->get<std::string>();
+
+  namespace fs = std::filesystem;
+  std::string experience_dir;
+  if (auto it = config.find("experience_dir"); it != config.end() && it->is_string()) {
+    experience_dir = it->get<std::string>();
+  }
+  std::error_code ignored;
+  fs::path base = experience_dir.empty() ? fs::current_path(ignored) : fs::path(experience_dir);
+  fs::path declared(who.impl);
+  who.path = (declared.is_absolute() ? declared : base / declared).lexically_normal().string();
+  if (experience_dir.empty()) {
+    experience_dir = base.string();
+  }
+
+  auto flavour = detectFlavour(who);
+  if (!flavour) {
+    raise(std::move(flavour).failure());
+  }
+  oe_tool_invoke_fn native_entry = nullptr;
+  if (*flavour == Flavour::kNodeModule) {
+    // Fail at creation, not at the first call, when Node.js is missing.
+    auto binary = NodeWorker::locateNode(who);
+    if (!binary) {
+      raise(std::move(binary).failure());
+    }
+  } else if (*flavour == Flavour::kNative) {
+    auto entry = plugin.nativeTools().load(who);
+    if (!entry) {
+      raise(std::move(entry).failure());
+    }
+    native_entry = *entry;
+  }
+  return std::make_unique<ToolNode>(plugin, std::move(who), *flavour, std::move(experience_dir),
+                                    native_entry);
+}
+
+namespace {
+constexpr std::array<sdk::KindSpec<ToolPlugin>, ToolPlugin::kKindCount> kKinds{{
+    {"tool",
+     "Runs a tool: a Node.js module's default export, an executable speaking JSON on "
+     "stdin/stdout, or a native shared library",
+     kSpecSchema, OE_NODE_KIND_REENTRANT, &ToolPlugin::create},
+}};
+}  // namespace
+
+std::span<const sdk::KindSpec<ToolPlugin>> ToolPlugin::kinds() { return kKinds; }
+
+}  // namespace oe::tool
+
+OE_SDK_PLUGIN(oe::tool::ToolPlugin, "dev.oe.tool", OE_TOOL_PLUGIN_VERSION,
+              "The tool node kind: Node.js modules, executables and native libraries")
