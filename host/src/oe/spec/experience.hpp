@@ -30,9 +30,9 @@ struct FieldSpec {
 };
 
 struct StateSpec {
-  std::vector<FieldSpec> fields;                   // declaration order
-  std::unordered_map<std::string, size_t> index;   // name -> position in fields
-  std::optional<std::string> store;                // D14: path of the SQLite file, relative to dir
+  std::vector<FieldSpec> fields;                  // declaration order
+  std::unordered_map<std::string, size_t> index;  // name -> position in fields
+  std::optional<std::string> store;               // D14: path of the SQLite file, relative to dir
 
   [[nodiscard]] const FieldSpec* find(std::string_view name) const {
     auto it = index.find(std::string(name));

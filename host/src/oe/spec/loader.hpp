@@ -1,0 +1,34 @@
+// Reading an experience.yaml: the file, the YAML (with the position of every value), the
+// structure (JSON Schema), and the typed model. `validateExperience` then checks the meaning.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <vector>
+
+#include "oe/common/diagnostic.hpp"
+#include "oe/spec/experience.hpp"
+#include "oe/spec/schema.hpp"
+#include "oe/spec/validate.hpp"
+
+namespace oe::spec {
+
+// A path ending in .yaml/.yml is used as given; anything else is a folder holding
+// experience.yaml (reference §1.1).
+[[nodiscard]] std::filesystem::path resolveExperiencePath(const std::filesystem::path& arg);
+
+struct LoadResult {
+  std::optional<Experience> experience;  // set when there is no error
+  std::vector<Diagnostic> diagnostics;   // every problem found, with file:line:column
+};
+
+// Reads and parses the file and checks its structure. All structural errors are reported at
+// once; the typed model is filled only when there are none.
+[[nodiscard]] LoadResult loadExperience(const std::filesystem::path& yaml_path);
+
+// The same from YAML text already in memory; `yaml_path` is where it came from (diagnostics
+// print it as given; it also gives Experience::file and ::dir).
+[[nodiscard]] LoadResult loadExperienceText(std::string_view text,
+                                            const std::filesystem::path& yaml_path);
+
+}  // namespace oe::spec

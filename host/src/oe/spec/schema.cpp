@@ -1,0 +1,164 @@
+// The experience JSON Schema; see schema.hpp.
+#include "oe/spec/schema.hpp"
+
+namespace oe::spec {
+
+namespace {
+
+// Kept as JSON text so it reads like the schema it is.
+constexpr const char* kSchemaText = R"json({
+  "$schema": "http://json-schema.org/draft-07/schema#",
+  "$id": "https://openexpertise.dev/schemas/experience-v0.1.0.json",
+  "title": "OpenExpertise experience (as accepted by oe)",
+  "type": "object",
+  "additionalProperties": false,
+  "required": ["name", "version", "state", "graph"],
+  "properties": {
+    "name": { "type": "string", "minLength": 1 },
+    "description": { "type": "string" },
+    "version": { "type": "string", "pattern": "^\\d+\\.\\d+\\.\\d+$" },
+    "state": {
+      "type": "object",
+      "additionalProperties": false,
+      "required": ["schema"],
+      "properties": {
+        "schema": {
+          "type": "object",
+          "additionalProperties": { "$ref": "#/definitions/stateField" }
+        },
+        "store": { "type": "string", "minLength": 1 }
+      }
+    },
+    "phases": {
+      "type": "array",
+      "items": {
+        "type": "object",
+        "additionalProperties": false,
+        "required": ["id"],
+        "properties": { "id": { "type": "string" }, "title": { "type": "string" } }
+      }
+    },
+    "graph": {
+      "type": "object",
+      "additionalProperties": false,
+      "required": ["nodes", "edges"],
+      "properties": {
+        "nodes": { "type": "array", "minItems": 1, "items": { "$ref": "#/definitions/node" } },
+        "edges": { "type": "array", "items": { "$ref": "#/definitions/edge" } },
+        "pipelines": { "type": "array", "items": { "$ref": "#/definitions/pipeline" } },
+        "loops": { "type": "array", "items": { "$ref": "#/definitions/loop" } }
+      }
+    },
+    "runtime": {
+      "type": "object",
+      "properties": {
+        "concurrency": { "type": "integer", "minimum": 1 },
+        "deterministic": { "type": "boolean" }
+      }
+    }
+  },
+  "definitions": {
+    "stateField": {
+      "type": "object",
+      "additionalProperties": true,
+      "properties": {
+        "type": { "enum": ["string", "number", "boolean", "object", "array", "null"] },
+        "description": { "type": "string" },
+        "merge": { "enum": ["array_append", "set_once", "last_wins"] },
+        "$ref": { "type": "string" }
+      }
+    },
+    "node": {
+      "type": "object",
+      "required": ["id", "kind"],
+      "properties": {
+        "id": { "type": "string", "pattern": "^[a-zA-Z_][a-zA-Z0-9_]*$" },
+        "kind": { "type": "string", "minLength": 1 },
+        "phase": { "type": "string" },
+        "reads": { "type": "array", "items": { "type": "string" } },
+        "writes": { "type": "array", "items": { "type": "string" } },
+        "on_error": { "$ref": "#/definitions/onError" },
+        "for_each": {
+          "type": "object",
+          "required": ["source"],
+          "properties": {
+            "source": { "type": "string" },
+            "concurrency": { "type": "integer", "minimum": 1 }
+          }
+        },
+        "timeout_ms": { "type": "integer", "minimum": 1 },
+        "args": { "type": "object" }
+      }
+    },
+    "onError": {
+      "oneOf": [
+        {
+          "type": "object",
+          "additionalProperties": false,
+          "required": ["policy"],
+          "properties": { "policy": { "const": "skip" } }
+        },
+        {
+          "type": "object",
+          "additionalProperties": false,
+          "required": ["policy"],
+          "properties": { "policy": { "const": "fail_run" } }
+        },
+        {
+          "type": "object",
+          "additionalProperties": false,
+          "required": ["policy", "attempts"],
+          "properties": {
+            "policy": { "const": "retry" },
+            "attempts": { "type": "integer", "minimum": 1, "maximum": 20 },
+            "backoff": { "enum": ["linear", "exponential"] },
+            "base_ms": { "type": "integer", "minimum": 0 }
+          }
+        }
+      ]
+    },
+    "edge": {
+      "type": "object",
+      "required": ["from", "to"],
+      "properties": {
+        "from": { "type": "string" },
+        "to": { "type": "string" },
+        "when": { "type": "string" }
+      }
+    },
+    "pipeline": {
+      "type": "object",
+      "required": ["id", "items", "stages"],
+      "properties": {
+        "id": { "type": "string" },
+        "items": { "type": "string" },
+        "stages": { "type": "array", "minItems": 1, "items": { "type": "string" } },
+        "phase": { "type": "string" }
+      }
+    },
+    "loop": {
+      "type": "object",
+      "required": ["id", "body"],
+      "properties": {
+        "id": { "type": "string" },
+        "body": { "type": "string" },
+        "until": { "type": "string" },
+        "max_iters": { "type": "integer", "minimum": 1 },
+        "budget": { "type": "integer", "minimum": 0 },
+        "phase": { "type": "string" }
+      }
+    }
+  }
+})json";
+
+}  // namespace
+
+Json experienceJsonSchema() { return Json::parse(kSchemaText); }
+
+Json experienceValidationSchema() {
+  Json schema = experienceJsonSchema();
+  schema["definitions"]["onError"] = Json::object();  // checked by checkOnError (loader.cpp)
+  return schema;
+}
+
+}  // namespace oe::spec

@@ -1,0 +1,561 @@
+// The checks of `oe validate` beyond the structure (D8, D9); see validate.hpp.
+#include "oe/spec/validate.hpp"
+
+#include <algorithm>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "oe/expr/condition.hpp"
+#include "oe/expr/state_path.hpp"
+#include "oe/spec/locate.hpp"
+#include "oe/spec/schema.hpp"
+#include "oe/spec/schema_check.hpp"
+#include "oe/spec/suggest.hpp"
+
+namespace oe::spec {
+
+namespace {
+
+using IdIndex = std::unordered_map<std::string_view, size_t>;
+
+struct Cycle {
+  std::vector<size_t> nodes;  // node indexes, first repeated at the end
+  size_t closing_edge = 0;    // the edge that closes it (back to the first node)
+};
+
+IdIndex indexIds(const Experience& exp) {
+  IdIndex ids;
+  ids.reserve(exp.nodes.size());
+  for (size_t i = 0; i < exp.nodes.size(); ++i) {
+    ids.emplace(exp.nodes[i].id, i);  // the first declaration wins
+  }
+  return ids;
+}
+
+// Iterative depth-first search (no recursion: 100k-node chains must not overflow the stack).
+std::vector<Cycle> cyclesOf(const Experience& exp, const IdIndex& ids, size_t limit) {
+  const size_t n = exp.nodes.size();
+  std::vector<std::vector<std::pair<size_t, size_t>>> succ(n);  // (node, edge index)
+  for (size_t e = 0; e < exp.edges.size(); ++e) {
+    auto from = ids.find(exp.edges[e].from);
+    auto to = ids.find(exp.edges[e].to);
+    if (from != ids.end() && to != ids.end()) {
+      succ[from->second].emplace_back(to->second, e);
+    }
+  }
+  enum : uint8_t { kWhite, kGray, kBlack };
+  std::vector<uint8_t> color(n, kWhite);
+  std::vector<size_t> stack_pos(n, 0);
+  std::vector<std::pair<size_t, size_t>> stack;  // (node, next successor position)
+  std::vector<Cycle> cycles;
+  for (size_t start = 0; start < n && cycles.size() < limit; ++start) {
+    if (color[start] != kWhite) {
+      continue;
+    }
+    color[start] = kGray;
+    stack_pos[start] = 0;
+    stack.emplace_back(start, 0);
+    while (!stack.empty() && cycles.size() < limit) {
+      auto& [u, next] = stack.back();
+      if (next == succ[u].size()) {
+        color[u] = kBlack;
+        stack.pop_back();
+        continue;
+      }
+      auto [v, edge] = succ[u][next++];
+      if (color[v] == kGray) {
+        Cycle c;
+        for (size_t k = stack_pos[v]; k < stack.size(); ++k) {
+          c.nodes.push_back(stack[k].first);
+        }
+        c.nodes.push_back(v);
+        c.closing_edge = edge;
+        cycles.push_back(std::move(c));
+      } else if (color[v] == kWhite) {
+        color[v] = kGray;
+        stack_pos[v] = stack.size();
+        stack.emplace_back(v, 0);
+      }
+    }
+    stack.clear();
+  }
+  return cycles;
+}
+
+std::string quoteList(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& s : items) {
+    out += (out.empty() ? "" : ", ") + s;
+  }
+  return out.empty() ? "none" : out;
+}
+
+std::string indexed(const char* prefix, size_t i) { return prefix + std::to_string(i); }
+
+class Validator {
+ public:
+  Validator(const Experience& exp, const KindCatalog& kinds, bool strict)
+      : exp_(exp), kinds_(kinds), strict_(strict), ids_(indexIds(exp)) {
+    node_ids_.reserve(exp.nodes.size());
+    for (const auto& n : exp.nodes) {
+      node_ids_.push_back(n.id);
+    }
+    for (const auto& f : exp.state.fields) {
+      field_names_.push_back(f.name);
+    }
+    for (const auto& [name, info] : kinds) {
+      kind_names_.push_back(name);
+    }
+    for (const auto& p : exp.phases) {
+      phase_ids_.insert(p.id);
+    }
+  }
+
+  std::vector<Diagnostic> run() {
+    checkEdges();
+    checkNodes();
+    checkPipelines();
+    checkLoops();
+    checkCycles();
+    std::stable_sort(out_.begin(), out_.end(), [](const Diagnostic& a, const Diagnostic& b) {
+      // Unknown positions last; otherwise file order.
+      int la = a.line > 0 ? a.line : INT32_MAX;
+      int lb = b.line > 0 ? b.line : INT32_MAX;
+      return la != lb ? la < lb : a.column < b.column;
+    });
+    return std::move(out_);
+  }
+
+ private:
+  void error(const std::string& pointer, std::string message, bool at_key = false) {
+    out_.push_back(diagnosticAt(exp_, pointer, std::move(message), Severity::kError, at_key));
+  }
+  void warning(const std::string& pointer, std::string message, bool at_key = false) {
+    out_.push_back(diagnosticAt(exp_, pointer, std::move(message), Severity::kWarning, at_key));
+  }
+
+  bool known(std::string_view id) const { return ids_.count(id) != 0; }
+  bool declared(const std::string& field) const { return exp_.state.find(field) != nullptr; }
+
+  void unknownKey(const std::string& pointer, const std::string& key,
+                  const std::vector<std::string>& known_keys) {
+    std::string message = "unknown key \"" + key + "\"" + didYouMean(key, known_keys);
+    message += strict_ ? " (unknown keys are errors under --strict)"
+                       : ". It is ignored (an error under --strict).";
+    out_.push_back(diagnosticAt(exp_, pointer, std::move(message),
+                                strict_ ? Severity::kError : Severity::kWarning, true));
+  }
+
+  // Inside a kind field (a dataset `source`, say): warns about keys its subschema does not
+  // list, where it lists its keys and does not say what to do with others (with
+  // additionalProperties: false the schema check already reported them as errors).
+  void walkUnknownKeys(const Json& value, const Json& root, const std::string& rel,
+                       const std::string& abs) {
+    const Json* schema = SchemaChecker::schemaAt(root, rel);
+    if (schema == nullptr || !schema->is_object() || !value.is_object()) {
+      return;
+    }
+    const bool open =
+        !schema->contains("additionalProperties") && !schema->contains("patternProperties");
+    std::vector<std::string> keys = SchemaChecker::knownKeys(root, *schema);
+    for (auto it = value.begin(); it != value.end(); ++it) {
+      std::string child_abs = abs;
+      appendPointerSegment(child_abs, it.key());
+      std::string child_rel = rel;
+      appendPointerSegment(child_rel, it.key());
+      if (open && !keys.empty() && std::find(keys.begin(), keys.end(), it.key()) == keys.end()) {
+        unknownKey(child_abs, it.key(), keys);
+        continue;
+      }
+      if (it.value().is_object()) {
+        walkUnknownKeys(it.value(), root, child_rel, child_abs);
+      }
+    }
+  }
+
+  void checkEdges() {
+    const Json* raw = graphArray("edges");
+    for (size_t i = 0; i < exp_.edges.size(); ++i) {
+      const EdgeSpec& e = exp_.edges[i];
+      const std::string pointer = indexed("/graph/edges/", i);
+      for (const auto* end : {&e.from, &e.to}) {
+        if (!known(*end)) {
+          error(pointer + (end == &e.from ? "/from" : "/to"),
+                "Edge references unknown node id \"" + *end + "\"" + didYouMean(*end, node_ids_));
+        }
+      }
+      if (e.when) {
+        checkCondition(*e.when, e.when_mark, pointer + "/when",
+                       "when of edge \"" + e.from + "\" -> \"" + e.to + "\"");
+      }
+      if (raw != nullptr && i < raw->size()) {
+        checkClosedKeys((*raw)[i], pointer, {"from", "to", "when"});
+      }
+    }
+  }
+
+  void checkClosedKeys(const Json& value, const std::string& pointer,
+                       const std::vector<std::string>& keys) {
+    if (!value.is_object()) {
+      return;
+    }
+    for (auto it = value.begin(); it != value.end(); ++it) {
+      if (std::find(keys.begin(), keys.end(), it.key()) == keys.end()) {
+        std::string child = pointer;
+        appendPointerSegment(child, it.key());
+        unknownKey(child, it.key(), keys);
+      }
+    }
+  }
+
+  // D8: compiled now, so a syntax error shows before the run, at its column in the file.
+  void checkCondition(const std::string& source, Mark mark, const std::string& pointer,
+                      const std::string& what) {
+    auto compiled = expr::Condition::compile(source);
+    if (!compiled) {
+      std::string message = compiled.error().message;
+      int column = 0;
+      if (message.rfind("column ", 0) == 0) {
+        size_t colon = message.find(": ");
+        column = std::atoi(message.c_str() + 7);
+        message = message.substr(colon + 2);
+      }
+      Diagnostic d = diagnosticAt(exp_, pointer, "invalid " + what + ": " + message);
+      if (mark.line > 0) {
+        d.line = mark.line;
+        d.column = mark.column + std::max(column, 1) - 1;
+      }
+      out_.push_back(std::move(d));
+      return;
+    }
+    for (const auto& field : compiled->fields()) {
+      if (!declared(field)) {
+        warning(pointer, what + " reads \"$." + field + "\", but \"" + field +
+                             "\" is not declared in state.schema, so it is always undefined" +
+                             didYouMean(field, field_names_));
+      }
+    }
+  }
+
+  // for_each.source and pipelines.items: anything but a `$.path` gives zero iterations.
+  void checkSourcePath(const std::string& value, const std::string& pointer, const char* what) {
+    auto path = expr::StatePath::parse(value);
+    if (!path) {
+      warning(pointer, std::string(what) + " \"" + value +
+                           "\" is not a $.path (such as $.items), so it gives zero iterations");
+      return;
+    }
+    if (!declared(path->field())) {
+      warning(pointer, std::string(what) + " reads \"" + path->field() +
+                           "\", which is not declared in state.schema, so it gives zero "
+                           "iterations" +
+                           didYouMean(path->field(), field_names_));
+    }
+  }
+
+  void checkArgs(const Json& value, const std::string& pointer) {
+    if (value.is_string()) {
+      const auto& s = value.get_ref<const std::string&>();
+      if (auto path = expr::StatePath::parse(s)) {
+        if (!declared(path->field())) {
+          warning(pointer, "\"" + s + "\" reads \"" + path->field() +
+                               "\", which is not declared in state.schema, so it is always "
+                               "undefined" +
+                               didYouMean(path->field(), field_names_));
+        }
+      } else if (expr::StatePath::looksLikePath(s)) {
+        warning(pointer, "\"" + s +
+                             "\" is not a $.path ($.field.sub, letters, digits and _ only), so "
+                             "it is passed as this literal string");
+      }
+    } else if (value.is_array()) {
+      for (size_t i = 0; i < value.size(); ++i) {
+        checkArgs(value[i], pointer + "/" + std::to_string(i));
+      }
+    } else if (value.is_object()) {
+      for (auto it = value.begin(); it != value.end(); ++it) {
+        std::string child = pointer;
+        appendPointerSegment(child, it.key());
+        checkArgs(it.value(), child);
+      }
+    }
+  }
+
+  struct KindCheck {
+    std::optional<SchemaChecker> checker;
+    std::vector<std::string> keys;       // base keys + the kind's properties
+    std::vector<std::string> kind_keys;  // the kind schema's own properties
+    bool lists_keys = false;             // the kind schema has `properties` at all
+    bool reported = false;               // an invalid plugin schema is reported once
+    std::string error;
+  };
+
+  KindCheck* kindCheck(const std::string& kind) {
+    auto cached = kind_checks_.find(kind);
+    if (cached != kind_checks_.end()) {
+      return &cached->second;
+    }
+    KindCheck kc;
+    auto it = kinds_.find(kind);
+    if (it != kinds_.end() && it->second.schema) {
+      auto compiled = SchemaChecker::compile(*it->second.schema);
+      if (compiled) {
+        kc.keys = baseKeys();
+        auto kind_keys = SchemaChecker::knownKeys(*it->second.schema, *it->second.schema);
+        kc.lists_keys = !kind_keys.empty();
+        kc.kind_keys = kind_keys;
+        for (auto& k : kind_keys) {
+          if (std::find(kc.keys.begin(), kc.keys.end(), k) == kc.keys.end()) {
+            kc.keys.push_back(std::move(k));
+          }
+        }
+        kc.checker = std::move(compiled.value());
+      } else {
+        kc.error = compiled.error().message;
+      }
+    }
+    return &kind_checks_.emplace(kind, std::move(kc)).first->second;
+  }
+
+  const std::vector<std::string>& baseKeys() {
+    if (base_keys_.empty()) {
+      Json schema = experienceValidationSchema();
+      base_keys_ = SchemaChecker::knownKeys(schema, schema["definitions"]["node"]);
+    }
+    return base_keys_;
+  }
+
+  void checkNodes() {
+    std::unordered_map<std::string_view, size_t> first_seen;
+    first_seen.reserve(exp_.nodes.size());
+    for (size_t i = 0; i < exp_.nodes.size(); ++i) {
+      const NodeSpec& n = exp_.nodes[i];
+      const std::string pointer = indexed("/graph/nodes/", i);
+      for (size_t j = 0; j < n.writes.size(); ++j) {
+        if (!declared(n.writes[j])) {
+          error(pointer + "/writes/" + std::to_string(j),
+                "Node \"" + n.id + "\" writes undeclared state field \"" + n.writes[j] +
+                    "\". Declare it in state.schema." + didYouMean(n.writes[j], field_names_));
+        }
+      }
+      for (size_t j = 0; j < n.reads.size(); ++j) {
+        if (!declared(n.reads[j])) {
+          error(pointer + "/reads/" + std::to_string(j),
+                "Node \"" + n.id + "\" reads undeclared state field \"" + n.reads[j] +
+                    "\". Declare it in state.schema." + didYouMean(n.reads[j], field_names_));
+        }
+      }
+      auto [first, inserted] = first_seen.emplace(n.id, i);
+      if (!inserted) {
+        const Mark m = exp_.nodes[first->second].mark;
+        error(pointer + "/id", "Duplicate node ids in graph.nodes: \"" + n.id +
+                                   "\" is already the id of the node at line " +
+                                   std::to_string(m.line) + ". Node ids must be unique.");
+      }
+      if (n.phase && !phase_ids_.empty() && phase_ids_.count(*n.phase) == 0) {
+        warning(pointer + "/phase", "phase \"" + *n.phase + "\" is not declared in phases" +
+                                        didYouMean(*n.phase, phaseList()));
+      }
+      if (n.for_each) {
+        checkSourcePath(n.for_each->source, pointer + "/for_each/source", "for_each.source");
+      }
+      checkArgs(n.args, pointer + "/args");
+      checkKind(n, pointer);
+      checkNodeKeys(n, pointer);
+    }
+  }
+
+  std::vector<std::string> phaseList() const {
+    std::vector<std::string> out;
+    for (const auto& p : exp_.phases) {
+      out.push_back(p.id);
+    }
+    return out;
+  }
+
+  void checkKind(const NodeSpec& n, const std::string& pointer) {
+    if (kinds_.find(n.kind) == kinds_.end()) {
+      error(pointer + "/kind",
+            "unknown node kind \"" + n.kind +
+                "\"; no loaded plugin provides it (installed kinds: " + quoteList(kind_names_) +
+                "). Run `oe plugins` to see what is installed." + didYouMean(n.kind, kind_names_));
+      return;
+    }
+    KindCheck* kc = kindCheck(n.kind);
+    if (!kc->error.empty()) {
+      if (!kc->reported) {
+        error(pointer + "/kind", "the plugin providing kind \"" + n.kind +
+                                     "\" declares an invalid schema for its nodes: " + kc->error);
+        kc->reported = true;
+      }
+      return;
+    }
+    if (!kc->checker) {
+      return;
+    }
+    // The kind schema describes the kind's own fields: a closed one (additionalProperties)
+    // must not reject the common fields, so those it does not list are left out of the check.
+    const Json& kind_schema = kc->checker->schema();
+    const Json* checked = &n.raw;
+    Json stripped;
+    if (kind_schema.is_object() && kind_schema.contains("additionalProperties") &&
+        n.raw.is_object()) {
+      stripped = n.raw;
+      for (const auto& key : baseKeys()) {
+        if (std::find(kc->kind_keys.begin(), kc->kind_keys.end(), key) == kc->kind_keys.end()) {
+          stripped.erase(key);
+        }
+      }
+      checked = &stripped;
+    }
+    for (const SchemaIssue& issue : kc->checker->check(*checked)) {
+      out_.push_back(diagnosticAt(exp_, pointer + issue.pointer, issue.message, Severity::kError,
+                                  issue.at_key));
+    }
+  }
+
+  void checkNodeKeys(const NodeSpec& n, const std::string& pointer) {
+    if (!n.raw.is_object()) {
+      return;
+    }
+    if (auto oe = n.raw.find("on_error"); oe != n.raw.end() && oe->is_object()) {
+      checkClosedKeys(*oe, pointer + "/on_error", {"policy", "attempts", "backoff", "base_ms"});
+      if (n.on_error.policy != ErrorPolicy::kRetry) {
+        for (const char* key : {"attempts", "backoff", "base_ms"}) {
+          if (oe->contains(key)) {
+            warning(pointer + "/on_error/" + key,
+                    std::string("\"") + key + "\" only applies to policy retry; it is ignored");
+          }
+        }
+      }
+    }
+    if (auto fe = n.raw.find("for_each"); fe != n.raw.end()) {
+      checkClosedKeys(*fe, pointer + "/for_each", {"source", "concurrency"});
+    }
+    KindCheck* kc = kinds_.count(n.kind) != 0 ? kindCheck(n.kind) : nullptr;
+    if (kc == nullptr || !kc->checker || !kc->lists_keys) {
+      return;  // no schema, or one without properties: nothing says which keys the kind has
+    }
+    const Json& kind_schema = kc->checker->schema();
+    if (kind_schema.is_object() && kind_schema.contains("additionalProperties")) {
+      return;  // the plugin decided; the schema check reported what it rejects
+    }
+    for (auto it = n.raw.begin(); it != n.raw.end(); ++it) {
+      std::string child = pointer;
+      appendPointerSegment(child, it.key());
+      if (std::find(kc->keys.begin(), kc->keys.end(), it.key()) == kc->keys.end()) {
+        unknownKey(child, it.key(), kc->keys);
+        continue;
+      }
+      // Inside a kind field, the kind schema's own properties lists (e.g. a dataset source).
+      if (it.value().is_object()) {
+        std::string rel;
+        appendPointerSegment(rel, it.key());
+        walkUnknownKeys(it.value(), kind_schema, rel, child);
+      }
+    }
+  }
+
+  void checkPipelines() {
+    const Json* raw = graphArray("pipelines");
+    for (size_t i = 0; i < exp_.pipelines.size(); ++i) {
+      const PipelineSpec& p = exp_.pipelines[i];
+      const std::string pointer = indexed("/graph/pipelines/", i);
+      for (size_t j = 0; j < p.stages.size(); ++j) {
+        if (!known(p.stages[j])) {
+          error(pointer + "/stages/" + std::to_string(j),
+                "Pipeline \"" + p.id + "\" references unknown stage node \"" + p.stages[j] + "\"" +
+                    didYouMean(p.stages[j], node_ids_));
+        }
+      }
+      checkSourcePath(p.items, pointer + "/items", "pipelines.items");
+      if (raw != nullptr && i < raw->size()) {
+        checkClosedKeys((*raw)[i], pointer, {"id", "items", "stages", "phase"});
+      }
+    }
+  }
+
+  void checkLoops() {
+    const Json* raw = graphArray("loops");
+    for (size_t i = 0; i < exp_.loops.size(); ++i) {
+      const LoopSpec& l = exp_.loops[i];
+      const std::string pointer = indexed("/graph/loops/", i);
+      if (!known(l.body)) {
+        error(pointer + "/body", "Loop \"" + l.id + "\" references unknown body node \"" + l.body +
+                                     "\"" + didYouMean(l.body, node_ids_));
+      }
+      if (!l.until && !l.max_iters) {
+        error(pointer, "Loop \"" + l.id + "\" must declare at least one of: until, max_iters");
+      }
+      if (l.until) {
+        checkCondition(*l.until, l.until_mark, pointer + "/until",
+                       "until of loop \"" + l.id + "\"");
+      }
+      if (raw != nullptr && i < raw->size()) {
+        checkClosedKeys((*raw)[i], pointer,
+                        {"id", "body", "until", "max_iters", "budget", "phase"});
+      }
+    }
+    if (auto rt = exp_.raw.is_object() ? exp_.raw.find("runtime") : exp_.raw.end();
+        exp_.raw.is_object() && rt != exp_.raw.end()) {
+      checkClosedKeys(*rt, "/runtime", {"concurrency", "deterministic"});
+    }
+  }
+
+  const Json* graphArray(const char* key) const {
+    if (!exp_.raw.is_object() || !exp_.raw.contains("graph")) {
+      return nullptr;
+    }
+    const Json& graph = exp_.raw["graph"];
+    if (!graph.is_object() || !graph.contains(key) || !graph[key].is_array()) {
+      return nullptr;
+    }
+    return &graph[key];
+  }
+
+  void checkCycles() {
+    for (const Cycle& c : cyclesOf(exp_, ids_, 20)) {
+      std::string path;
+      for (size_t k : c.nodes) {
+        path += (path.empty() ? "" : " -> ") + exp_.nodes[k].id;
+      }
+      error(indexed("/graph/edges/", c.closing_edge),
+            "graph contains a cycle: " + path +
+                ". Remove one of these edges; to repeat work, use graph.loops.");
+    }
+  }
+
+  const Experience& exp_;
+  const KindCatalog& kinds_;
+  bool strict_;
+  IdIndex ids_;
+  std::vector<std::string> node_ids_;
+  std::vector<std::string> field_names_;
+  std::vector<std::string> kind_names_;
+  std::unordered_set<std::string> phase_ids_;
+  std::vector<std::string> base_keys_;
+  std::map<std::string, KindCheck, std::less<>> kind_checks_;
+  std::vector<Diagnostic> out_;
+};
+
+}  // namespace
+
+std::vector<std::vector<std::string>> findCycles(const Experience& exp, size_t limit) {
+  std::vector<std::vector<std::string>> out;
+  for (const Cycle& c : cyclesOf(exp, indexIds(exp), limit)) {
+    std::vector<std::string> ids;
+    ids.reserve(c.nodes.size());
+    for (size_t k : c.nodes) {
+      ids.push_back(exp.nodes[k].id);
+    }
+    out.push_back(std::move(ids));
+  }
+  return out;
+}
+
+std::vector<Diagnostic> validateExperience(const Experience& exp, const KindCatalog& kinds,
+                                           bool strict) {
+  return Validator(exp, kinds, strict).run();
+}
+
+}  // namespace oe::spec

@@ -1,0 +1,37 @@
+// Everything `oe validate` checks once the structure is sound (D8, D9), all reported at once:
+// references, state declarations, node kinds and their schemas, expressions, cycles, unknown keys.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "oe/common/diagnostic.hpp"
+#include "oe/common/json.hpp"
+#include "oe/spec/experience.hpp"
+
+namespace oe::spec {
+
+// What a loaded plugin says about one node kind: its name and (optionally) the JSON Schema of
+// a node of that kind (its `properties` are the kind's fields: impl, prompt, ...).
+struct KindInfo {
+  std::string kind;
+  std::optional<Json> schema;
+};
+using KindCatalog = std::map<std::string, KindInfo, std::less<>>;
+
+// Errors and warnings, in file order of the checks below. `strict` turns unknown-key warnings
+// into errors (`oe validate --strict`). A node kind without a schema gets no field checks and
+// no unknown-key warnings (nothing says what its fields are).
+[[nodiscard]] std::vector<Diagnostic> validateExperience(const Experience& exp,
+                                                         const KindCatalog& kinds, bool strict);
+
+// Every cycle of the edge graph as node ids, first node repeated at the end (a -> b -> a),
+// found by a depth-first search in declaration order. Edges to unknown nodes are ignored. At
+// most `limit` cycles.
+[[nodiscard]] std::vector<std::vector<std::string>> findCycles(const Experience& exp,
+                                                               size_t limit = 20);
+
+}  // namespace oe::spec
