@@ -1,0 +1,80 @@
+// A minimal in-memory oe_host_api for the SDK's own tests: writers are strings with a size limit,
+// state is a map, and every release is counted so a double or missing release shows up.
+#pragma once
+
+#include <oe/oe.h>
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+// The ABI leaves these opaque; a host defines them. This test host is the only one in the binary.
+struct oe_writer {
+  std::string data;
+  size_t limit = size_t{1} << 20;
+};
+
+struct oe_host_ctx {
+  std::map<std::string, std::string, std::less<>> state;            // field -> JSON
+  std::map<std::string, const void*, std::less<>> extensions;       // id -> table
+  std::vector<std::pair<oe_log_level, std::string>> logs;
+  std::vector<std::pair<std::string, std::string>> events;          // type, fields JSON
+  bool cancelled = false;
+  int outstanding_buffers = 0;  // state_get buffers not yet released
+  int releases = 0;
+};
+
+namespace oe::sdk::testing {
+
+inline std::string_view view(oe_str s) { return {s.ptr, s.len}; }
+
+struct LocalFakeHost {
+  static void OE_ABI log(oe_host_ctx* ctx, oe_log_level level, oe_str message) {
+    ctx->logs.emplace_back(level, std::string(view(message)));
+  }
+  static oe_status OE_ABI write(oe_writer* writer, oe_str bytes) {
+    if (writer->data.size() + bytes.len > writer->limit) {
+      return OE_RESOURCE_EXHAUSTED;
+    }
+    writer->data.append(bytes.ptr, bytes.len);
+    return OE_OK;
+  }
+  static void OE_ABI release(oe_host_ctx* ctx, oe_host_buf* buf) {
+    delete static_cast<std::string*>(buf->opaque);  // NOLINT(cppcoreguidelines-owning-memory)
+    buf->opaque = nullptr;
+    buf->ptr = nullptr;
+    buf->len = 0;
+    --ctx->outstanding_buffers;
+    ++ctx->releases;
+  }
+  static oe_status OE_ABI emitEvent(oe_host_ctx* ctx, oe_str type, oe_str fields_json) {
+    ctx->events.emplace_back(std::string(view(type)), std::string(view(fields_json)));
+    return OE_OK;
+  }
+  static oe_status OE_ABI stateGet(oe_host_ctx* ctx, oe_str field, oe_host_buf* out_json) {
+    auto it = ctx->state.find(view(field));
+    if (it == ctx->state.end()) {
+      return OE_PERMISSION_DENIED;
+    }
+    auto* copy = new std::string(it->second);  // NOLINT(cppcoreguidelines-owning-memory)
+    *out_json = oe_host_buf{copy->data(), copy->size(), copy};
+    ++ctx->outstanding_buffers;
+    return OE_OK;
+  }
+  static bool OE_ABI isCancelled(oe_host_ctx* ctx) { return ctx->cancelled; }
+  static const void* OE_ABI getExtension(oe_host_ctx* ctx, const char* id) {
+    auto it = ctx->extensions.find(std::string_view(id));
+    return it == ctx->extensions.end() ? nullptr : it->second;
+  }
+
+  static const oe_host_api* api() {
+    static constexpr oe_host_api kApi{sizeof(oe_host_api), OE_ABI_VERSION, &log,      &write,
+                                      &release,            &emitEvent,     &stateGet, &isCancelled,
+                                      &getExtension};
+    return &kApi;
+  }
+};
+
+}  // namespace oe::sdk::testing

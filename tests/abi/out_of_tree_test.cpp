@@ -1,0 +1,81 @@
+// The SDK as a third party gets it: install this build to a prefix, build examples/c-plugin
+// against it with find_package(OpenExpertiseSDK), and run its experience with the installed oe.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "abi/fixtures.hpp"
+#include "abi/process.hpp"
+
+namespace oe::abi_test {
+namespace {
+
+namespace fs = std::filesystem;
+
+TEST(OutOfTree, CPluginBuildsAgainstInstalledSdk) {
+  TempDir tmp;
+  const fs::path prefix = tmp.path() / "prefix";
+  const fs::path build = tmp.path() / "build";
+  ProcessOptions options;
+  options.env["HOME"] = tmp.path().string();  // no user package registry, no user plugins
+  options.env["CMAKE_PREFIX_PATH"] = std::nullopt;
+  options.env["OE_PLUGIN_PATH"] = std::nullopt;
+  options.timeout = std::chrono::seconds(120);
+
+  const ProcessResult install = runProcess(
+      {OE_CMAKE_COMMAND, "--install", OE_BINARY_DIR, "--prefix", prefix.string()}, options);
+  ASSERT_EQ(install.exit_code, 0) << "cmake --install of the oe build failed (is it built?)\n"
+                                  << install.describe();
+  const fs::path package = prefix / OE_INSTALL_LIBDIR / "cmake" / "OpenExpertiseSDK";
+  ASSERT_TRUE(fs::exists(package / "OpenExpertiseSDKConfig.cmake")) << package;
+  ASSERT_TRUE(fs::exists(package / "OpenExpertiseSDKConfigVersion.cmake")) << package;
+  ASSERT_TRUE(fs::exists(package / "OeAddPlugin.cmake")) << package;
+  ASSERT_TRUE(fs::exists(prefix / "include" / "oe" / "oe.h"));
+  ASSERT_TRUE(fs::exists(prefix / "include" / "oe" / "cpp" / "plugin.hpp"));
+  ASSERT_TRUE(fs::exists(prefix / "bin" / "oe"));
+
+  const fs::path source = fs::path(OE_SOURCE_DIR) / "examples" / "c-plugin";
+  const ProcessResult configure = runProcess(
+      {OE_CMAKE_COMMAND, "-S", source.string(), "-B", build.string(), "-G", OE_CMAKE_GENERATOR,
+       "-DCMAKE_BUILD_TYPE=Release", "-DCMAKE_C_COMPILER=" OE_C_COMPILER,
+       "-DCMAKE_PREFIX_PATH=" + prefix.string(), "-DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF",
+       "-DCMAKE_COMPILE_WARNING_AS_ERROR=ON"},
+      options);
+  ASSERT_EQ(configure.exit_code, 0) << configure.describe();
+  // It must have found the package we just installed, not some other copy.
+  EXPECT_NE(runProcess({OE_CMAKE_COMMAND, "-N", "-LA", build.string()}, options)
+                .out.find("OpenExpertiseSDK_DIR:PATH=" + package.string()),
+            std::string::npos);
+
+  const ProcessResult compile =
+      runProcess({OE_CMAKE_COMMAND, "--build", build.string()}, options);
+  ASSERT_EQ(compile.exit_code, 0) << compile.describe();
+  const fs::path library = build / "c_upper.so";
+  ASSERT_TRUE(fs::exists(library)) << compile.describe();
+  EXPECT_EQ(exportedSymbols(library), std::vector<std::string>{"oe_plugin_entry_v1"});
+
+  // Run the example's experience from a copy, so no .openexpertise/ lands in the source tree.
+  const fs::path experience = tmp.path() / "experience";
+  fs::copy(source / "experience", experience, fs::copy_options::recursive);
+  ProcessOptions run_options = options;
+  run_options.env["OE_PLUGIN_PATH"] = build.string();
+  const fs::path oe = prefix / "bin" / "oe";
+
+  const ProcessResult plugins = runProcess({oe.string(), "plugins"}, run_options);
+  EXPECT_NE(plugins.out.find("dev.oe.example.c-upper  0.1.0  abi "), std::string::npos)
+      << plugins.describe();
+  EXPECT_NE(plugins.out.find("kinds: text-upper"), std::string::npos) << plugins.describe();
+
+  const ProcessResult run = runProcess({oe.string(), "run", experience.string()}, run_options);
+  ASSERT_TRUE(run.exited) << run.describe();
+  EXPECT_EQ(run.exit_code, 0) << run.describe();
+  EXPECT_NE((run.out + run.err).find("HELLO FROM A PLUGIN WRITTEN IN C!"), std::string::npos)
+      << run.describe();
+  EXPECT_TRUE(fs::exists(experience / ".openexpertise"));
+  EXPECT_FALSE(fs::exists(source / "experience" / ".openexpertise"));
+}
+
+}  // namespace
+}  // namespace oe::abi_test

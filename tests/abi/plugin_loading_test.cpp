@@ -1,0 +1,204 @@
+// The host's side of the ABI, through the real `oe` binary: `oe plugins` lists what loads and
+// refuses what must not, with a reason a user can act on; a run uses a fixture kind, and a
+// plugin that throws fails its node, not the process.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <ostream>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "abi/fixtures.hpp"
+#include "abi/process.hpp"
+
+namespace oe::abi_test {
+namespace {
+
+const std::string kThisAbi = abiString(OE_ABI_VERSION_MAJOR, OE_ABI_VERSION_MINOR);
+
+// Runs `oe <args>` with OE_PLUGIN_PATH set to the given fixture folders (':'-joined) and HOME
+// in a temp dir, so nothing from the developer's machine leaks in.
+class OeBinary : public ::testing::Test {
+ protected:
+  ProcessResult oe(const std::vector<std::string>& args, const std::vector<std::string>& cases) {
+    std::string plugin_path;
+    for (const std::string& name : cases) {
+      plugin_path += (plugin_path.empty() ? "" : ":") + fixtureDir(name).string();
+    }
+    std::vector<std::string> argv{OE_EXE};
+    argv.insert(argv.end(), args.begin(), args.end());
+    ProcessOptions options;
+    options.env["OE_PLUGIN_PATH"] = plugin_path;
+    options.env["HOME"] = home_.path().string();
+    options.cwd = home_.path();
+    return runProcess(argv, options);
+  }
+
+  static std::string canonical(const std::string& dir, const std::string& file) {
+    return std::filesystem::canonical(fixtureFile(dir, file)).string();
+  }
+
+  TempDir home_;
+};
+
+// `<plugin_id>  <version>  abi <maj>.<min>  kinds: <k1,k2>  <path>`
+std::regex listingLine(const std::string& id, const std::string& kinds, const std::string& file) {
+  const auto escape = [](const std::string& text) {
+    return std::regex_replace(text, std::regex(R"([.^$|()\[\]{}*+?\\-])"), R"(\$&)");
+  };
+  return std::regex("(^|\n)" + escape(id) + "  0\\.0\\.1  abi " + escape(kThisAbi) + "  kinds: " +
+                    escape(kinds) + "  [^\n]*/" + escape(file) + "(\n|$)");
+}
+
+TEST_F(OeBinary, PluginsListsTheGoodFixture) {
+  const ProcessResult r = oe({"plugins"}, {"good"});
+  ASSERT_TRUE(r.exited) << r.describe();
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_TRUE(std::regex_search(r.out, listingLine("dev.oe.fixture.good", "abi-good", "good.so")))
+      << r.describe();
+  EXPECT_EQ(r.err.find("refused plugin"), std::string::npos) << r.describe();
+}
+
+TEST_F(OeBinary, PluginsJsonIsAnArrayOfDescriptions) {
+  const ProcessResult r = oe({"plugins", "--json"}, {"good"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  ASSERT_TRUE(nlohmann::json::accept(r.out)) << r.describe();
+  const nlohmann::json list = nlohmann::json::parse(r.out);
+  ASSERT_TRUE(list.is_array()) << r.out;
+  const nlohmann::json* good = nullptr;
+  for (const auto& item : list) {
+    ASSERT_TRUE(item.is_object()) << item;
+    for (const char* key : {"id", "version", "abi", "kinds", "path"}) {
+      EXPECT_TRUE(item.contains(key)) << key << " missing in " << item;
+    }
+    if (item.value("id", "") == "dev.oe.fixture.good") {
+      good = &item;
+    }
+  }
+  ASSERT_NE(good, nullptr) << r.out;
+  EXPECT_EQ((*good)["version"], "0.0.1");
+  EXPECT_EQ((*good)["abi"], kThisAbi);
+  EXPECT_EQ((*good)["kinds"], nlohmann::json::array({"abi-good"}));
+  EXPECT_EQ((*good)["path"], canonical("good", "good.so"));
+}
+
+struct RefusalCase {
+  const char* dir;
+  const char* file;
+  std::vector<std::string> reasons;  // substrings of the reason
+};
+
+void PrintTo(const RefusalCase& c, std::ostream* os) { *os << c.dir << "/" << c.file; }
+
+class Refusal : public OeBinary, public ::testing::WithParamInterface<RefusalCase> {};
+
+TEST_P(Refusal, IsReportedOnStderrAndFailsTheListing) {
+  const RefusalCase& c = GetParam();
+  const ProcessResult r = oe({"plugins"}, {c.dir});
+  ASSERT_TRUE(r.exited) << "oe must not crash on a bad plugin: " << r.describe();
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  const std::string path = canonical(c.dir, c.file);
+  const std::string prefix = "oe: refused plugin " + path + ": ";
+  const size_t at = r.err.find(prefix);
+  ASSERT_NE(at, std::string::npos) << "expected `" << prefix << "...` in\n" << r.describe();
+  const std::string line = r.err.substr(at, r.err.find('\n', at) - at);
+  for (const std::string& reason : c.reasons) {
+    EXPECT_NE(line.find(reason), std::string::npos) << "`" << reason << "` not in: " << line;
+  }
+  EXPECT_EQ(r.out.find(path), std::string::npos) << "a refused plugin is not listed\n"
+                                                 << r.describe();
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Fixtures, Refusal,
+    ::testing::Values(
+        RefusalCase{"not_a_library", "bogus.so", {"not a loadable shared library"}},
+        RefusalCase{"missing_entry", "not_a_plugin.so", {"does not export oe_plugin_entry_v1"}},
+        RefusalCase{"wrong_major",
+                    "wrong_major.so",
+                    {"built for plugin ABI 9.0", "this oe speaks " + kThisAbi}},
+        RefusalCase{"wrong_minor",
+                    "wrong_minor.so",
+                    {"built for plugin ABI 0.99", "this oe speaks " + kThisAbi}},
+        RefusalCase{"entry_returns_null", "entry_returns_null.so",
+                    {"refused to load into this host"}},
+        RefusalCase{"struct_too_small", "struct_too_small.so", {"descriptor too small"}},
+        RefusalCase{"init_fails",
+                    "init_fails.so",
+                    {"init failed", "fixture init refused: OE_FIXTURE_TOKEN is not set"}}),
+    [](const ::testing::TestParamInfo<RefusalCase>& param_info) {
+      return std::string(param_info.param.dir);
+    });
+
+TEST_F(OeBinary, ARefusedPluginDoesNotHideTheOthers) {
+  const ProcessResult r = oe({"plugins"}, {"wrong_major", "good", "not_a_library"});
+  ASSERT_TRUE(r.exited) << r.describe();
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_TRUE(std::regex_search(r.out, listingLine("dev.oe.fixture.good", "abi-good", "good.so")))
+      << r.describe();
+  EXPECT_NE(r.err.find("oe: refused plugin " + canonical("wrong_major", "wrong_major.so")),
+            std::string::npos)
+      << r.describe();
+  EXPECT_NE(r.err.find("oe: refused plugin " + canonical("not_a_library", "bogus.so")),
+            std::string::npos)
+      << r.describe();
+}
+
+TEST_F(OeBinary, DuplicateKindKeepsTheFirstProviderAndWarns) {
+  const ProcessResult r = oe({"plugins"}, {"duplicate_kind"});
+  ASSERT_TRUE(r.exited) << r.describe();
+  EXPECT_EQ(r.exit_code, 0) << "a shadowed kind is a warning, not an error\n" << r.describe();
+  EXPECT_NE(r.err.find("kind \"abi-good\" is already provided by " +
+                       canonical("duplicate_kind", "dup_a.so")),
+            std::string::npos)
+      << r.describe();
+  EXPECT_TRUE(std::regex_search(r.out, listingLine("dev.oe.fixture.dup-a", "abi-good", "dup_a.so")))
+      << r.describe();
+  EXPECT_EQ(r.err.find("refused plugin"), std::string::npos) << r.describe();
+}
+
+// A one-node experience using a fixture kind, in a temp dir (its .openexpertise/ lands there).
+std::filesystem::path writeExperience(const std::filesystem::path& dir, const std::string& kind) {
+  writeFile(dir / "experience.yaml", R"(name: abi-fixture-run
+version: 0.1.0
+state:
+  schema:
+    echo: { type: object }
+graph:
+  nodes:
+    - id: say
+      kind: )" + kind + R"(
+      args: { text: "hello from the abi fixture" }
+      writes: [echo]
+  edges: []
+)");
+  return dir;
+}
+
+TEST_F(OeBinary, RunUsesTheGoodFixtureKind) {
+  TempDir experience;
+  writeExperience(experience.path(), "abi-good");
+  const ProcessResult r = oe({"run", experience.path().string()}, {"good"});
+  ASSERT_TRUE(r.exited) << r.describe();
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  // The final state holds the echoed request, args included.
+  EXPECT_NE((r.out + r.err).find("hello from the abi fixture"), std::string::npos) << r.describe();
+  EXPECT_NE((r.out + r.err).find("success"), std::string::npos) << r.describe();
+}
+
+TEST_F(OeBinary, ExceptionInInvokeFailsTheNodeNotTheProcess) {
+  TempDir experience;
+  writeExperience(experience.path(), "abi-throws");
+  const ProcessResult r = oe({"run", experience.path().string()}, {"throws_in_invoke"});
+  ASSERT_TRUE(r.exited) << "oe crashed: " << r.describe();
+  EXPECT_LT(r.exit_code, 128) << r.describe();
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  const std::string all = r.out + r.err;
+  EXPECT_NE(all.find("fixture exploded on purpose"), std::string::npos) << r.describe();
+  EXPECT_NE(all.find("failed"), std::string::npos) << r.describe();
+}
+
+}  // namespace
+}  // namespace oe::abi_test
