@@ -1,7 +1,8 @@
 // A fake host for plugin tests: an oe_host_api whose writers are std::strings, which records
-// emitted events and log lines, serves state_get from a JSON object and lets a test raise
-// is_cancelled; plus LoadedPlugin, which loads a BUILT plugin through the real ABI
-// (dlopen + oe_plugin_entry_v1 + init) so tests exercise exactly what the host will.
+// emitted events and log lines, serves state_get from a JSON object, lets a test raise
+// is_cancelled and serves the extensions a test registers (e.g. oe.http/1); plus LoadedPlugin,
+// which loads a BUILT plugin through the real ABI (dlopen + oe_plugin_entry_v1 + init) so tests
+// exercise exactly what the host will.
 #pragma once
 
 #include <dlfcn.h>
@@ -11,6 +12,7 @@
 #include <atomic>
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -93,6 +95,17 @@ class FakeHost {
     std::lock_guard lock(mutex_);
     return logs_;
   }
+  // Makes get_extension(ctx, id) return `table` for every context of this host (nullptr removes
+  // it). Register before the plugin looks it up.
+  void setExtension(const std::string& id, const void* table) {
+    std::lock_guard lock(mutex_);
+    if (table == nullptr) {
+      extensions_.erase(id);
+    } else {
+      extensions_[id] = table;
+    }
+  }
+
   // state_get buffers handed out and not yet released.
   [[nodiscard]] int outstandingBuffers() const noexcept { return outstanding_.load(); }
 
@@ -162,8 +175,14 @@ class FakeHost {
   static bool OE_ABI isCancelled(oe_host_ctx* call) {
     return call != nullptr && ctxOf(call).cancelled.load();
   }
-  static const void* OE_ABI getExtension(oe_host_ctx* /*ctx*/, const char* /*id*/) {
-    return nullptr;
+  static const void* OE_ABI getExtension(oe_host_ctx* ctx, const char* id) {
+    if (ctx == nullptr || id == nullptr) {
+      return nullptr;
+    }
+    FakeHost& host = *ctxOf(ctx).host;
+    std::lock_guard lock(host.mutex_);
+    auto it = host.extensions_.find(id);
+    return it == host.extensions_.end() ? nullptr : it->second;
   }
 
   oe_host_api api_{};
@@ -171,6 +190,7 @@ class FakeHost {
   mutable std::mutex mutex_;
   std::vector<RecordedEvent> events_;
   std::vector<RecordedLog> logs_;
+  std::map<std::string, const void*, std::less<>> extensions_;
   std::atomic<int> outstanding_{0};
 };
 

@@ -1,0 +1,211 @@
+// The oe.http/1 table: JSON in, request(), JSON out, with the call's cancellation polled
+// through the registered host table.
+#include "oe/net/http_service.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <new>
+#include <string>
+
+#include "oe/common/json.hpp"
+
+namespace oe::net {
+namespace {
+
+std::atomic<const oe_host_api*>& registeredHost() noexcept {
+  static std::atomic<const oe_host_api*> host{nullptr};  // constant-initialised
+  return host;
+}
+
+void writeText(const oe_host_api& host, oe_writer* writer, std::string_view text) noexcept {
+  if (writer != nullptr) {
+    host.write(writer, oe_str{text.data(), text.size()});
+  }
+}
+
+Result<std::chrono::milliseconds> positiveMs(const Json& doc, const char* key,
+                                             std::chrono::milliseconds fallback) {
+  auto it = doc.find(key);
+  if (it == doc.end() || it->is_null()) {
+    return fallback;
+  }
+  if (!it->is_number_integer() || it->get<long long>() <= 0) {
+    return makeError(std::string("oe.http/1 request: \"") + key +
+                     "\" must be a positive integer (milliseconds), got " + it->dump());
+  }
+  return std::chrono::milliseconds{it->get<long long>()};
+}
+
+// The request as JSON in, the response as JSON out (or the failure's status and message).
+struct Served {
+  oe_status status = OE_OK;
+  std::string text;  // response JSON on OE_OK, the message otherwise
+};
+
+Served perform(const oe_host_api& host, oe_host_ctx* call, oe_str request_json) {
+  auto parsed = parseHttpRequest(std::string_view(request_json.ptr, request_json.len));
+  if (!parsed) {
+    return {OE_INVALID_ARGUMENT, parsed.error().message};
+  }
+  std::function<bool()> cancelled;
+  if (call != nullptr) {
+    cancelled = [&host, call] { return host.is_cancelled(call); };
+  }
+  oe_status failure = OE_UNKNOWN;
+  auto result = request(*parsed, cancelled, &failure);
+  if (!result) {
+    return {failure, result.error().message};
+  }
+  return {OE_OK, httpResponseJson(*result)};
+}
+
+template <class Body>
+oe_status guarded(const oe_host_api& host, oe_writer* err, Body&& body) noexcept {
+  try {
+    return body();
+  } catch (const std::bad_alloc&) {
+    writeText(host, err, "out of memory");
+    return OE_RESOURCE_EXHAUSTED;
+  } catch (const std::exception& e) {
+    writeText(host, err, std::string("oe.http/1 internal error: ") + e.what());
+    return OE_INTERNAL;
+  }
+}
+
+oe_status OE_ABI serve(oe_host_ctx* call, oe_str request_json, oe_writer* response,
+                       oe_writer* err) noexcept {
+  const oe_host_api* host = registeredHost().load(std::memory_order_acquire);
+  if (host == nullptr) {
+    return OE_FAILED_PRECONDITION;  // nowhere to write a message: the host forgot setHostApi
+  }
+  return guarded(*host, err, [&] {
+    Served served = perform(*host, call, request_json);
+    if (served.status != OE_OK) {
+      writeText(*host, err, served.text);
+      return served.status;
+    }
+    if (response == nullptr) {
+      return OE_INVALID_ARGUMENT;
+    }
+    const oe_status written = host->write(response, oe_str{served.text.data(), served.text.size()});
+    if (written != OE_OK) {
+      writeText(*host, err, "the HTTP response exceeds the writer's size limit");
+    }
+    return written;
+  });
+}
+
+void fill(oe_host_buf* buf, std::string text) {
+  auto owned = std::make_unique<std::string>(std::move(text));
+  buf->ptr = owned->data();
+  buf->len = owned->size();
+  buf->opaque = owned.release();
+}
+
+oe_status OE_ABI fetch(oe_host_ctx* call, oe_str request_json, oe_host_buf* out_response,
+                       oe_host_buf* out_error) noexcept {
+  if (out_response == nullptr || out_error == nullptr) {
+    return OE_INVALID_ARGUMENT;
+  }
+  *out_response = oe_host_buf{nullptr, 0, nullptr};
+  *out_error = oe_host_buf{nullptr, 0, nullptr};
+  const oe_host_api* host = registeredHost().load(std::memory_order_acquire);
+  try {
+    if (host == nullptr) {
+      fill(out_error,
+           "oe.http/1 is not ready: the host did not register its table "
+           "(oe::net::setHostApi)");
+      return OE_FAILED_PRECONDITION;
+    }
+    Served served = perform(*host, call, request_json);
+    fill(served.status == OE_OK ? out_response : out_error, std::move(served.text));
+    return served.status;
+  } catch (const std::bad_alloc&) {
+    return OE_RESOURCE_EXHAUSTED;
+  } catch (const std::exception& e) {
+    try {
+      fill(out_error, std::string("oe.http/1 internal error: ") + e.what());
+    } catch (...) {
+    }
+    return OE_INTERNAL;
+  }
+}
+
+void OE_ABI release(oe_host_buf* buf) noexcept {
+  if (buf == nullptr) {
+    return;
+  }
+  delete static_cast<std::string*>(buf->opaque);  // NOLINT(cppcoreguidelines-owning-memory)
+  *buf = oe_host_buf{nullptr, 0, nullptr};
+}
+
+constexpr oe_http_api kHttpApi{sizeof(oe_http_api), &serve, &fetch, &release};
+
+}  // namespace
+
+void setHostApi(const oe_host_api* host) noexcept {
+  registeredHost().store(host, std::memory_order_release);
+}
+
+const oe_http_api* httpApi() noexcept { return &kHttpApi; }
+
+Result<HttpRequest> parseHttpRequest(std::string_view request_json) {
+  Json doc = Json::parse(request_json, nullptr, false);
+  if (doc.is_discarded() || !doc.is_object()) {
+    return makeError("oe.http/1 request is not a JSON object");
+  }
+  HttpRequest req;
+  if (auto it = doc.find("method"); it != doc.end()) {
+    if (!it->is_string()) {
+      return makeError("oe.http/1 request: \"method\" must be a string");
+    }
+    req.method = it->get<std::string>();
+  }
+  auto url = doc.find("url");
+  if (url == doc.end() || !url->is_string() || url->get_ref<const std::string&>().empty()) {
+    return makeError("oe.http/1 request: \"url\" must be a non-empty string");
+  }
+  req.url = url->get<std::string>();
+  if (auto it = doc.find("headers"); it != doc.end() && !it->is_null()) {
+    if (!it->is_object()) {
+      return makeError("oe.http/1 request: \"headers\" must be an object of strings");
+    }
+    for (const auto& [name, value] : it->items()) {
+      if (!value.is_string()) {
+        return makeError("oe.http/1 request: header \"" + name + "\" must be a string");
+      }
+      req.headers.emplace_back(name, value.get<std::string>());
+    }
+  }
+  if (auto it = doc.find("body"); it != doc.end() && !it->is_null()) {
+    if (!it->is_string()) {
+      return makeError("oe.http/1 request: \"body\" must be a string (serialise JSON first)");
+    }
+    req.body = it->get<std::string>();
+  }
+  auto timeout = positiveMs(doc, "timeout_ms", req.timeout);
+  if (!timeout) {
+    return timeout.error();
+  }
+  req.timeout = *timeout;
+  auto stall = positiveMs(doc, "stall_timeout_ms", req.stall_timeout);
+  if (!stall) {
+    return stall.error();
+  }
+  req.stall_timeout = *stall;
+  return req;
+}
+
+std::string httpResponseJson(const HttpResponse& response) {
+  Json headers = Json::object();
+  for (const auto& [name, value] : response.headers) {
+    headers[name] = value;
+  }
+  const Json doc{
+      {"status", response.status}, {"headers", std::move(headers)}, {"body", response.body}};
+  return doc.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+}  // namespace oe::net

@@ -1,0 +1,39 @@
+// The plugin's only way to the network: the host's oe.http/1 service (fetch + release), so the
+// plugin ships no TLS stack and links no libcurl.
+#pragma once
+
+#include <oe/ext/http.h>
+#include <oe/host.h>
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "expected.hpp"
+#include "retry.hpp"
+
+namespace oe::llm {
+
+struct HttpPost {
+  std::string url;
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::string body;
+  Millis timeout{600000};
+  Millis stall_timeout{60000};
+};
+
+struct HttpReply {
+  int status = 0;
+  std::map<std::string, std::string> headers;  // lower-case names
+  std::string body;
+};
+
+// The host's oe.http/1 table if it offers one recent enough to have fetch; nullptr otherwise.
+const oe_http_api* findHttp(const oe_host_api& host, oe_host_ctx* ctx);
+
+// POSTs through oe.http/1. Any HTTP status is a reply; a failure carries oe.http/1's status
+// (OE_UNAVAILABLE, OE_DEADLINE_EXCEEDED, OE_CANCELLED, ...) and its message.
+Expected<HttpReply> post(const oe_http_api& http, oe_host_ctx* call, const HttpPost& request);
+
+}  // namespace oe::llm
