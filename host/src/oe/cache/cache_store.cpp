@@ -26,8 +26,15 @@ constexpr std::string_view kPutSql =
     "VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT(key) DO UPDATE SET node_id = excluded.node_id, "
     "run_id = excluded.run_id, created_at = excluded.created_at, output = excluded.output";
 constexpr std::string_view kListSql =
-    "SELECT key, node_id, run_id, created_at, length(CAST(output AS BLOB)) FROM cache_entries "
+    "SELECT key, node_id, run_id, created_at, length(CAST(output AS BLOB)), "
+    "COALESCE(last_used_run, ''), COALESCE(last_used_at, '') FROM cache_entries "
     "ORDER BY created_at, key";
+constexpr std::string_view kTouchSql =
+    "UPDATE cache_entries SET last_used_run = ?2, last_used_at = ?3 WHERE key = ?1";
+// Entries no kept run refers to (gc_keep is a temp table prune() fills).
+constexpr const char* kUnreferenced =
+    " FROM cache_entries WHERE run_id NOT IN (SELECT run_id FROM temp.gc_keep) AND "
+    "(last_used_run IS NULL OR last_used_run NOT IN (SELECT run_id FROM temp.gc_keep))";
 
 struct MdCtxFree {
   void operator()(EVP_MD_CTX* ctx) const noexcept { EVP_MD_CTX_free(ctx); }
@@ -48,6 +55,42 @@ std::string toHex(const unsigned char* digest, unsigned int len) {
 // values give equal text. Invalid UTF-8 is replaced rather than thrown on.
 void appendCanonical(std::string& out, const Json& value) {
   out += value.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+bool hasColumn(sqlite3* db, const char* table, std::string_view column) {
+  auto stmt = sqlite::prepare(db, std::string("PRAGMA table_info(") + table + ")");
+  if (!stmt) {
+    return false;
+  }
+  while (sqlite3_step(stmt->get()) == SQLITE_ROW) {
+    if (sqlite::columnView(stmt->get(), 1) == column) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// last_used_run / last_used_at came after the first cache format: a file written before them
+// gets them here (NULL = never replayed), so old caches keep working. Checked again inside an
+// IMMEDIATE transaction because two processes may open the same old file at once.
+Result<void> addUsageColumns(sqlite3* db) {
+  if (hasColumn(db, "cache_entries", "last_used_run")) {
+    return {};
+  }
+  if (auto r = sqlite::exec(db, "BEGIN IMMEDIATE"); !r) {
+    return r;
+  }
+  Result<void> r;
+  if (!hasColumn(db, "cache_entries", "last_used_run")) {
+    r = sqlite::exec(db,
+                     "ALTER TABLE cache_entries ADD COLUMN last_used_run TEXT;"
+                     "ALTER TABLE cache_entries ADD COLUMN last_used_at TEXT;");
+  }
+  if (!r) {
+    (void)sqlite::exec(db, "ROLLBACK");
+    return makeError("cannot add the usage columns to the cache: " + r.error().message);
+  }
+  return sqlite::exec(db, "COMMIT");
 }
 
 Result<std::string> digestFile(const std::filesystem::path& p) {
@@ -169,6 +212,7 @@ struct CacheStore::Sql {
   sqlite::Stmt get;
   sqlite::Stmt put;
   sqlite::Stmt list;
+  sqlite::Stmt touch;
 };
 
 CacheStore::CacheStore(const Private&) : sql_(std::make_unique<Sql>()) {}
@@ -202,8 +246,11 @@ Result<void> CacheStore::init(const std::filesystem::path& cache_dir) {
   if (auto r = sqlite::exec(h, kSchemaSql); !r) {
     return r;
   }
+  if (auto r = addUsageColumns(h); !r) {
+    return r;
+  }
   for (auto [slot, sql] : {std::pair{&sql_->get, kGetSql}, std::pair{&sql_->put, kPutSql},
-                           std::pair{&sql_->list, kListSql}}) {
+                           std::pair{&sql_->list, kListSql}, std::pair{&sql_->touch, kTouchSql}}) {
     auto stmt = sqlite::prepare(h, sql);
     if (!stmt) {
       return stmt.error();
@@ -265,9 +312,116 @@ std::vector<CacheEntry> CacheStore::list() {
     e.run_id = sqlite::columnText(stmt, 2);
     e.created_at = sqlite::columnText(stmt, 3);
     e.size_bytes = static_cast<size_t>(sqlite3_column_int64(stmt, 4));
+    e.last_used_run = sqlite::columnText(stmt, 5);
+    e.last_used_at = sqlite::columnText(stmt, 6);
     out.push_back(std::move(e));
   }
   return out;
+}
+
+Result<void> CacheStore::touch(const std::vector<std::string>& keys, std::string_view run_id) {
+  if (keys.empty()) {
+    return {};
+  }
+  const std::string used_at = sqlite::isoNow();
+  std::lock_guard lock(mutex_);
+  sqlite3* h = sql_->db.get();
+  if (auto r = sqlite::exec(h, "BEGIN IMMEDIATE"); !r) {
+    return makeError("cannot record the cache entries run " + std::string(run_id) +
+                     " replayed in " + path_.string() + ": " + r.error().message);
+  }
+  sqlite3_stmt* stmt = sql_->touch.get();
+  for (const std::string& key : keys) {
+    sqlite::StmtScope scope(stmt);
+    sqlite::bindText(stmt, 1, key);
+    sqlite::bindText(stmt, 2, run_id);
+    sqlite::bindText(stmt, 3, used_at);
+    if (sqlite3_step(stmt) != SQLITE_DONE) {
+      std::string message = sqlite::errorOf(h);
+      (void)sqlite::exec(h, "ROLLBACK");
+      return makeError("cannot record the cache entries run " + std::string(run_id) +
+                       " replayed in " + path_.string() + ": " + message);
+    }
+  }
+  if (auto r = sqlite::exec(h, "COMMIT"); !r) {
+    (void)sqlite::exec(h, "ROLLBACK");
+    return makeError("cannot record the cache entries run " + std::string(run_id) +
+                     " replayed in " + path_.string() + ": " + r.error().message);
+  }
+  return {};
+}
+
+Result<PruneStats> CacheStore::prune(const std::unordered_set<std::string>& keep_runs,
+                                     bool dry_run) {
+  std::lock_guard lock(mutex_);
+  sqlite3* h = sql_->db.get();
+  // One transaction, so what is counted is what is deleted even if a run writes meanwhile.
+  auto fail = [&](const std::string& message) -> Result<PruneStats> {
+    (void)sqlite::exec(h, "ROLLBACK");  // fails harmlessly when no transaction is open
+    return makeError("cannot prune the cache " + path_.string() + ": " + message);
+  };
+  if (auto r = sqlite::exec(h, "CREATE TEMP TABLE IF NOT EXISTS gc_keep (run_id TEXT PRIMARY KEY);"
+                               "BEGIN IMMEDIATE; DELETE FROM temp.gc_keep;");
+      !r) {
+    return fail(r.error().message);
+  }
+  {
+    auto insert = sqlite::prepare(h, "INSERT OR IGNORE INTO temp.gc_keep (run_id) VALUES (?1)");
+    if (!insert) {
+      return fail(insert.error().message);
+    }
+    for (const std::string& id : keep_runs) {
+      sqlite::StmtScope scope(insert->get());
+      sqlite::bindText(insert->get(), 1, id);
+      if (sqlite3_step(insert->get()) != SQLITE_DONE) {
+        return fail(sqlite::errorOf(h));
+      }
+    }
+  }
+  PruneStats stats;
+  {
+    auto count = sqlite::prepare(
+        h, std::string("SELECT COUNT(*), COALESCE(SUM(length(CAST(output AS BLOB))), 0)") +
+               kUnreferenced);
+    if (!count) {
+      return fail(count.error().message);
+    }
+    if (sqlite3_step(count->get()) != SQLITE_ROW) {
+      return fail(sqlite::errorOf(h));
+    }
+    stats.entries = static_cast<size_t>(sqlite3_column_int64(count->get(), 0));
+    stats.output_bytes = static_cast<uint64_t>(sqlite3_column_int64(count->get(), 1));
+  }
+  if (!dry_run && stats.entries > 0) {
+    if (auto r = sqlite::exec(h, (std::string("DELETE") + kUnreferenced).c_str()); !r) {
+      return fail(r.error().message);
+    }
+  }
+  if (auto r = sqlite::exec(h, "DELETE FROM temp.gc_keep; COMMIT"); !r) {
+    return fail(r.error().message);
+  }
+  return stats;
+}
+
+Result<void> CacheStore::compact() {
+  std::lock_guard lock(mutex_);
+  sqlite3* h = sql_->db.get();
+  int64_t free_pages = 0;
+  if (auto pragma = sqlite::prepare(h, "PRAGMA freelist_count");
+      pragma && sqlite3_step(pragma->get()) == SQLITE_ROW) {
+    free_pages = sqlite3_column_int64(pragma->get(), 0);
+  }
+  // VACUUM rebuilds the file without its free pages (in WAL mode through the WAL): only worth
+  // it when there are some. The TRUNCATE checkpoint then copies the WAL back and empties it.
+  if (free_pages > 0) {
+    if (auto r = sqlite::exec(h, "VACUUM"); !r) {
+      return makeError("cannot compact the cache " + path_.string() + ": " + r.error().message);
+    }
+  }
+  if (auto r = sqlite::exec(h, "PRAGMA wal_checkpoint(TRUNCATE)"); !r) {
+    return makeError("cannot checkpoint the cache " + path_.string() + ": " + r.error().message);
+  }
+  return {};
 }
 
 }  // namespace oe::cache

@@ -3,12 +3,14 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <vector>
 
 #include "oe/common/json.hpp"
@@ -41,6 +43,14 @@ struct CacheEntry {
   std::string run_id;
   std::string created_at;
   size_t size_bytes = 0;  // of the stored output JSON
+  std::string last_used_run;  // the last run that replayed it (touch()); empty: never replayed
+  std::string last_used_at;
+};
+
+// What prune() removed (or, dry run, would remove).
+struct PruneStats {
+  size_t entries = 0;
+  uint64_t output_bytes = 0;  // sum of the stored outputs' sizes
 };
 
 // One SQLite file (`cache.sqlite`, WAL) holds every entry: creating a file per entry costs 30 µs
@@ -65,6 +75,20 @@ class CacheStore {
                    const Json& output);
   // Oldest first.
   std::vector<CacheEntry> list();
+
+  // Records that `run_id` replayed the entries `keys` (its cache hits), in ONE transaction. Call
+  // it once at the end of a run, not per hit: a commit costs ~27 µs and the hot path must not
+  // pay it. Keys no longer in the cache are ignored; an empty list does nothing. It is what
+  // lets `oe gc` keep an entry that a kept run replayed but an older, pruned run wrote.
+  Result<void> touch(const std::vector<std::string>& keys, std::string_view run_id);
+
+  // Deletes the entries that none of `keep_runs` refers to: neither written by one of them
+  // (run_id) nor last replayed by one of them (last_used_run). `dry_run` only counts them.
+  Result<PruneStats> prune(const std::unordered_set<std::string>& keep_runs, bool dry_run);
+
+  // VACUUM (when pages are free, e.g. after prune()) and wal_checkpoint(TRUNCATE), so the space
+  // goes back to the filesystem. VACUUM rewrites the file: for `oe gc`, never during a run.
+  Result<void> compact();
 
   const std::filesystem::path& path() const { return path_; }
 

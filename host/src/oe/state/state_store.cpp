@@ -436,6 +436,97 @@ std::vector<HistoryRow> StateStore::historyForRun(std::string_view run_id) const
   return queryHistory(run_id, true);
 }
 
+Result<HistoryPruneStats> pruneHistory(const std::filesystem::path& db_path,
+                                       const std::unordered_set<std::string>& keep_runs,
+                                       bool dry_run) {
+  HistoryPruneStats stats;
+  std::error_code ec;
+  if (!std::filesystem::exists(db_path, ec)) {
+    return stats;
+  }
+  const std::string where = "cannot prune the state history in " + db_path.string() + ": ";
+  auto db = sqlite::open(db_path);
+  if (!db) {
+    return makeError(where + db.error().message);
+  }
+  sqlite3* h = db->get();
+  auto fail = [&](const std::string& message) -> Result<HistoryPruneStats> {
+    (void)sqlite::exec(h, "ROLLBACK");  // fails harmlessly when no transaction is open
+    return makeError(where + message);
+  };
+  if (auto r = sqlite::useWal(h); !r) {
+    return fail(r.error().message);
+  }
+  if (auto r = sqlite::exec(h, kSchemaSql); !r) {
+    return fail(r.error().message);
+  }
+  // The kept runs go into a temp table; the count and the delete share one transaction so the
+  // report matches what was deleted even if a run writes meanwhile.
+  if (auto r = sqlite::exec(h, "CREATE TEMP TABLE gc_keep (run_id TEXT PRIMARY KEY);"
+                               "BEGIN IMMEDIATE;");
+      !r) {
+    return fail(r.error().message);
+  }
+  {
+    auto insert = sqlite::prepare(h, "INSERT OR IGNORE INTO temp.gc_keep (run_id) VALUES (?1)");
+    if (!insert) {
+      return fail(insert.error().message);
+    }
+    for (const std::string& id : keep_runs) {
+      sqlite::StmtScope scope(insert->get());
+      sqlite::bindText(insert->get(), 1, id);
+      if (sqlite3_step(insert->get()) != SQLITE_DONE) {
+        return fail(sqlite::errorOf(h));
+      }
+    }
+  }
+  constexpr std::string_view kPrunable =
+      " FROM state_history WHERE run_id NOT IN (SELECT run_id FROM temp.gc_keep) AND "
+      "id NOT IN (SELECT MAX(id) FROM state_history GROUP BY field)";
+  {
+    auto count = sqlite::prepare(
+        h, std::string("SELECT COUNT(*), COALESCE(SUM(COALESCE(length(CAST(value_old AS BLOB)), "
+                       "0) + length(CAST(value_new AS BLOB))), 0)") +
+               std::string(kPrunable));
+    if (!count) {
+      return fail(count.error().message);
+    }
+    if (sqlite3_step(count->get()) != SQLITE_ROW) {
+      return fail(sqlite::errorOf(h));
+    }
+    stats.rows = static_cast<size_t>(sqlite3_column_int64(count->get(), 0));
+    stats.value_bytes = static_cast<uint64_t>(sqlite3_column_int64(count->get(), 1));
+  }
+  if (!dry_run && stats.rows > 0) {
+    if (auto r = sqlite::exec(h, ("DELETE" + std::string(kPrunable)).c_str()); !r) {
+      return fail(r.error().message);
+    }
+  }
+  if (auto r = sqlite::exec(h, "COMMIT"); !r) {
+    return fail(r.error().message);
+  }
+  if (dry_run) {
+    return stats;
+  }
+  int64_t free_pages = 0;
+  if (auto pragma = sqlite::prepare(h, "PRAGMA freelist_count");
+      pragma && sqlite3_step(pragma->get()) == SQLITE_ROW) {
+    free_pages = sqlite3_column_int64(pragma->get(), 0);
+  }
+  // VACUUM rewrites the whole file: only worth it when pages were freed. It goes through the
+  // WAL; the TRUNCATE checkpoint copies it back and empties the WAL (also the one a killed run
+  // left behind).
+  if (free_pages > 0) {
+    if (auto r = sqlite::exec(h, "VACUUM"); !r) {
+      return makeError(where + "VACUUM failed: " + r.error().message);
+    }
+  }
+  if (auto r = sqlite::exec(h, "PRAGMA wal_checkpoint(TRUNCATE)"); !r) {
+    return makeError(where + "checkpoint failed: " + r.error().message);
+  }
+  return stats;
+}
+
 Result<void> removeStateFiles(const std::filesystem::path& db_path) {
   for (const char* suffix : {"", "-wal", "-shm", "-journal"}) {
     std::filesystem::path p = db_path;

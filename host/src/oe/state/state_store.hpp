@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "oe/common/json.hpp"
@@ -96,6 +97,22 @@ class StateStore : public expr::StateReader {
   std::unordered_map<std::string, size_t, NameHash, std::equal_to<>> by_name_;
   std::unique_ptr<Sql> sql_;
 };
+
+// What pruneHistory() removed (or, dry run, would remove).
+struct HistoryPruneStats {
+  size_t rows = 0;
+  uint64_t value_bytes = 0;  // the value_old + value_new text of those rows
+};
+
+// `oe gc`: deletes the state_history rows of every run not in `keep_runs`, except the newest
+// row of each field, so the history still explains every current value; state_snapshot is
+// never touched. Then VACUUM (only when pages were freed) and wal_checkpoint(TRUNCATE) give the
+// space back to the filesystem. `dry_run` only counts. A missing file is not created (zero
+// rows). Safe while a run writes the same file from another process (SQLite locks; the mirror
+// of that run does not cover history).
+Result<HistoryPruneStats> pruneHistory(const std::filesystem::path& db_path,
+                                       const std::unordered_set<std::string>& keep_runs,
+                                       bool dry_run);
 
 // D11 (`oe reset-state`): removes the database and its -wal, -shm (and -journal) side files.
 // Files that do not exist are fine. Close every StateStore on the file first.

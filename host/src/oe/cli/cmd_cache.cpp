@@ -1,0 +1,120 @@
+// `oe cache ls` (what `ls .openexpertise/cache/` showed upstream) and `oe cache clear --yes`.
+#include <iomanip>
+#include <iostream>
+#include <memory>
+
+#include "oe/cache/cache_store.hpp"
+#include "oe/cli/app.hpp"
+#include "oe/cli/commands.hpp"
+#include "oe/cli/common.hpp"
+#include "oe/cli/run_history.hpp"
+
+namespace oe::cli {
+namespace {
+
+constexpr size_t kKeyPrefix = 12;
+
+std::filesystem::path cacheDir(const std::string& experience) {
+  return spec::resolveExperiencePath(experience).parent_path() / ".openexpertise" / "cache";
+}
+
+int listEntries(const std::filesystem::path& dir, bool json) {
+  std::error_code ec;
+  if (!std::filesystem::exists(dir / "cache.sqlite", ec)) {
+    // Opening would create an empty cache: a listing must not write anything.
+    if (json) {
+      std::cout << "[]\n";
+    } else {
+      std::cout << "no cache entries (" << dir.string() << " holds no cache.sqlite)\n";
+    }
+    return kExitOk;
+  }
+  auto store = cache::CacheStore::open(dir);
+  if (!store) {
+    std::cerr << "oe: " << store.error().message << '\n';
+    return kExitFailed;
+  }
+  const auto entries = (*store)->list();
+  if (json) {
+    Json out = Json::array();
+    for (const auto& e : entries) {
+      out.push_back({{"key", e.key},
+                     {"node_id", e.node_id},
+                     {"run_id", e.run_id},
+                     {"created_at", e.created_at},
+                     {"size_bytes", e.size_bytes},
+                     {"last_used_run", e.last_used_run.empty() ? Json() : Json(e.last_used_run)},
+                     {"last_used_at", e.last_used_at.empty() ? Json() : Json(e.last_used_at)}});
+    }
+    std::cout << out.dump(2) << '\n';
+    return kExitOk;
+  }
+  size_t node_width = 4;
+  size_t run_width = 3;
+  uint64_t total = 0;
+  for (const auto& e : entries) {
+    node_width = std::max(node_width, e.node_id.size());
+    run_width = std::max(run_width, e.run_id.size());
+    total += e.size_bytes;
+  }
+  const auto w = [](size_t n) { return std::setw(static_cast<int>(n)); };
+  std::cout << std::left << w(kKeyPrefix) << "KEY" << "  " << w(node_width) << "NODE" << "  "
+            << w(run_width) << "RUN" << "  " << w(24) << "CREATED" << "  " << std::right << w(10)
+            << "SIZE" << "  LAST USED BY\n";
+  for (const auto& e : entries) {
+    std::cout << std::left << w(kKeyPrefix) << e.key.substr(0, kKeyPrefix) << "  "
+              << w(node_width) << e.node_id << "  " << w(run_width) << e.run_id << "  " << w(24)
+              << e.created_at << "  " << std::right << w(10) << humanBytes(e.size_bytes) << "  "
+              << (e.last_used_run.empty() ? "-" : e.last_used_run) << '\n';
+  }
+  std::cout << entries.size() << (entries.size() == 1 ? " entry, " : " entries, ")
+            << humanBytes(total) << " of outputs in " << (*store)->path().string() << '\n';
+  return kExitOk;
+}
+
+}  // namespace
+
+void addCacheCommand(CLI::App& app, int& exit_code) {
+  struct Args {
+    std::string experience = ".";
+    bool json = false;
+    bool yes = false;
+  };
+  auto a = std::make_shared<Args>();
+  CLI::App* cmd =
+      app.add_subcommand("cache", "List or clear the node cache (.openexpertise/cache)");
+  cmd->require_subcommand(1);
+
+  CLI::App* ls = cmd->add_subcommand("ls", "List the cache entries, oldest first");
+  ls->add_option("--experience", a->experience, "Experience folder")->capture_default_str();
+  ls->add_flag("--json", a->json, "Print a JSON array");
+  ls->callback([a, &exit_code] { exit_code = listEntries(cacheDir(a->experience), a->json); });
+
+  CLI::App* clear = cmd->add_subcommand("clear", "Delete the cache folder (every entry)");
+  clear->add_option("--experience", a->experience, "Experience folder")->capture_default_str();
+  clear->add_flag("--yes", a->yes, "Confirm the deletion");
+  clear->callback([a, &exit_code] {
+    const auto dir = cacheDir(a->experience);
+    std::error_code ec;
+    if (!std::filesystem::exists(dir, ec)) {
+      std::cout << "no cache to clear\n";
+      exit_code = kExitOk;
+      return;
+    }
+    if (!a->yes) {
+      std::cerr << "oe: cache clear requires --yes to confirm destructive action\n";
+      exit_code = kExitFailed;
+      return;
+    }
+    const auto removed = std::filesystem::remove_all(dir, ec);
+    if (ec) {
+      std::cerr << "oe: cannot remove " << dir.string() << ": " << ec.message() << '\n';
+      exit_code = kExitFailed;
+      return;
+    }
+    std::cout << "removed " << dir.string() << " (" << removed << " files)\n";
+    exit_code = kExitOk;
+  });
+}
+
+}  // namespace oe::cli

@@ -1,0 +1,188 @@
+// `oe gc`: retention. Prunes old run logs, the cache entries no kept run refers to and the state
+// history rows of pruned runs, then compacts the SQLite files (docs/durability.md).
+#include <cstdint>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <unordered_set>
+
+#include "oe/cache/cache_store.hpp"
+#include "oe/cli/app.hpp"
+#include "oe/cli/commands.hpp"
+#include "oe/cli/common.hpp"
+#include "oe/cli/run_history.hpp"
+#include "oe/state/state_store.hpp"
+
+namespace oe::cli {
+namespace {
+
+// An unfinished run whose log changed this recently may still be running: never pruned.
+constexpr int64_t kMaybeRunningMs = 10 * 60 * 1000;
+
+std::filesystem::path statePath(const spec::Experience& experience) {
+  if (experience.state.store) {
+    return experience.dir / *experience.state.store;  // D14
+  }
+  return experience.dir / ".openexpertise" / "state.sqlite";
+}
+
+// The database and its WAL: what VACUUM and the checkpoint shrink.
+uint64_t sqliteBytes(const std::filesystem::path& db) {
+  uint64_t total = 0;
+  for (const char* suffix : {"", "-wal"}) {
+    std::filesystem::path p = db;
+    p += suffix;
+    std::error_code ec;
+    const auto size = std::filesystem::file_size(p, ec);
+    if (!ec) {
+      total += size;
+    }
+  }
+  return total;
+}
+
+struct GcArgs {
+  std::string experience = ".";
+  int64_t keep = -1;  // -1: no --keep
+  std::string older_than;
+  bool dry_run = false;
+  bool json = false;
+};
+
+int runGc(const GcArgs& a) {
+  if (a.keep < 0 && a.older_than.empty()) {
+    std::cerr << "oe: gc needs --keep N (keep the N newest runs) or --older-than DURATION "
+                 "(e.g. 7d, 12h, 30m)\n";
+    return kExitUsage;
+  }
+  std::optional<int64_t> max_age;
+  if (!a.older_than.empty()) {
+    auto parsed = parseDurationMs(a.older_than);
+    if (!parsed) {
+      std::cerr << "oe: --older-than: " << parsed.error().message << '\n';
+      return kExitUsage;
+    }
+    max_age = *parsed;
+  }
+  auto experience = loadOnly(a.experience);
+  if (!experience) {
+    return kExitFailed;
+  }
+  const auto workspace = experience->dir / ".openexpertise";
+  const auto cache_db = workspace / "cache" / "cache.sqlite";
+  const auto state_db = statePath(*experience);
+
+  // Which runs stay: the newest N and/or those younger than the cutoff, plus any unfinished run
+  // that may still be running (deleting its log under it would lose its history).
+  const int64_t now = nowMs();
+  const auto runs = listRuns(workspace / "runs", true);
+  std::unordered_set<std::string> keep;
+  std::vector<const RunRecord*> doomed;
+  size_t kept_running = 0;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const RunRecord& run = runs[i];
+    bool prune = (a.keep >= 0 && i >= static_cast<size_t>(a.keep)) ||
+                 (max_age && run.started_ms < now - *max_age);
+    if (prune && !run.finished() && run.modified_ms >= now - kMaybeRunningMs) {
+      prune = false;
+      ++kept_running;
+    }
+    if (prune) {
+      doomed.push_back(&run);
+    } else {
+      keep.insert(run.id);
+    }
+  }
+
+  const uint64_t before = sqliteBytes(cache_db) + sqliteBytes(state_db);
+  uint64_t log_bytes = 0;
+  Json removed_ids = Json::array();
+  int status = kExitOk;
+  for (const RunRecord* run : doomed) {
+    std::error_code ec;
+    if (!a.dry_run && !std::filesystem::remove(run->log, ec) && ec) {
+      std::cerr << "oe: warning: cannot remove " << run->log.string() << ": " << ec.message()
+                << "; its run is kept\n";
+      keep.insert(run->id);
+      status = kExitFailed;
+      continue;
+    }
+    log_bytes += run->size_bytes;
+    removed_ids.push_back(run->id);
+  }
+
+  cache::PruneStats cache_stats;
+  std::error_code ec;
+  if (std::filesystem::exists(cache_db, ec)) {
+    auto store = cache::CacheStore::open(cache_db.parent_path());
+    auto pruned =
+        store ? (*store)->prune(keep, a.dry_run) : Result<cache::PruneStats>(store.error());
+    if (pruned && !a.dry_run) {
+      if (auto compacted = (*store)->compact(); !compacted) {
+        std::cerr << "oe: warning: " << compacted.error().message << '\n';
+      }
+    }
+    if (!pruned) {
+      std::cerr << "oe: " << pruned.error().message << '\n';
+      status = kExitFailed;
+    } else {
+      cache_stats = *pruned;
+    }
+  }  // the store closes here, so its WAL is gone before the sizes are measured
+  state::HistoryPruneStats history_stats;
+  if (auto pruned = state::pruneHistory(state_db, keep, a.dry_run); pruned) {
+    history_stats = *pruned;
+  } else {
+    std::cerr << "oe: " << pruned.error().message << '\n';
+    status = kExitFailed;
+  }
+
+  uint64_t freed = log_bytes;
+  if (a.dry_run) {
+    freed += cache_stats.output_bytes + history_stats.value_bytes;  // an estimate: pages vary
+  } else {
+    const uint64_t after = sqliteBytes(cache_db) + sqliteBytes(state_db);
+    freed += before > after ? before - after : 0;
+  }
+
+  if (a.json) {
+    Json out = {{"dry_run", a.dry_run},
+                {"runs_kept", keep.size()},
+                {"runs_removed", removed_ids},
+                {"cache_entries_removed", cache_stats.entries},
+                {"history_rows_removed", history_stats.rows},
+                {"log_bytes", log_bytes},
+                {"bytes_freed", freed},
+                {"kept_maybe_running", kept_running}};
+    std::cout << out.dump(2) << '\n';
+    return status;
+  }
+  std::cout << (a.dry_run ? "gc (dry run): would remove " : "gc: removed ") << removed_ids.size()
+            << (removed_ids.size() == 1 ? " run" : " runs") << " (" << humanBytes(log_bytes)
+            << " of logs), " << cache_stats.entries
+            << (cache_stats.entries == 1 ? " cache entry, " : " cache entries, ")
+            << history_stats.rows << (history_stats.rows == 1 ? " history row" : " history rows")
+            << "; " << (a.dry_run ? "would free about " : "freed ") << humanBytes(freed)
+            << "; kept " << keep.size() << (keep.size() == 1 ? " run" : " runs") << '\n';
+  if (kept_running > 0) {
+    std::cout << "kept " << kept_running
+              << " unfinished run(s) whose log changed in the last 10 minutes (may be running)\n";
+  }
+  return status;
+}
+
+}  // namespace
+
+void addGcCommand(CLI::App& app, int& exit_code) {
+  auto a = std::make_shared<GcArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "gc", "Prune old run logs, the cache entries and state history rows only they used");
+  cmd->add_option("--experience", a->experience, "Experience folder")->capture_default_str();
+  cmd->add_option("--keep", a->keep, "Keep the N newest runs")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--older-than", a->older_than, "Prune runs started longer ago (7d, 12h, 30m)");
+  cmd->add_flag("--dry-run", a->dry_run, "Report what would be freed; delete nothing");
+  cmd->add_flag("--json", a->json, "Print the report as JSON");
+  cmd->callback([a, &exit_code] { exit_code = runGc(*a); });
+}
+
+}  // namespace oe::cli

@@ -1,0 +1,166 @@
+// `oe inspect <run-id>`: a run's timeline from its event log (node, status, duration, error).
+#include <chrono>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <sstream>
+
+#include "oe/cli/app.hpp"
+#include "oe/cli/commands.hpp"
+#include "oe/cli/common.hpp"
+#include "oe/events/event_log.hpp"
+
+namespace oe::cli {
+namespace {
+
+// Milliseconds since the epoch of an ISO-8601 UTC timestamp with milliseconds; -1 if malformed.
+int64_t parseTs(const std::string& ts) {
+  std::tm tm{};
+  int millis = 0;
+  std::istringstream in(ts);
+  in >> std::get_time(&tm, "%Y-%m-%dT%H:%M:%S");
+  if (in.fail()) {
+    return -1;
+  }
+  if (in.peek() == '.') {
+    in.get();
+    in >> millis;
+  }
+  return static_cast<int64_t>(timegm(&tm)) * 1000 + millis;
+}
+
+struct NodeLine {
+  std::string id;
+  std::string status = "ready";
+  int64_t first_ts = -1;
+  int64_t last_ts = -1;
+  int calls = 0;
+  int failures = 0;
+  bool started = false;
+  std::string detail;
+};
+
+}  // namespace
+
+void addInspectCommand(CLI::App& app, int& exit_code) {
+  struct Args {
+    std::string run_id;
+    std::string experience = ".";
+    bool json = false;
+  };
+  auto a = std::make_shared<Args>();
+  CLI::App* cmd = app.add_subcommand("inspect", "Show a run's timeline from its event log");
+  cmd->add_option("run-id", a->run_id, "The run")->required();
+  cmd->add_option("--experience", a->experience, "Experience folder")->capture_default_str();
+  cmd->add_flag("--json", a->json, "Print the events as a JSON array");
+  cmd->callback([a, &exit_code] {
+    const auto yaml = spec::resolveExperiencePath(a->experience);
+    const auto path = yaml.parent_path() / ".openexpertise" / "runs" / (a->run_id + ".jsonl");
+    auto log = events::readEventLog(path);
+    if (!log) {
+      std::cerr << "oe: " << log.error().message << '\n';
+      exit_code = kExitFailed;
+      return;
+    }
+    for (const auto& warning : log->warnings) {
+      std::cerr << "oe: warning: " << warning << '\n';
+    }
+    if (a->json) {
+      std::cout << Json(log->events).dump(2) << '\n';
+      exit_code = kExitOk;
+      return;
+    }
+    std::vector<NodeLine> lines;
+    std::map<std::string, size_t> index;
+    std::string run_status = "unfinished (no run.finished: killed or still running)";
+    int64_t run_start = -1;
+    int64_t run_end = -1;
+    for (const auto& e : log->events) {
+      const std::string type = e.value("type", "");
+      const int64_t ts = parseTs(e.value("ts", ""));
+      if (type == "run.started") {
+        run_start = ts;
+        continue;
+      }
+      if (type == "run.finished") {
+        run_end = ts;
+        run_status = e.value("status", "?");
+        if (e.contains("reason")) {
+          run_status += " (" + e["reason"].get<std::string>() + ")";
+        }
+        continue;
+      }
+      const std::string id = e.value("node_id", "");
+      if (id.empty()) {
+        continue;
+      }
+      auto [it, inserted] = index.emplace(id, lines.size());
+      if (inserted) {
+        NodeLine fresh;
+        fresh.id = id;
+        lines.push_back(std::move(fresh));
+      }
+      NodeLine& line = lines[it->second];
+      if (line.first_ts < 0) {
+        line.first_ts = ts;
+      }
+      if (type == "node.ready") {
+        ++line.calls;
+      } else if (type == "node.started") {
+        line.started = true;
+        line.status = "running";
+      } else if (type == "node.finished") {
+        line.last_ts = ts;
+        if (line.failures == 0) {
+          line.status = line.started ? "success" : "cached";
+        }
+      } else if (type == "node.failed") {
+        line.last_ts = ts;
+        ++line.failures;
+        line.status = "failed";
+        line.detail = e.value("error", "");
+      } else if (type == "node.skipped") {
+        line.status = "skipped";
+        line.detail = e.value("reason", "");
+      }
+    }
+    std::cout << "run " << a->run_id << ": " << run_status;
+    if (run_start >= 0 && run_end >= run_start) {
+      std::cout << " in " << (run_end - run_start) << " ms";
+    }
+    std::cout << '\n';
+    size_t width = 4;
+    for (const auto& line : lines) {
+      width = std::max(width, line.id.size());
+    }
+    std::cout << "  " << std::left << std::setw(static_cast<int>(width)) << "NODE" << "  "
+              << std::setw(8) << "STATUS" << "  " << std::setw(9) << "DURATION" << "  DETAIL\n";
+    for (const auto& line : lines) {
+      std::string duration = "-";
+      if (line.first_ts >= 0 && line.last_ts >= line.first_ts) {
+        duration = std::to_string(line.last_ts - line.first_ts) + " ms";
+      }
+      std::string detail = line.detail;
+      if (line.calls > 1) {
+        detail = std::to_string(line.calls) + " calls" +
+                 (line.failures > 0 ? ", " + std::to_string(line.failures) + " failed" : "") +
+                 (detail.empty() ? "" : "; " + detail);
+      }
+      std::cout << "  " << std::left << std::setw(static_cast<int>(width)) << line.id << "  "
+                << std::setw(8) << line.status << "  " << std::setw(9) << duration << "  " << detail
+                << '\n';
+    }
+    exit_code = kExitOk;
+  });
+}
+
+void addSchemaCommand(CLI::App& app, int& exit_code) {
+  CLI::App* cmd = app.add_subcommand("schema", "Print the experience.yaml JSON Schema (for editors)");
+  cmd->callback([&exit_code] {
+    std::cout << spec::experienceJsonSchema().dump(2) << '\n';
+    exit_code = kExitOk;
+  });
+}
+
+}  // namespace oe::cli

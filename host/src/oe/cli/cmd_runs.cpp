@@ -1,0 +1,70 @@
+// `oe runs`: the run history, newest first, from the event logs in .openexpertise/runs.
+#include <iomanip>
+#include <iostream>
+#include <memory>
+
+#include "oe/cli/app.hpp"
+#include "oe/cli/commands.hpp"
+#include "oe/cli/common.hpp"
+#include "oe/cli/run_history.hpp"
+
+namespace oe::cli {
+
+void addRunsCommand(CLI::App& app, int& exit_code) {
+  struct Args {
+    std::string experience = ".";
+    bool json = false;
+  };
+  auto a = std::make_shared<Args>();
+  CLI::App* cmd = app.add_subcommand(
+      "runs", "List past runs, newest first (start, duration, status, nodes ran/cached/failed)");
+  cmd->add_option("--experience", a->experience, "Experience folder")->capture_default_str();
+  cmd->add_flag("--json", a->json, "Print a JSON array");
+  cmd->callback([a, &exit_code] {
+    const auto dir = spec::resolveExperiencePath(a->experience).parent_path();
+    const auto runs = listRuns(dir / ".openexpertise" / "runs", true);
+    for (const auto& run : runs) {
+      for (const auto& warning : run.warnings) {
+        std::cerr << "oe: warning: " << warning << '\n';
+      }
+    }
+    exit_code = kExitOk;
+    if (a->json) {
+      Json out = Json::array();
+      for (const auto& run : runs) {
+        out.push_back(run.toJson());
+      }
+      std::cout << out.dump(2) << '\n';
+      return;
+    }
+    if (runs.empty()) {
+      std::cout << "no runs yet in " << (dir / ".openexpertise" / "runs").string() << '\n';
+      return;
+    }
+    size_t id_width = 6;
+    for (const auto& run : runs) {
+      id_width = std::max(id_width, run.id.size());
+    }
+    const auto w = [](size_t n) { return std::setw(static_cast<int>(n)); };
+    std::cout << std::left << w(id_width) << "RUN" << "  " << w(24) << "STARTED" << "  "
+              << std::right << w(10) << "DURATION" << "  " << std::left << w(10) << "STATUS"
+              << std::right << w(6) << "RAN" << w(8) << "CACHED" << w(8) << "FAILED" << '\n';
+    for (const auto& run : runs) {
+      const int64_t ms = run.durationMs();
+      std::cout << std::left << w(id_width) << run.id << "  " << w(24)
+                << (run.started_at.empty() ? "?" : run.started_at) << "  " << std::right
+                << w(10) << (ms >= 0 ? std::to_string(ms) + " ms" : "-") << "  " << std::left
+                << w(10) << run.status << std::right << w(6) << run.ran << w(8) << run.cached
+                << w(8) << run.failed;
+      if (!run.reason.empty()) {
+        std::cout << "  (" << run.reason << ')';
+      }
+      if (!run.resumed_from.empty()) {
+        std::cout << "  resumed from " << run.resumed_from;
+      }
+      std::cout << '\n';
+    }
+  });
+}
+
+}  // namespace oe::cli

@@ -1,0 +1,108 @@
+// `oe state [field]` and `oe reset-state --yes` (D11).
+#include <iostream>
+#include <memory>
+
+#include "oe/cli/app.hpp"
+#include "oe/cli/commands.hpp"
+#include "oe/cli/common.hpp"
+#include "oe/state/state_store.hpp"
+
+namespace oe::cli {
+namespace {
+
+std::filesystem::path statePath(const spec::Experience& experience) {
+  if (experience.state.store) {
+    return experience.dir / *experience.state.store;
+  }
+  return experience.dir / ".openexpertise" / "state.sqlite";
+}
+
+}  // namespace
+
+void addStateCommand(CLI::App& app, int& exit_code) {
+  struct Args {
+    std::string field;
+    std::string experience = ".";
+    bool json = false;
+  };
+  auto a = std::make_shared<Args>();
+  CLI::App* cmd = app.add_subcommand("state", "Print the persisted state (or one field)");
+  cmd->add_option("field", a->field, "One state field");
+  cmd->add_option("--experience", a->experience, "Experience folder")->capture_default_str();
+  cmd->add_flag("--json", a->json, "Print JSON");
+  cmd->callback([a, &exit_code] {
+    auto experience = loadOnly(a->experience);
+    if (!experience) {
+      exit_code = kExitFailed;
+      return;
+    }
+    const auto db = statePath(*experience);
+    std::error_code ec;
+    if (!std::filesystem::exists(db, ec)) {
+      std::cout << "state file does not exist yet (no runs performed)\n";
+      exit_code = kExitOk;
+      return;
+    }
+    auto store = state::StateStore::open(db, experience->state);
+    if (!store) {
+      std::cerr << "oe: " << store.error().message << '\n';
+      exit_code = kExitFailed;
+      return;
+    }
+    if (!a->field.empty()) {
+      if (experience->state.find(a->field) == nullptr) {
+        std::cerr << "oe: \"" << a->field << "\" is not a field of state.schema in "
+                  << experience->file.string() << '\n';
+        exit_code = kExitFailed;
+        return;
+      }
+      const Json* value = (*store)->field(a->field);
+      std::cout << (value == nullptr ? std::string("null") : value->dump(a->json ? -1 : 2)) << '\n';
+    } else if (a->json) {
+      std::cout << (*store)->snapshot().dump(2) << '\n';
+    } else {
+      printState(std::cout, *experience, (*store)->snapshot());
+    }
+    exit_code = kExitOk;
+  });
+}
+
+void addResetStateCommand(CLI::App& app, int& exit_code) {
+  struct Args {
+    std::string experience = ".";
+    bool yes = false;
+  };
+  auto a = std::make_shared<Args>();
+  CLI::App* cmd = app.add_subcommand("reset-state", "Delete the state database (and its -wal/-shm)");
+  cmd->add_option("--experience", a->experience, "Experience folder")->capture_default_str();
+  cmd->add_flag("--yes", a->yes, "Confirm the deletion");
+  cmd->callback([a, &exit_code] {
+    auto experience = loadOnly(a->experience);
+    if (!experience) {
+      exit_code = kExitFailed;
+      return;
+    }
+    const auto db = statePath(*experience);
+    std::error_code ec;
+    if (!std::filesystem::exists(db, ec)) {
+      std::cout << "no state to reset\n";
+      exit_code = kExitOk;
+      return;
+    }
+    if (!a->yes) {
+      std::cerr << "oe: reset-state requires --yes to confirm destructive action\n";
+      exit_code = kExitFailed;
+      return;
+    }
+    auto removed = state::removeStateFiles(db);
+    if (!removed) {
+      std::cerr << "oe: " << removed.error().message << '\n';
+      exit_code = kExitFailed;
+      return;
+    }
+    std::cout << "removed " << db.string() << " (and its -wal/-shm files)\n";
+    exit_code = kExitOk;
+  });
+}
+
+}  // namespace oe::cli

@@ -1,0 +1,21 @@
+// Registration of each `oe` command; each is defined in its own cmd_<name>.cpp.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace oe::cli {
+
+// Each adds its subcommand to `app`; when it runs, it stores its exit code in `exit_code`.
+void addRunCommand(CLI::App& app, int& exit_code);
+void addResumeCommand(CLI::App& app, int& exit_code);
+void addValidateCommand(CLI::App& app, int& exit_code);
+void addPluginsCommand(CLI::App& app, int& exit_code);
+void addStateCommand(CLI::App& app, int& exit_code);
+void addResetStateCommand(CLI::App& app, int& exit_code);
+void addInspectCommand(CLI::App& app, int& exit_code);
+void addSchemaCommand(CLI::App& app, int& exit_code);
+void addRunsCommand(CLI::App& app, int& exit_code);
+void addCacheCommand(CLI::App& app, int& exit_code);
+void addGcCommand(CLI::App& app, int& exit_code);
+
+}  // namespace oe::cli

@@ -1,0 +1,107 @@
+// Shared command helpers (see common.hpp).
+#include "oe/cli/common.hpp"
+
+#include <iostream>
+
+#include "oe/common/diagnostic.hpp"
+
+namespace oe::cli {
+
+void StderrLog::write(oe_log_level level, std::string_view source, std::string_view message) {
+  const char* tag = level >= OE_LOG_ERROR ? "error" : level >= OE_LOG_WARN ? "warning" : "info";
+  if (level < OE_LOG_INFO) {
+    return;
+  }
+  std::cerr << "oe: " << tag << ": [" << source << "] " << message << '\n';
+}
+
+void loadPlugins(plugins::PluginRegistry& registry,
+                 const std::optional<std::filesystem::path>& experience_dir) {
+  registry.loadFrom(plugins::PluginRegistry::searchPath(experience_dir));
+}
+
+void reportPluginProblems(const plugins::PluginRegistry& registry) {
+  for (const auto& refusal : registry.refusals()) {
+    std::cerr << "oe: warning: refused plugin " << refusal.reason << '\n';
+  }
+  for (const auto& warning : registry.warnings()) {
+    std::cerr << "oe: warning: " << warning << '\n';
+  }
+}
+
+spec::KindCatalog kindCatalog(const plugins::PluginRegistry& registry) {
+  spec::KindCatalog catalog;
+  for (const auto& [name, loaded] : registry.kinds()) {
+    spec::KindInfo info{name, std::nullopt};
+    if (loaded.kind->spec_schema_json != nullptr) {
+      Json schema = Json::parse(loaded.kind->spec_schema_json, nullptr, false);
+      if (!schema.is_discarded()) {
+        info.schema = std::move(schema);
+      }
+    }
+    catalog.emplace(name, std::move(info));
+  }
+  return catalog;
+}
+
+namespace {
+
+void printDiagnostics(const std::vector<Diagnostic>& diagnostics) {
+  for (const auto& d : diagnostics) {
+    std::cerr << d.format() << '\n';
+  }
+}
+
+}  // namespace
+
+std::optional<spec::Experience> loadOnly(const std::filesystem::path& path_arg) {
+  auto loaded = spec::loadExperience(spec::resolveExperiencePath(path_arg));
+  printDiagnostics(loaded.diagnostics);
+  if (!loaded.experience || hasErrors(loaded.diagnostics)) {
+    return std::nullopt;
+  }
+  return std::move(loaded.experience);
+}
+
+std::optional<spec::Experience> loadValidated(const std::filesystem::path& path_arg,
+                                              plugins::PluginRegistry& registry, bool strict) {
+  auto loaded = spec::loadExperience(spec::resolveExperiencePath(path_arg));
+  if (!loaded.experience || hasErrors(loaded.diagnostics)) {
+    printDiagnostics(loaded.diagnostics);
+    const auto errors = std::count_if(loaded.diagnostics.begin(), loaded.diagnostics.end(),
+                                      [](const Diagnostic& d) { return d.severity == Severity::kError; });
+    std::cerr << "oe: " << errors << (errors == 1 ? " error" : " errors") << '\n';
+    return std::nullopt;
+  }
+  loadPlugins(registry, loaded.experience->dir);
+  reportPluginProblems(registry);
+  auto diagnostics = loaded.diagnostics;
+  auto more = spec::validateExperience(*loaded.experience, kindCatalog(registry), strict);
+  diagnostics.insert(diagnostics.end(), more.begin(), more.end());
+  printDiagnostics(diagnostics);
+  if (hasErrors(diagnostics)) {
+    const auto errors = std::count_if(diagnostics.begin(), diagnostics.end(),
+                                      [](const Diagnostic& d) { return d.severity == Severity::kError; });
+    std::cerr << "oe: " << errors << (errors == 1 ? " error" : " errors") << " in "
+              << loaded.experience->file.string() << '\n';
+    return std::nullopt;
+  }
+  return std::move(loaded.experience);
+}
+
+void printState(std::ostream& out, const spec::Experience& experience, const Json& state) {
+  bool any = false;
+  for (const auto& field : experience.state.fields) {
+    auto it = state.find(field.name);
+    if (it == state.end()) {
+      continue;
+    }
+    out << "  " << field.name << ": " << it->dump() << '\n';
+    any = true;
+  }
+  if (!any) {
+    out << "  (empty)\n";
+  }
+}
+
+}  // namespace oe::cli

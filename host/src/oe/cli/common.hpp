@@ -1,0 +1,43 @@
+// Pieces shared by the commands: loading an experience with its plugins, printing diagnostics
+// and values the same way everywhere.
+#pragma once
+
+#include <filesystem>
+#include <iosfwd>
+#include <optional>
+#include <string>
+
+#include "oe/common/json.hpp"
+#include "oe/plugins/registry.hpp"
+#include "oe/spec/experience.hpp"
+#include "oe/spec/loader.hpp"
+
+namespace oe::cli {
+
+// Plugin log lines on stderr: "[plugin-id] message".
+class StderrLog final : public plugins::LogSink {
+ public:
+  void write(oe_log_level level, std::string_view source, std::string_view message) override;
+};
+
+// Loads the plugins an experience can use (its own plugins/ folder included).
+void loadPlugins(plugins::PluginRegistry& registry,
+                 const std::optional<std::filesystem::path>& experience_dir);
+
+// Prints refused plugins and plugin warnings to stderr as warnings.
+void reportPluginProblems(const plugins::PluginRegistry& registry);
+
+spec::KindCatalog kindCatalog(const plugins::PluginRegistry& registry);
+
+// Loads, loads plugins, validates; prints every diagnostic to stderr. nullopt when there was an
+// error (the diagnostics say which).
+std::optional<spec::Experience> loadValidated(const std::filesystem::path& path_arg,
+                                              plugins::PluginRegistry& registry, bool strict);
+
+// Loads the yaml only (state/inspect/reset-state need the folder and the schema, not plugins).
+std::optional<spec::Experience> loadOnly(const std::filesystem::path& path_arg);
+
+// "  field: <compact JSON>" per field, in state.schema order.
+void printState(std::ostream& out, const spec::Experience& experience, const Json& state);
+
+}  // namespace oe::cli

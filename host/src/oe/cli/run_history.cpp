@@ -1,0 +1,277 @@
+// Run records from the event logs (see run_history.hpp).
+#include "oe/cli/run_history.hpp"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <optional>
+#include <unordered_map>
+
+#include "oe/events/event_log.hpp"
+
+namespace oe::cli {
+namespace {
+
+constexpr std::streamoff kTailBytes = 64 * 1024;
+
+// The first line of the file (without its '\n'); empty when unreadable.
+std::string firstLine(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+// The last complete line, when the file ends with '\n' and that line fits in the tail read;
+// nullopt otherwise (a torn last line included).
+std::optional<std::string> lastLine(const std::filesystem::path& path, uint64_t size) {
+  if (size == 0) {
+    return std::nullopt;
+  }
+  std::ifstream in(path, std::ios::binary);
+  const auto start = static_cast<std::streamoff>(size) > kTailBytes
+                         ? static_cast<std::streamoff>(size) - kTailBytes
+                         : std::streamoff{0};
+  in.seekg(start);
+  std::string tail(static_cast<size_t>(static_cast<std::streamoff>(size) - start), '\0');
+  in.read(tail.data(), static_cast<std::streamsize>(tail.size()));
+  tail.resize(static_cast<size_t>(in.gcount()));
+  if (tail.empty() || tail.back() != '\n') {
+    return std::nullopt;
+  }
+  tail.pop_back();
+  const auto nl = tail.rfind('\n');
+  if (nl == std::string::npos && start > 0) {
+    return std::nullopt;  // longer than the tail: let the full read handle it
+  }
+  return nl == std::string::npos ? tail : tail.substr(nl + 1);
+}
+
+void takeFinished(RunRecord& run, const Json& e) {
+  run.finished_at = e.value("ts", "");
+  run.end_ms = parseIsoMs(run.finished_at);
+  run.status = e.value("status", "?");
+  if (auto it = e.find("reason"); it != e.end() && it->is_string()) {
+    run.reason = it->get<std::string>();
+  }
+  if (auto it = e.find("nodes"); it != e.end() && it->is_object()) {
+    run.ran = it->value("ran", size_t{0});
+    run.cached = it->value("cached", size_t{0});
+    run.failed = it->value("failed", size_t{0});
+    run.skipped = it->value("skipped", size_t{0});
+  }
+}
+
+// An unfinished run (or a log whose run.finished is not its last line): count its events.
+void countEvents(RunRecord& run) {
+  auto log = events::readEventLog(run.log);
+  if (!log) {
+    run.warnings.push_back(log.error().message);
+    return;
+  }
+  run.warnings = std::move(log->warnings);
+  // node.started calls not yet closed by node.finished/node.failed, per node id: a for_each
+  // logs one node.started per iteration, so pairing counts each call once.
+  std::unordered_map<std::string, size_t> open_calls;
+  RunRecord counted;
+  const Json* finished = nullptr;
+  for (const Json& e : log->events) {
+    const std::string type = e.value("type", "");
+    if (const int64_t ts = parseIsoMs(e.value("ts", "")); ts > run.end_ms) {
+      run.end_ms = ts;
+    }
+    if (type == "run.finished") {
+      finished = &e;
+      continue;
+    }
+    const std::string node = e.value("node_id", "");
+    if (type == "node.started") {
+      ++open_calls[node];
+    } else if (type == "node.finished" || type == "node.failed") {
+      auto it = open_calls.find(node);
+      const bool started = it != open_calls.end() && it->second > 0;
+      if (started) {
+        --it->second;
+      }
+      if (type == "node.failed") {
+        ++counted.failed;
+      } else if (started) {
+        ++counted.ran;
+      } else {
+        ++counted.cached;
+      }
+    } else if (type == "node.skipped") {
+      ++counted.skipped;
+    }
+  }
+  run.ran = counted.ran;
+  run.cached = counted.cached;
+  run.failed = counted.failed;
+  run.skipped = counted.skipped;
+  if (finished != nullptr) {
+    takeFinished(run, *finished);  // its counts, when it has them, are the engine's own
+  }
+}
+
+void readDetails(RunRecord& run) {
+  if (auto last = lastLine(run.log, run.size_bytes)) {
+    Json e = Json::parse(*last, nullptr, false);
+    if (e.is_object() && e.value("type", "") == "run.finished" && e.contains("nodes")) {
+      takeFinished(run, e);
+      return;
+    }
+  }
+  countEvents(run);
+}
+
+}  // namespace
+
+Json RunRecord::toJson() const {
+  Json out = {{"run_id", id},
+              {"started_at", started_at.empty() ? Json() : Json(started_at)},
+              {"finished_at", finished_at.empty() ? Json() : Json(finished_at)},
+              {"duration_ms", durationMs() >= 0 ? Json(durationMs()) : Json()},
+              {"status", status},
+              {"nodes",
+               {{"ran", ran}, {"cached", cached}, {"failed", failed}, {"skipped", skipped}}},
+              {"log", log.string()},
+              {"size_bytes", size_bytes}};
+  if (!reason.empty()) {
+    out["reason"] = reason;
+  }
+  if (!resumed_from.empty()) {
+    out["resumed_from"] = resumed_from;
+  }
+  return out;
+}
+
+std::vector<RunRecord> listRuns(const std::filesystem::path& runs_dir, bool details) {
+  std::vector<RunRecord> runs;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(runs_dir, ec), end; !ec && it != end;
+       it.increment(ec)) {
+    const auto& path = it->path();
+    if (path.extension() != ".jsonl" || !it->is_regular_file(ec)) {
+      continue;
+    }
+    RunRecord run;
+    run.id = path.stem().string();
+    run.log = path;
+    struct stat st {};
+    if (::stat(path.c_str(), &st) == 0) {
+      run.size_bytes = static_cast<uint64_t>(st.st_size);
+      run.modified_ms = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000 +
+                        static_cast<int64_t>(st.st_mtim.tv_nsec / 1000000);
+    }
+    Json first = Json::parse(firstLine(path), nullptr, false);
+    if (first.is_object() && first.value("type", "") == "run.started") {
+      run.started_at = first.value("ts", "");
+      run.started_ms = parseIsoMs(run.started_at);
+      if (auto from = first.find("resumed_from"); from != first.end() && from->is_string()) {
+        run.resumed_from = from->get<std::string>();
+      }
+    }
+    if (run.started_ms < 0) {
+      run.started_ms = run.modified_ms;
+    }
+    if (details) {
+      readDetails(run);
+    }
+    runs.push_back(std::move(run));
+  }
+  std::sort(runs.begin(), runs.end(), [](const RunRecord& a, const RunRecord& b) {
+    return a.started_ms != b.started_ms ? a.started_ms > b.started_ms : a.id > b.id;
+  });
+  return runs;
+}
+
+int64_t parseIsoMs(std::string_view ts) {
+  int year = 0;
+  int month = 0;
+  int day = 0;
+  int hour = 0;
+  int minute = 0;
+  int second = 0;
+  int consumed = 0;
+  const std::string text(ts);
+  if (std::sscanf(text.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%n", &year, &month, &day, &hour, &minute,
+                  &second, &consumed) != 6) {
+    return -1;
+  }
+  int millis = 0;
+  if (static_cast<size_t>(consumed) < text.size() && text[static_cast<size_t>(consumed)] == '.') {
+    int digits = 0;
+    for (size_t i = static_cast<size_t>(consumed) + 1; i < text.size() && digits < 3; ++i) {
+      if (text[i] < '0' || text[i] > '9') {
+        break;
+      }
+      millis = millis * 10 + (text[i] - '0');
+      ++digits;
+    }
+    for (; digits < 3 && digits > 0; ++digits) {
+      millis *= 10;
+    }
+  }
+  std::tm tm{};
+  tm.tm_year = year - 1900;
+  tm.tm_mon = month - 1;
+  tm.tm_mday = day;
+  tm.tm_hour = hour;
+  tm.tm_min = minute;
+  tm.tm_sec = second;
+  return static_cast<int64_t>(timegm(&tm)) * 1000 + millis;
+}
+
+Result<int64_t> parseDurationMs(std::string_view text) {
+  const auto bad = [&] {
+    return makeError("\"" + std::string(text) +
+                     "\" is not a duration; write a whole number and a unit: 7d, 12h, 30m or 45s");
+  };
+  if (text.size() < 2) {
+    return bad();
+  }
+  int64_t unit = 0;
+  switch (text.back()) {
+    case 'd': unit = 86'400'000; break;
+    case 'h': unit = 3'600'000; break;
+    case 'm': unit = 60'000; break;
+    case 's': unit = 1'000; break;
+    default: return bad();
+  }
+  int64_t value = 0;
+  for (char c : text.substr(0, text.size() - 1)) {
+    if (c < '0' || c > '9' || value > 1'000'000'000) {
+      return bad();
+    }
+    value = value * 10 + (c - '0');
+  }
+  return value * unit;
+}
+
+std::string humanBytes(uint64_t bytes) {
+  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  if (bytes < 1024) {
+    return std::to_string(bytes) + " B";
+  }
+  double value = static_cast<double>(bytes);
+  size_t unit = 0;
+  while (value >= 1024 && unit + 1 < std::size(kUnits)) {
+    value /= 1024;
+    ++unit;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f %s", value, kUnits[unit]);
+  return buf;
+}
+
+int64_t nowMs() {
+  timespec now{};
+  clock_gettime(CLOCK_REALTIME, &now);
+  return static_cast<int64_t>(now.tv_sec) * 1000 + now.tv_nsec / 1'000'000;
+}
+
+}  // namespace oe::cli

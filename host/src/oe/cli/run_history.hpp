@@ -1,0 +1,63 @@
+// What `oe runs` and `oe gc` know about past runs: one record per `.openexpertise/runs/*.jsonl`,
+// read cheaply (first and last line) whenever the run finished.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "oe/common/json.hpp"
+#include "oe/common/result.hpp"
+
+namespace oe::cli {
+
+struct RunRecord {
+  std::string id;  // the file name without .jsonl
+  std::filesystem::path log;
+  uint64_t size_bytes = 0;
+  int64_t modified_ms = -1;  // the log's mtime
+  std::string started_at;    // run.started ts; empty when the first line is not run.started
+  int64_t started_ms = -1;   // that ts in ms since the epoch, else the log's mtime
+  // Filled only by listRuns(..., details = true):
+  std::string finished_at;  // run.finished ts; empty for an unfinished run
+  int64_t end_ms = -1;      // run.finished ts, or the last event's for an unfinished run
+  std::string status = "unfinished";  // run.finished status, or "unfinished" (killed, running)
+  std::string reason;                 // run.finished reason (fail_run, interrupted)
+  std::string resumed_from;           // run.started resumed_from (oe resume)
+  size_t ran = 0;
+  size_t cached = 0;
+  size_t failed = 0;
+  size_t skipped = 0;
+  std::vector<std::string> warnings;  // readEventLog's (a torn last line, ...)
+
+  [[nodiscard]] bool finished() const { return !finished_at.empty(); }
+  [[nodiscard]] int64_t durationMs() const {
+    return started_ms >= 0 && end_ms >= started_ms ? end_ms - started_ms : -1;
+  }
+  [[nodiscard]] Json toJson() const;
+};
+
+// Every `<runs_dir>/*.jsonl`, newest first (run.started ts, else mtime; then id). With
+// `details`, the status and node counts come from the run.finished line at the end of the log
+// (only the last 64 KiB are read), or, for an unfinished run, from counting its events: ran =
+// node.finished paired with a node.started, cached = node.finished without one (a cache hit
+// logs no node.started), failed = node.failed, skipped = node.skipped. A missing folder is an
+// empty list.
+std::vector<RunRecord> listRuns(const std::filesystem::path& runs_dir, bool details);
+
+// ms since the epoch of an ISO-8601 UTC timestamp (2026-05-26T10:00:00.123Z); -1 if malformed.
+int64_t parseIsoMs(std::string_view ts);
+
+// "7d", "12h", "30m", "45s" (a positive integer and one unit) -> milliseconds.
+Result<int64_t> parseDurationMs(std::string_view text);
+
+// 1536 -> "1.5 KiB".
+std::string humanBytes(uint64_t bytes);
+
+// ms since the epoch, now (CLOCK_REALTIME, as the logs' timestamps).
+int64_t nowMs();
+
+}  // namespace oe::cli

@@ -1,0 +1,122 @@
+// The C service table: each entry forwards to the virtual methods of the context it is given,
+// and never lets a C++ exception reach the plugin.
+#include "oe/plugins/host_context.hpp"
+
+#include <oe/ext/http.h>
+
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <new>
+
+#include "oe/net/http_service.hpp"
+
+namespace oe::plugins {
+namespace {
+
+std::string_view view(oe_str s) noexcept {
+  return s.ptr == nullptr ? std::string_view{} : std::string_view{s.ptr, s.len};
+}
+
+void OE_ABI apiLog(oe_host_ctx* ctx, oe_log_level level, oe_str message) {
+  if (ctx == nullptr) {
+    return;
+  }
+  try {
+    ctx->log(level, view(message));
+  } catch (...) {  // logging must never take the host down
+  }
+}
+
+oe_status OE_ABI apiWrite(oe_writer* writer, oe_str bytes) {
+  if (writer == nullptr || (bytes.ptr == nullptr && bytes.len != 0)) {
+    return OE_INVALID_ARGUMENT;
+  }
+  if (writer->data.size() + bytes.len > writer->limit) {
+    return OE_RESOURCE_EXHAUSTED;
+  }
+  try {
+    writer->data.append(bytes.ptr, bytes.len);
+    return OE_OK;
+  } catch (const std::bad_alloc&) {
+    return OE_RESOURCE_EXHAUSTED;
+  }
+}
+
+void OE_ABI apiRelease(oe_host_ctx* /*ctx*/, oe_host_buf* buf) {
+  if (buf == nullptr) {
+    return;
+  }
+  delete static_cast<std::string*>(buf->opaque);  // NOLINT(cppcoreguidelines-owning-memory)
+  *buf = oe_host_buf{nullptr, 0, nullptr};
+}
+
+oe_status OE_ABI apiEmitEvent(oe_host_ctx* ctx, oe_str type, oe_str fields_json) {
+  if (ctx == nullptr) {
+    return OE_INVALID_ARGUMENT;
+  }
+  try {
+    return ctx->emitEvent(view(type), view(fields_json));
+  } catch (...) {
+    return OE_INTERNAL;
+  }
+}
+
+oe_status OE_ABI apiStateGet(oe_host_ctx* ctx, oe_str field, oe_host_buf* out) {
+  if (ctx == nullptr || out == nullptr) {
+    return OE_INVALID_ARGUMENT;
+  }
+  try {
+    auto value = std::make_unique<std::string>();
+    const oe_status status = ctx->stateGet(view(field), *value);
+    if (status != OE_OK) {
+      return status;
+    }
+    out->ptr = value->data();
+    out->len = value->size();
+    out->opaque = value.release();
+    return OE_OK;
+  } catch (...) {
+    return OE_INTERNAL;
+  }
+}
+
+bool OE_ABI apiIsCancelled(oe_host_ctx* ctx) {
+  return ctx != nullptr && ctx->isCancelled();
+}
+
+const void* OE_ABI apiGetExtension(oe_host_ctx* ctx, const char* id) {
+  if (ctx == nullptr || id == nullptr) {
+    return nullptr;
+  }
+  // Services every context offers; the rest is up to the context.
+  if (std::strcmp(id, OE_EXT_HTTP) == 0) {
+    return net::httpApi();
+  }
+  try {
+    return ctx->extension(id);
+  } catch (...) {
+    return nullptr;
+  }
+}
+
+constexpr oe_host_api kHostApi{sizeof(oe_host_api), OE_ABI_VERSION, &apiLog,         &apiWrite,
+                               &apiRelease,         &apiEmitEvent,   &apiStateGet,    &apiIsCancelled,
+                               &apiGetExtension};
+
+}  // namespace
+
+const oe_host_api* hostApi() noexcept { return &kHostApi; }
+
+void initHostServices() {
+  net::initNet();
+  net::setHostApi(&kHostApi);
+}
+
+void PluginContext::log(oe_log_level level, std::string_view message) {
+  if (sink_ != nullptr) {
+    sink_->write(level, id_, message);
+  }
+}
+
+}  // namespace oe::plugins

@@ -1,0 +1,53 @@
+// One loaded plugin library: the only place that touches Boost.DLL. Loading checks the ABI
+// before anything else runs, and every object created by the plugin pins the library.
+#pragma once
+
+#include <oe/oe.h>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "oe/common/result.hpp"
+#include "oe/plugins/host_context.hpp"
+
+namespace oe::plugins {
+
+class PluginLibrary {
+ public:
+  // Loads, negotiates the ABI and calls init. The error says which file and why, in words a
+  // user can act on ("built for plugin ABI 9.0, this oe speaks 0.1: rebuild it against ...").
+  static Result<std::shared_ptr<PluginLibrary>> open(const std::filesystem::path& path,
+                                                      LogSink* log_sink);
+  ~PluginLibrary();
+  PluginLibrary(const PluginLibrary&) = delete;
+  PluginLibrary& operator=(const PluginLibrary&) = delete;
+
+  [[nodiscard]] const std::filesystem::path& path() const { return path_; }
+  [[nodiscard]] const std::string& id() const { return id_; }
+  [[nodiscard]] const std::string& version() const { return version_; }
+  [[nodiscard]] const std::string& description() const { return description_; }
+  [[nodiscard]] uint32_t abiVersion() const { return entry_->abi_version; }
+  [[nodiscard]] const std::vector<const oe_node_kind*>& kinds() const { return kinds_; }
+  [[nodiscard]] oe_plugin* self() const { return self_; }
+
+ private:
+  struct Impl;
+  PluginLibrary();
+
+  std::unique_ptr<Impl> impl_;  // holds the OS handle; destroyed last (after deinit)
+  std::filesystem::path path_;
+  const oe_plugin_entry* entry_ = nullptr;
+  oe_plugin* self_ = nullptr;
+  bool initialised_ = false;
+  std::unique_ptr<PluginContext> context_;
+  std::string id_;
+  std::string version_;
+  std::string description_;
+  std::vector<const oe_node_kind*> kinds_;
+};
+
+[[nodiscard]] std::string abiVersionString(uint32_t version);
+
+}  // namespace oe::plugins

@@ -1,0 +1,1004 @@
+// The run engine: a ready-queue scheduler (D5) on one Boost.Asio io_context. All scheduling,
+// state writes and event appends happen on the coordinator thread (the one calling
+// runExperience); plugin calls run on a worker pool, or inline when nothing else could run.
+#include "oe/run/run.hpp"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "oe/cache/cache_store.hpp"
+#include "oe/events/event_log.hpp"
+#include "oe/expr/args_template.hpp"
+#include "oe/expr/condition.hpp"
+#include "oe/expr/state_path.hpp"
+#include "oe/graph/dag.hpp"
+#include "oe/plugins/host_context.hpp"
+#include "oe/state/state_store.hpp"
+
+namespace oe::run {
+
+std::string_view toString(RunStatus status) {
+  switch (status) {
+    case RunStatus::kSuccess:
+      return "success";
+    case RunStatus::kPartial:
+      return "partial";
+    case RunStatus::kFailed:
+      return "failed";
+    default:
+      return "failed";
+  }
+}
+
+std::filesystem::path workspaceDir(const spec::Experience& experience) {
+  return experience.dir / ".openexpertise";
+}
+
+namespace {
+
+namespace asio = boost::asio;
+using Clock = std::chrono::steady_clock;
+
+constexpr size_t kMaxPoolThreads = 64;
+
+// JSON string literal for s (quotes included).
+std::string jsonQuoted(std::string_view s) { return Json(std::string(s)).dump(); }
+
+enum class Outcome { kPending, kRunning, kSucceeded, kFailed, kSkipped };
+
+class Run;
+struct NodeRuntime;
+
+// Everything one plugin call needs; also the oe_host_ctx the plugin sees during the call.
+struct Call final : oe_host_ctx {
+  Run* run = nullptr;
+  NodeRuntime* node = nullptr;
+  Json extra_args;    // $item/$index/$pipeline/$iter/$loop
+  Json edge_inputs;   // what predecessors (or the previous pipeline stage) handed over
+  Json state_view;    // the node's `reads`, frozen at dispatch
+  Json args;
+  std::string cache_key;
+  int attempt = 0;
+  oe_node* instance = nullptr;
+  oe_writer response;
+  oe_writer error;
+  oe_status status = OE_OK;
+  std::atomic<bool> cancelled{false};
+  bool timed_out = false;
+  std::unique_ptr<asio::steady_timer> timer;
+  // Continuation on the coordinator: success flag and the edge_output (null when absent).
+  std::function<void(bool ok, const Json* edge_output)> done;
+
+  void log(oe_log_level level, std::string_view message) override;
+  oe_status emitEvent(std::string_view type, std::string_view fields_json) override;
+  oe_status stateGet(std::string_view field, std::string& out_json) override;
+  [[nodiscard]] bool isCancelled() const override { return cancelled.load(); }
+};
+
+struct NodeRuntime {
+  const spec::NodeSpec* spec = nullptr;
+  uint32_t index = 0;
+  const plugins::LoadedKind* kind = nullptr;
+  expr::ArgsTemplate args;
+  std::vector<expr::Condition> conditions;  // `when` of incoming edges
+  std::optional<expr::StatePath> for_each_source;
+  std::string raw_dump;     // the node's spec, canonical JSON
+  std::string config_json;  // what create() receives
+  std::optional<std::vector<cache::FileDigest>> files;  // files the node names (D4), lazily
+  Json edge_inputs = Json::object();
+  bool main = true;  // false for pipeline stages and loop bodies (they run after the main pass)
+  uint32_t unmet = 0;
+  Outcome outcome = Outcome::kPending;
+  // Node instances: one shared instance for reentrant kinds, else a free list.
+  std::vector<oe_node*> instances;
+  std::vector<oe_node*> idle;
+  // for_each bookkeeping
+  Json items;
+  size_t next_item = 0;
+  size_t items_done = 0;
+  size_t items_in_flight = 0;
+  bool any_item_failed = false;
+};
+
+class Run {
+ public:
+  Run(const spec::Experience& exp, const RunOptions& options, state::StateStore& store,
+      events::EventLog& log, cache::CacheStore* cache)
+      : exp_(exp), options_(options), store_(store), log_(log), cache_(cache) {}
+
+  Result<void> prepare(const plugins::PluginRegistry& plugins);
+  RunSummary execute();
+  void destroyInstances();
+
+  // Called from worker threads through Call.
+  void logFromPlugin(const Call& call, oe_log_level level, std::string_view message);
+  oe_status emitFromPlugin(const Call& call, std::string_view type, std::string_view fields);
+
+ private:
+  void pump();
+  void startNode(NodeRuntime& node);
+  void pumpForEach(NodeRuntime& node);
+  void finishNode(NodeRuntime& node, bool ok);
+  void skipNode(NodeRuntime& node, std::string_view reason);
+  void releaseSuccessors(NodeRuntime& node);
+  void mainPassDone();
+  void runPipeline(size_t pipeline_index);
+  void runPipelineItem(size_t pipeline_index, size_t item_index, size_t stage_index,
+                       Json prev_output, std::shared_ptr<Json> items);
+  void runLoop(size_t loop_index, int iteration);
+  void finishRun();
+
+  void startCall(NodeRuntime& node, Json extra_args, Json edge_inputs,
+                 std::function<void(bool, const Json*)> done);
+  void attempt(const std::shared_ptr<Call>& call);
+  void invokeDone(const std::shared_ptr<Call>& call);
+  void attemptFailed(const std::shared_ptr<Call>& call, std::string message);
+  bool applyOutput(Call& call, const Json& output, bool from_cache, std::string* error);
+  Result<oe_node*> acquireInstance(NodeRuntime& node);
+  void releaseInstance(NodeRuntime& node, oe_node* instance);
+  void cancelAll(std::string reason);
+  const std::vector<cache::FileDigest>& fileDigests(NodeRuntime& node);
+  void emitLocal(const Json& event) {
+    if (options_.on_event) {
+      options_.on_event(event);
+    }
+  }
+  [[nodiscard]] std::string nodeLabel(const NodeRuntime& node) const {
+    return "node \"" + node.spec->id + "\" (kind " + node.spec->kind + ")";
+  }
+
+  const spec::Experience& exp_;
+  const RunOptions& options_;
+  state::StateStore& store_;
+  events::EventLog& log_;
+  cache::CacheStore* cache_;
+  graph::Dag dag_;
+  std::vector<NodeRuntime> nodes_;
+  Json run_args_;
+  std::string experience_dir_json_;
+
+  asio::io_context io_;
+  std::unique_ptr<asio::thread_pool> pool_;
+  std::deque<uint32_t> ready_;
+  int concurrency_ = 1;
+  int nodes_in_flight_ = 0;
+  int calls_in_flight_ = 0;
+  std::vector<std::shared_ptr<Call>> active_calls_;
+  std::vector<std::shared_ptr<Call>> waiting_calls_;  // failed attempts waiting for their retry
+  // The call running inline on this thread, so a signal can cancel it (guarded by inline_mutex_).
+  std::mutex inline_mutex_;
+  Call* inline_call_ = nullptr;
+  bool cancelling_ = false;
+  bool main_done_ = false;
+  bool finished_ = false;
+  RunSummary summary_;
+  bool any_success_ = false;
+  bool any_failure_ = false;
+  std::vector<std::string> cache_hits_;  // keys replayed, recorded once at the end (touch)
+};
+
+void Call::log(oe_log_level level, std::string_view message) {
+  run->logFromPlugin(*this, level, message);
+}
+
+oe_status Call::emitEvent(std::string_view type, std::string_view fields_json) {
+  return run->emitFromPlugin(*this, type, fields_json);
+}
+
+oe_status Call::stateGet(std::string_view field, std::string& out_json) {
+  const auto& reads = node->spec->reads;
+  if (std::find(reads.begin(), reads.end(), field) == reads.end()) {
+    return OE_PERMISSION_DENIED;
+  }
+  auto it = state_view.find(std::string(field));
+  out_json = it == state_view.end() ? "null" : it->dump();
+  return OE_OK;
+}
+
+void Run::logFromPlugin(const Call& call, oe_log_level level, std::string_view message) {
+  // Plugin log lines go to the same sink as the plugin-level log, tagged with the node.
+  const char* tag = level >= OE_LOG_ERROR ? "error" : level >= OE_LOG_WARN ? "warn" : "info";
+  Json event = {{"type", "node.log"}, {"node_id", call.node->spec->id}, {"level", tag},
+                {"message", std::string(message)}};
+  emitLocal(event);
+}
+
+oe_status Run::emitFromPlugin(const Call& call, std::string_view type, std::string_view fields) {
+  auto written = log_.nodeEvent(type, call.node->spec->id, fields);
+  return written ? OE_OK : OE_INVALID_ARGUMENT;
+}
+
+Result<void> Run::prepare(const plugins::PluginRegistry& plugins) {
+  auto dag = graph::buildDag(exp_);
+  if (!dag) {
+    return dag.error();
+  }
+  dag_ = std::move(dag).value();
+  run_args_ = options_.args.is_object() ? options_.args : Json::object();
+  experience_dir_json_ = jsonQuoted(exp_.dir.string());
+
+  nodes_.resize(exp_.nodes.size());
+  for (uint32_t i = 0; i < exp_.nodes.size(); ++i) {
+    NodeRuntime& node = nodes_[i];
+    const spec::NodeSpec& spec = exp_.nodes[i];
+    node.spec = &spec;
+    node.index = i;
+    node.kind = plugins.find(spec.kind);
+    if (node.kind == nullptr) {
+      return makeError("node \"" + spec.id + "\": no loaded plugin provides kind \"" + spec.kind +
+                       "\"; run `oe plugins` to see the installed kinds");
+    }
+    node.args = expr::ArgsTemplate::compile(spec.args);
+    for (uint32_t edge_index : dag_.in_edges[i]) {
+      const auto& edge = exp_.edges[edge_index];
+      if (!edge.when) {
+        continue;
+      }
+      auto condition = expr::Condition::compile(*edge.when);
+      if (!condition) {
+        return makeError("edge " + edge.from + " -> " + edge.to + ": when: " +
+                         condition.error().message);
+      }
+      node.conditions.push_back(std::move(condition).value());
+    }
+    if (spec.for_each) {
+      node.for_each_source = expr::StatePath::parse(spec.for_each->source);
+    }
+    node.raw_dump = spec.raw.dump();
+    node.config_json = "{\"experience_dir\":" + experience_dir_json_ + ",\"node\":" + node.raw_dump + "}";
+  }
+  for (const auto& pipeline : exp_.pipelines) {
+    for (const auto& stage : pipeline.stages) {
+      auto it = dag_.index.find(stage);
+      if (it == dag_.index.end()) {
+        return makeError("Pipeline \"" + pipeline.id + "\" references unknown stage node \"" +
+                         stage + "\"");
+      }
+      nodes_[it->second].main = false;
+    }
+  }
+  for (const auto& loop : exp_.loops) {
+    auto it = dag_.index.find(loop.body);
+    if (it == dag_.index.end()) {
+      return makeError("Loop \"" + loop.id + "\" references unknown body node \"" + loop.body + "\"");
+    }
+    if (!loop.until && !loop.max_iters) {
+      return makeError("Loop \"" + loop.id + "\" must declare at least one of: until, max_iters");
+    }
+    nodes_[it->second].main = false;
+  }
+  for (uint32_t i = 0; i < nodes_.size(); ++i) {
+    for (uint32_t pred : dag_.preds[i]) {
+      if (nodes_[pred].main) {
+        ++nodes_[i].unmet;
+      }
+    }
+  }
+
+  concurrency_ = std::max(1, options_.concurrency.value_or(exp_.runtime.concurrency.value_or(1)));
+  int widest_for_each = 1;
+  for (const auto& node : exp_.nodes) {
+    if (node.for_each) {
+      widest_for_each = std::max(widest_for_each, node.for_each->concurrency);
+    }
+  }
+  const size_t threads = std::min<size_t>(
+      kMaxPoolThreads, static_cast<size_t>(concurrency_) * static_cast<size_t>(widest_for_each));
+  pool_ = std::make_unique<asio::thread_pool>(std::max<size_t>(1, threads));
+  return {};
+}
+
+RunSummary Run::execute() {
+  summary_.run_id = log_.runId();
+  for (uint32_t i : dag_.topo) {
+    if (nodes_[i].main && nodes_[i].unmet == 0) {
+      ready_.push_back(i);
+    }
+  }
+  // Signals are watched on their own thread: the coordinator may be busy in an inline call,
+  // which must be cancelled at once, not after it returns.
+  asio::io_context signal_io;
+  asio::signal_set signals(signal_io, SIGINT, SIGTERM);
+  signals.async_wait([this](const boost::system::error_code& ec, int signal_number) {
+    if (ec) {
+      return;
+    }
+    {
+      std::lock_guard lock(inline_mutex_);
+      if (inline_call_ != nullptr && !inline_call_->cancelled.exchange(true) &&
+          inline_call_->node->kind->kind->cancel != nullptr) {
+        inline_call_->node->kind->kind->cancel(inline_call_->instance, inline_call_);
+      }
+    }
+    asio::post(io_, [this, signal_number] {
+      cancelAll(signal_number == SIGINT ? "interrupted (SIGINT)" : "terminated (SIGTERM)");
+    });
+  });
+  std::thread signal_thread([&signal_io] { signal_io.run(); });
+  asio::post(io_, [this] { pump(); });
+  // Keeps run_one() blocking (not spinning) while the only work in flight is on the pool.
+  auto work = asio::make_work_guard(io_);
+  while (!finished_) {
+    io_.run_one();
+  }
+  signals.cancel();
+  signal_io.stop();
+  signal_thread.join();
+  pool_->join();
+  return summary_;
+}
+
+void Run::pump() {
+  if (cancelling_) {
+    if (calls_in_flight_ == 0 && !finished_) {
+      finishRun();
+    }
+    return;
+  }
+  while (!ready_.empty() && nodes_in_flight_ < concurrency_) {
+    const uint32_t index = ready_.front();
+    ready_.pop_front();
+    startNode(nodes_[index]);
+    if (cancelling_) {
+      return;
+    }
+  }
+  if (ready_.empty() && nodes_in_flight_ == 0 && !main_done_) {
+    main_done_ = true;
+    mainPassDone();
+  }
+}
+
+void Run::startNode(NodeRuntime& node) {
+  // Predecessor check: any failed or skipped predecessor skips this node (reference §3.3).
+  for (uint32_t pred : dag_.preds[node.index]) {
+    const Outcome o = nodes_[pred].outcome;
+    if (o == Outcome::kFailed || o == Outcome::kSkipped) {
+      skipNode(node, "predecessor failed or skipped");
+      return;
+    }
+  }
+  for (const auto& condition : node.conditions) {
+    if (!condition.test(store_)) {
+      skipNode(node, "when: condition false");
+      return;
+    }
+  }
+  node.outcome = Outcome::kRunning;
+  ++nodes_in_flight_;
+  if (node.spec->for_each) {
+    std::optional<Json> items;
+    if (node.for_each_source) {
+      items = node.for_each_source->resolve(store_);
+    }
+    if (!items || !items->is_array() || items->empty()) {
+      // Not an array: zero iterations, no events, successors run (reference §3.5).
+      finishNode(node, true);
+      return;
+    }
+    node.items = std::move(*items);
+    node.next_item = 0;
+    node.items_done = 0;
+    node.items_in_flight = 0;
+    node.any_item_failed = false;
+    pumpForEach(node);
+    return;
+  }
+  startCall(node, Json::object(), node.edge_inputs,
+            [this, &node](bool ok, const Json* /*edge_output*/) { finishNode(node, ok); });
+}
+
+void Run::pumpForEach(NodeRuntime& node) {
+  const size_t limit = static_cast<size_t>(std::max(1, node.spec->for_each->concurrency));
+  while (!cancelling_ && node.next_item < node.items.size() && node.items_in_flight < limit) {
+    const size_t i = node.next_item++;
+    ++node.items_in_flight;
+    Json extra = {{"$item", node.items[i]}, {"$index", i}};
+    startCall(node, std::move(extra), node.edge_inputs, [this, &node](bool ok, const Json*) {
+      --node.items_in_flight;
+      ++node.items_done;
+      if (!ok) {
+        node.any_item_failed = true;
+      }
+      if (node.items_done == node.items.size() || (cancelling_ && node.items_in_flight == 0)) {
+        finishNode(node, !node.any_item_failed);
+      } else {
+        pumpForEach(node);
+      }
+    });
+  }
+}
+
+void Run::finishNode(NodeRuntime& node, bool ok) {
+  node.outcome = ok ? Outcome::kSucceeded : Outcome::kFailed;
+  if (ok) {
+    any_success_ = true;
+  } else {
+    any_failure_ = true;
+    ++summary_.failed;
+  }
+  --nodes_in_flight_;
+  releaseSuccessors(node);
+  asio::post(io_, [this] { pump(); });
+}
+
+void Run::skipNode(NodeRuntime& node, std::string_view reason) {
+  node.outcome = Outcome::kSkipped;
+  ++summary_.skipped;
+  log_.nodeSkipped(node.spec->id, reason, node.spec->phase);
+  releaseSuccessors(node);
+}
+
+void Run::releaseSuccessors(NodeRuntime& node) {
+  if (!node.main) {
+    return;
+  }
+  for (uint32_t succ : dag_.succs[node.index]) {
+    NodeRuntime& next = nodes_[succ];
+    if (next.main && --next.unmet == 0) {
+      ready_.push_back(succ);
+    }
+  }
+}
+
+void Run::mainPassDone() {
+  if (!exp_.pipelines.empty()) {
+    runPipeline(0);
+  } else if (!exp_.loops.empty()) {
+    runLoop(0, 0);
+  } else {
+    finishRun();
+  }
+}
+
+void Run::runPipeline(size_t pipeline_index) {
+  if (cancelling_) {
+    pump();
+    return;
+  }
+  if (pipeline_index >= exp_.pipelines.size()) {
+    if (!exp_.loops.empty()) {
+      runLoop(0, 0);
+    } else {
+      finishRun();
+    }
+    return;
+  }
+  const auto& pipeline = exp_.pipelines[pipeline_index];
+  auto path = expr::StatePath::parse(pipeline.items);
+  std::optional<Json> items;
+  if (path) {
+    items = path->resolve(store_);
+  }
+  if (!items || !items->is_array() || items->empty()) {
+    runPipeline(pipeline_index + 1);
+    return;
+  }
+  runPipelineItem(pipeline_index, 0, 0, nullptr, std::make_shared<Json>(std::move(*items)));
+}
+
+void Run::runPipelineItem(size_t pipeline_index, size_t item_index, size_t stage_index,
+                          Json prev_output, std::shared_ptr<Json> items) {
+  const auto& pipeline = exp_.pipelines[pipeline_index];
+  if (cancelling_) {
+    pump();
+    return;
+  }
+  if (item_index >= items->size()) {
+    runPipeline(pipeline_index + 1);
+    return;
+  }
+  if (stage_index >= pipeline.stages.size()) {
+    runPipelineItem(pipeline_index, item_index + 1, 0, nullptr, items);
+    return;
+  }
+  NodeRuntime& stage = nodes_[dag_.index.at(pipeline.stages[stage_index])];
+  Json edge_inputs = Json::object();
+  if (stage_index > 0) {
+    edge_inputs[pipeline.stages[stage_index - 1]] = std::move(prev_output);
+  }
+  Json extra = {{"$item", (*items)[item_index]}, {"$index", item_index}, {"$pipeline", pipeline.id}};
+  startCall(stage, std::move(extra), std::move(edge_inputs),
+            [this, pipeline_index, item_index, stage_index, items, &stage](bool ok, const Json* out) {
+              stage.outcome = ok ? Outcome::kSucceeded : Outcome::kFailed;
+              if (ok) {
+                any_success_ = true;
+              } else {
+                any_failure_ = true;
+                ++summary_.failed;
+              }
+              if (ok && out != nullptr) {
+                runPipelineItem(pipeline_index, item_index, stage_index + 1, *out, items);
+              } else {
+                // A failure, or a stage without edge_output, ends this item's chain (§3.5).
+                runPipelineItem(pipeline_index, item_index + 1, 0, nullptr, items);
+              }
+            });
+}
+
+void Run::runLoop(size_t loop_index, int iteration) {
+  if (cancelling_) {
+    pump();
+    return;
+  }
+  if (loop_index >= exp_.loops.size()) {
+    finishRun();
+    return;
+  }
+  const auto& loop = exp_.loops[loop_index];
+  const int max_iters = loop.max_iters.value_or(100);
+  bool stop = iteration >= max_iters;
+  if (!stop && loop.until) {
+    auto condition = expr::Condition::compile(*loop.until);
+    stop = !condition || condition->test(store_);
+  }
+  if (stop) {
+    runLoop(loop_index + 1, 0);
+    return;
+  }
+  NodeRuntime& body = nodes_[dag_.index.at(loop.body)];
+  Json extra = {{"$iter", iteration}, {"$loop", loop.id}};
+  startCall(body, std::move(extra), body.edge_inputs,
+            [this, loop_index, iteration, &body](bool ok, const Json*) {
+              body.outcome = ok ? Outcome::kSucceeded : Outcome::kFailed;
+              if (ok) {
+                any_success_ = true;
+                runLoop(loop_index, iteration + 1);
+              } else {
+                any_failure_ = true;
+                ++summary_.failed;
+                runLoop(loop_index + 1, 0);  // a failed iteration stops the loop
+              }
+            });
+}
+
+void Run::finishRun() {
+  if (finished_) {
+    return;
+  }
+  // D6, plus D7: a run stopped by fail_run (or a signal) is `failed`.
+  if (cancelling_) {
+    summary_.status = RunStatus::kFailed;
+  } else if (!any_failure_) {
+    summary_.status = RunStatus::kSuccess;
+  } else {
+    summary_.status = any_success_ ? RunStatus::kPartial : RunStatus::kFailed;
+  }
+  summary_.final_state = store_.snapshot();
+  Json extra = {{"nodes",
+                 {{"ran", summary_.ran},
+                  {"cached", summary_.cached},
+                  {"failed", summary_.failed},
+                  {"skipped", summary_.skipped}}}};
+  if (!summary_.stop_reason.empty()) {
+    extra["reason"] = summary_.stop_reason;
+  }
+  // One transaction for all the run's hits, so `oe gc` keeps what this run replayed.
+  if (cache_ != nullptr) {
+    if (auto touched = cache_->touch(cache_hits_, log_.runId()); !touched) {
+      emitLocal(Json{{"type", "node.log"}, {"node_id", ""}, {"level", "warn"},
+                     {"message", touched.error().message}});
+    }
+  }
+  log_.runFinished(toString(summary_.status), extra);
+  finished_ = true;
+}
+
+const std::vector<cache::FileDigest>& Run::fileDigests(NodeRuntime& node) {
+  if (node.files) {
+    return *node.files;
+  }
+  // D4: the key covers the content of every file the node names (impl, prompt, SKILL.md, ...).
+  // The host knows no kind, so any top-level string that names an existing path counts.
+  std::vector<cache::FileDigest> files;
+  static constexpr std::array<std::string_view, 4> kNotPaths = {"id", "kind", "phase", "model"};
+  for (const auto& [key, value] : node.spec->raw.items()) {
+    if (!value.is_string() ||
+        std::find(kNotPaths.begin(), kNotPaths.end(), key) != kNotPaths.end()) {
+      continue;
+    }
+    const std::string& text = value.get_ref<const std::string&>();
+    if (text.empty() || text.size() > 4096 || text.find('\n') != std::string::npos) {
+      continue;
+    }
+    std::filesystem::path path(text);
+    if (path.is_relative()) {
+      path = exp_.dir / path;
+    }
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec)) {
+      continue;
+    }
+    auto digest = cache::fileDigest(path);
+    files.push_back(cache::FileDigest{text, digest ? *digest : std::string("unreadable")});
+  }
+  node.files = std::move(files);
+  return *node.files;
+}
+
+void Run::startCall(NodeRuntime& node, Json extra_args, Json edge_inputs,
+                    std::function<void(bool, const Json*)> done) {
+  auto call = std::make_shared<Call>();
+  call->run = this;
+  call->node = &node;
+  call->extra_args = std::move(extra_args);
+  call->edge_inputs = std::move(edge_inputs);
+  call->done = std::move(done);
+  log_.nodeReady(node.spec->id, node.spec->phase);
+
+  // Bundle (reference §3.3): reads -> state_view; D1 args = run args, node args, injected keys.
+  call->state_view = Json::object();
+  for (const auto& field : node.spec->reads) {
+    if (const Json* value = store_.field(field)) {
+      call->state_view[field] = *value;
+    }
+  }
+  call->args = run_args_;
+  Json node_args = node.args.resolve(store_);
+  if (node_args.is_object()) {
+    for (auto& [key, value] : node_args.items()) {
+      call->args[key] = std::move(value);
+    }
+  }
+  for (auto& [key, value] : call->extra_args.items()) {
+    call->args[key] = value;
+  }
+
+  if (cache_ != nullptr) {
+    call->cache_key = cache::cacheKey(node.spec->raw, call->state_view, call->edge_inputs,
+                                      call->args, fileDigests(node));
+    if (auto hit = cache_->get(call->cache_key)) {
+      std::string replay_error;
+      if (applyOutput(*call, *hit, true, &replay_error)) {
+        ++summary_.cached;
+        cache_hits_.push_back(call->cache_key);
+        Json edge_output;
+        const bool has_edge = hit->contains("edge_output");
+        if (has_edge) {
+          edge_output = (*hit)["edge_output"];
+        }
+        // Posted, not called: a for_each of cached items must not recurse once per item.
+        asio::post(io_, [call, has_edge, edge_output = std::move(edge_output)] {
+          auto finish = std::move(call->done);
+          finish(true, has_edge ? &edge_output : nullptr);
+        });
+        return;
+      }
+      // D12: a replay that fails is a miss; the node runs.
+    }
+  }
+  log_.nodeStarted(node.spec->id, node.spec->phase);
+  attempt(call);
+}
+
+Result<oe_node*> Run::acquireInstance(NodeRuntime& node) {
+  const bool reentrant = (node.kind->kind->flags & OE_NODE_KIND_REENTRANT) != 0;
+  if (reentrant && !node.instances.empty()) {
+    return node.instances.front();
+  }
+  if (!reentrant && !node.idle.empty()) {
+    oe_node* instance = node.idle.back();
+    node.idle.pop_back();
+    return instance;
+  }
+  oe_writer err;
+  oe_node* instance = nullptr;
+  const oe_status status = node.kind->kind->create(
+      node.kind->library->self(), oe_str{node.config_json.data(), node.config_json.size()},
+      nullptr, &instance, &err);
+  if (status != OE_OK || instance == nullptr) {
+    return makeError(err.data.empty() ? "the " + node.spec->kind +
+                                            " plugin could not create the node (status " +
+                                            std::to_string(status) + ")"
+                                      : err.data);
+  }
+  node.instances.push_back(instance);
+  return instance;
+}
+
+void Run::releaseInstance(NodeRuntime& node, oe_node* instance) {
+  if ((node.kind->kind->flags & OE_NODE_KIND_REENTRANT) == 0) {
+    node.idle.push_back(instance);
+  }
+}
+
+void Run::destroyInstances() {
+  for (auto& node : nodes_) {
+    for (oe_node* instance : node.instances) {
+      node.kind->kind->destroy(instance);
+    }
+    node.instances.clear();
+    node.idle.clear();
+  }
+}
+
+void Run::attempt(const std::shared_ptr<Call>& call) {
+  NodeRuntime& node = *call->node;
+  ++call->attempt;
+  call->response.data.clear();
+  call->error.data.clear();
+  call->timed_out = false;
+  auto instance = acquireInstance(node);
+  if (!instance) {
+    attemptFailed(call, instance.error().message);
+    return;
+  }
+  call->instance = *instance;
+  const std::string request =
+      "{\"node\":" + node.raw_dump + ",\"args\":" + call->args.dump() +
+      ",\"state_view\":" + call->state_view.dump() + ",\"edge_inputs\":" + call->edge_inputs.dump() +
+      ",\"context\":{\"run_id\":" + jsonQuoted(log_.runId()) + ",\"node_id\":" + jsonQuoted(node.spec->id) +
+      ",\"experience_dir\":" + experience_dir_json_ +
+      ",\"attempt\":" + std::to_string(call->attempt) + "}}";
+  ++calls_in_flight_;
+  active_calls_.push_back(call);
+
+  auto invoke = [call, request = std::move(request)] {
+    oe_invocation inv{sizeof(oe_invocation), static_cast<uint32_t>(call->attempt),
+                      oe_str{request.data(), request.size()}, call.get(), &call->response,
+                      &call->error};
+    call->status = call->node->kind->kind->invoke(call->instance, &inv);
+  };
+  const auto timeout = node.spec->timeout_ms;
+  // Inline when nothing else could run meanwhile: saves the thread hand-off (35-70 µs here),
+  // which dominates cheap nodes. A node with a timeout always goes to the pool so the
+  // coordinator stays free to fire the timer.
+  const bool inline_call = !timeout && calls_in_flight_ == 1 && ready_.empty() &&
+                           (!node.spec->for_each || node.spec->for_each->concurrency <= 1);
+  if (inline_call) {
+    {
+      std::lock_guard lock(inline_mutex_);
+      inline_call_ = call.get();
+    }
+    invoke();
+    {
+      std::lock_guard lock(inline_mutex_);
+      inline_call_ = nullptr;
+    }
+    asio::post(io_, [this, call] { invokeDone(call); });
+    return;
+  }
+  if (timeout) {
+    call->timer = std::make_unique<asio::steady_timer>(io_, std::chrono::milliseconds(*timeout));
+    call->timer->async_wait([call](const boost::system::error_code& ec) {
+      if (!ec && !call->cancelled.exchange(true)) {
+        call->timed_out = true;
+        if (call->node->kind->kind->cancel != nullptr) {
+          call->node->kind->kind->cancel(call->instance, call.get());
+        }
+      }
+    });
+  }
+  asio::post(*pool_, [this, call, invoke = std::move(invoke)] {
+    invoke();
+    asio::post(io_, [this, call] { invokeDone(call); });
+  });
+}
+
+void Run::invokeDone(const std::shared_ptr<Call>& call) {
+  NodeRuntime& node = *call->node;
+  --calls_in_flight_;
+  active_calls_.erase(std::find(active_calls_.begin(), active_calls_.end(), call));
+  if (call->timer) {
+    call->timer->cancel();
+  }
+  releaseInstance(node, call->instance);
+  call->instance = nullptr;
+
+  if (call->timed_out) {
+    attemptFailed(call, "Node \"" + node.spec->id + "\" timed out after " +
+                            std::to_string(*node.spec->timeout_ms) +
+                            " ms (timeout_ms); raise timeout_ms or make the node faster");
+    return;
+  }
+  if (call->status != OE_OK) {
+    std::string message = call->error.data;
+    if (message.empty()) {
+      message = call->status == OE_CANCELLED ? "cancelled"
+                                             : "the " + node.spec->kind +
+                                                   " plugin failed with status " +
+                                                   std::to_string(call->status) + " and no message";
+    }
+    attemptFailed(call, std::move(message));
+    return;
+  }
+  Json output = Json::parse(call->response.data, nullptr, false);
+  if (output.is_discarded()) {
+    std::string head = call->response.data.substr(0, 200);
+    attemptFailed(call, nodeLabel(node) + ": the plugin's response is not JSON: " + head);
+    return;
+  }
+  std::string error;
+  if (!applyOutput(*call, output, false, &error)) {
+    attemptFailed(call, std::move(error));
+    return;
+  }
+  ++summary_.ran;
+  Json edge_output;
+  const bool has_edge = output.contains("edge_output");
+  if (has_edge) {
+    edge_output = std::move(output["edge_output"]);
+  }
+  auto finish = std::move(call->done);
+  finish(true, has_edge ? &edge_output : nullptr);
+}
+
+bool Run::applyOutput(Call& call, const Json& output, bool from_cache, std::string* error) {
+  NodeRuntime& node = *call.node;
+  if (!output.is_object() || !output.contains("state_delta") || !output["state_delta"].is_object()) {
+    *error = nodeLabel(node) + " returned no state_delta object; a node must answer "
+                               "{\"state_delta\": {...}}";
+    return false;
+  }
+  const Json& delta = output["state_delta"];
+  std::vector<std::string> written;
+  if (!delta.empty()) {
+    auto result = store_.write(delta, state::WriteMeta{log_.runId(), node.spec->id});
+    if (!result) {
+      *error = result.error().message;
+      return false;
+    }
+    written = std::move(result).value();
+  }
+  for (const auto& field : written) {
+    log_.stateWrite(node.spec->id, field);
+  }
+  if (output.contains("edge_output")) {
+    // Buffered for every successor; the last write wins (reference §3.3).
+    for (uint32_t succ : dag_.succs[node.index]) {
+      nodes_[succ].edge_inputs[node.spec->id] = output["edge_output"];
+    }
+  }
+  if (!from_cache && cache_ != nullptr) {
+    // Before node.finished: once the log says a node finished, a resume must find its entry.
+    Json stored = Json::object();
+    stored["state_delta"] = delta;
+    if (output.contains("edge_output")) {
+      stored["edge_output"] = output["edge_output"];
+    }
+    if (output.contains("metrics") && !output["metrics"].is_null()) {
+      stored["metrics"] = output["metrics"];
+    }
+    if (auto put = cache_->put(call.cache_key, node.spec->id, log_.runId(), stored); !put) {
+      Json warning = {{"type", "node.log"}, {"node_id", node.spec->id}, {"level", "warn"},
+                      {"message", "cache write failed: " + put.error().message}};
+      emitLocal(warning);
+    }
+  }
+  const Json* metrics = nullptr;
+  auto it = output.find("metrics");
+  if (it != output.end() && !it->is_null() && !(it->is_object() && it->empty())) {
+    metrics = &*it;
+  }
+  log_.nodeFinished(node.spec->id, node.spec->phase, metrics);
+  return true;
+}
+
+void Run::attemptFailed(const std::shared_ptr<Call>& call, std::string message) {
+  NodeRuntime& node = *call->node;
+  const spec::OnError& policy = node.spec->on_error;
+  if (!cancelling_ && policy.policy == spec::ErrorPolicy::kRetry && call->attempt < policy.attempts) {
+    // Linear unless exponential is asked for (reference §3.3): base*n or base*2^(n-1).
+    const int64_t base = policy.base_ms;
+    const int64_t delay = policy.backoff == spec::Backoff::kExponential
+                              ? base * (int64_t{1} << std::min(call->attempt - 1, 30))
+                              : base * call->attempt;
+    Json retry = {{"type", "node.retry"}, {"node_id", node.spec->id}, {"attempt", call->attempt},
+                  {"error", message}, {"delay_ms", delay}};
+    emitLocal(retry);
+    call->cancelled = false;
+    call->timer = std::make_unique<asio::steady_timer>(io_, std::chrono::milliseconds(delay));
+    ++calls_in_flight_;  // the pending retry counts as work in flight
+    waiting_calls_.push_back(call);
+    call->timer->async_wait([this, call](const boost::system::error_code&) {
+      --calls_in_flight_;
+      waiting_calls_.erase(std::find(waiting_calls_.begin(), waiting_calls_.end(), call));
+      if (cancelling_) {
+        attemptFailed(call, "cancelled before retry");
+        return;
+      }
+      attempt(call);
+    });
+    return;
+  }
+  log_.nodeFailed(node.spec->id, message, node.spec->phase);
+  auto finish = std::move(call->done);
+  if (policy.policy == spec::ErrorPolicy::kFailRun && !cancelling_) {
+    // D7: cancel the remaining work and end the run `failed`.
+    any_failure_ = true;
+    cancelAll("node \"" + node.spec->id + "\" failed and policy=fail_run: " + message);
+  }
+  finish(false, nullptr);
+}
+
+void Run::cancelAll(std::string reason) {
+  if (cancelling_) {
+    return;
+  }
+  cancelling_ = true;
+  summary_.stop_reason = std::move(reason);
+  ready_.clear();
+  for (const auto& call : active_calls_) {
+    if (!call->cancelled.exchange(true) && call->instance != nullptr &&
+        call->node->kind->kind->cancel != nullptr) {
+      call->node->kind->kind->cancel(call->instance, call.get());
+    }
+    if (call->timer) {
+      call->timer->cancel();
+    }
+  }
+  for (const auto& call : waiting_calls_) {
+    call->timer->cancel();
+  }
+  asio::post(io_, [this] { pump(); });
+}
+
+}  // namespace
+
+Result<RunSummary> runExperience(const spec::Experience& experience,
+                                 const plugins::PluginRegistry& plugins, const RunOptions& options) {
+  const auto workspace = workspaceDir(experience);
+  std::error_code ec;
+  std::filesystem::create_directories(workspace / "runs", ec);
+  if (ec) {
+    return makeError("cannot create " + (workspace / "runs").string() + ": " + ec.message());
+  }
+  std::filesystem::path db_path = workspace / "state.sqlite";
+  if (options.state_db) {
+    db_path = *options.state_db;
+  } else if (experience.state.store) {
+    db_path = experience.dir / *experience.state.store;  // D14
+  }
+  auto store = state::StateStore::open(db_path, experience.state);
+  if (!store) {
+    return store.error();
+  }
+  std::unique_ptr<cache::CacheStore> cache;
+  if (options.use_cache) {
+    auto opened = cache::CacheStore::open(workspace / "cache");
+    if (!opened) {
+      return opened.error();
+    }
+    cache = std::move(opened).value();
+  }
+  const std::string run_id = options.run_id.empty() ? events::newRunId() : options.run_id;
+  const auto log_path = workspace / "runs" / (run_id + ".jsonl");
+  auto log = events::EventLog::open(log_path, run_id);
+  if (!log) {
+    return log.error();
+  }
+  if (options.on_event) {
+    (*log)->subscribe(options.on_event);
+  }
+  Run run(experience, options, **store, **log, cache.get());
+  if (auto prepared = run.prepare(plugins); !prepared) {
+    return prepared.error();
+  }
+  Json extra = {{"experience", experience.file.string()}};
+  if (!options.resumed_from.empty()) {
+    extra["resumed_from"] = options.resumed_from;
+  }
+  (*log)->runStarted(options.args.is_object() ? options.args : Json::object(), extra);
+  RunSummary summary = run.execute();
+  run.destroyInstances();
+  summary.event_log = log_path;
+  return summary;
+}
+
+}  // namespace oe::run

@@ -1,0 +1,50 @@
+// Running an experience: the public entry point of the run engine (docs/run-engine.md).
+#pragma once
+
+#include <cstddef>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "oe/common/json.hpp"
+#include "oe/common/result.hpp"
+#include "oe/plugins/registry.hpp"
+#include "oe/spec/experience.hpp"
+
+namespace oe::run {
+
+enum class RunStatus { kSuccess, kPartial, kFailed };
+[[nodiscard]] std::string_view toString(RunStatus status);
+
+struct RunOptions {
+  Json args = Json::object();             // run-level --args (D1: they reach every node)
+  std::optional<int> concurrency;         // --concurrency; wins over runtime.concurrency
+  bool use_cache = true;                  // --no-cache turns it off
+  std::string run_id;                     // empty: a new UUID v4
+  std::optional<std::filesystem::path> state_db;  // override of the state file (tests, nested runs)
+  std::string resumed_from;               // set by `oe resume`: recorded in run.started
+  std::function<void(const Json& event)> on_event;  // live progress (the CLI prints it)
+};
+
+struct RunSummary {
+  std::string run_id;
+  RunStatus status = RunStatus::kSuccess;
+  Json final_state = Json::object();
+  std::filesystem::path event_log;
+  size_t ran = 0;      // node calls that executed and succeeded
+  size_t cached = 0;   // node calls replayed from the cache
+  size_t failed = 0;   // nodes that failed
+  size_t skipped = 0;  // nodes skipped (predecessor or `when`)
+  std::string stop_reason;  // why the run stopped early (fail_run, interrupted), else empty
+};
+
+// Runs a loaded and validated experience. Errors here are set-up failures (state file cannot be
+// opened, a kind has no plugin, ...); node failures are part of the summary, not errors.
+Result<RunSummary> runExperience(const spec::Experience& experience,
+                                 const plugins::PluginRegistry& plugins, const RunOptions& options);
+
+// <experience dir>/.openexpertise
+[[nodiscard]] std::filesystem::path workspaceDir(const spec::Experience& experience);
+
+}  // namespace oe::run

@@ -1,0 +1,93 @@
+// The README's promise: hello-tool runs, prints its greeting, persists it, and caches it.
+#include "oe_fixture.hpp"
+
+namespace oe::test {
+namespace {
+
+class HelloTool : public OeTest {
+ protected:
+  void SetUp() override {
+    std::filesystem::copy(std::filesystem::path(OE_SOURCE_DIR) / "examples" / "hello-tool", dir_.path(),
+                          std::filesystem::copy_options::recursive);
+  }
+};
+
+TEST_F(HelloTool, RunPrintsGreetingAndWritesEventsAndState) {
+  auto r = oe({"run", dir_.path().string()});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("greeting: \"hello, World\""), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(": success"), std::string::npos) << r.out;
+
+  auto state = oe({"state", "greeting", "--experience", dir_.path().string()});
+  EXPECT_EQ(state.exit_code, 0);
+  EXPECT_EQ(state.out, "\"hello, World\"\n");
+
+  // The log names the run; its first line is run.started and it has the state write.
+  const auto runs = dir_.path() / ".openexpertise" / "runs";
+  ASSERT_TRUE(std::filesystem::exists(runs));
+  std::string run_id;
+  for (const auto& e : std::filesystem::directory_iterator(runs)) {
+    run_id = e.path().stem().string();
+  }
+  auto evs = events(run_id);
+  ASSERT_GE(evs.size(), 5u);
+  EXPECT_EQ(evs.front()["type"], "run.started");
+  EXPECT_EQ(evs.back()["type"], "run.finished");
+  EXPECT_EQ(evs.back()["status"], "success");
+  bool wrote = false;
+  for (const auto& e : evs) {
+    wrote = wrote || (e["type"] == "state.write" && e["field"] == "greeting");
+  }
+  EXPECT_TRUE(wrote);
+}
+
+TEST_F(HelloTool, SecondRunReplaysFromCacheAndNoCacheRunsAgain) {
+  auto first = runJson();
+  EXPECT_EQ(first["nodes"]["ran"], 1);
+  auto second = runJson();
+  EXPECT_EQ(second["nodes"]["ran"], 0);
+  EXPECT_EQ(second["nodes"]["cached"], 1);
+  EXPECT_EQ(second["final_state"]["greeting"], "hello, World");
+  auto evs = events(second["run_id"]);
+  EXPECT_EQ(count(evs, "node.started"), 0u);  // a cache hit has no node.started (reference §3.7)
+  EXPECT_EQ(count(evs, "node.finished"), 1u);
+  auto third = runJson({"--no-cache"});
+  EXPECT_EQ(third["nodes"]["ran"], 1);
+}
+
+TEST_F(HelloTool, ResetStateNeedsYesAndRemovesWalFiles) {
+  ASSERT_EQ(oe({"run", dir_.path().string(), "-q"}).exit_code, 0);
+  auto refused = oe({"reset-state", "--experience", dir_.path().string()});
+  EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_NE(refused.err.find("requires --yes"), std::string::npos);
+  auto reset = oe({"reset-state", "--yes", "--experience", dir_.path().string()});
+  EXPECT_EQ(reset.exit_code, 0) << reset.err;
+  const auto ws = dir_.path() / ".openexpertise";
+  EXPECT_FALSE(std::filesystem::exists(ws / "state.sqlite"));
+  EXPECT_FALSE(std::filesystem::exists(ws / "state.sqlite-wal"));
+  EXPECT_FALSE(std::filesystem::exists(ws / "state.sqlite-shm"));
+  auto again = oe({"reset-state", "--yes", "--experience", dir_.path().string()});
+  EXPECT_NE(again.out.find("no state to reset"), std::string::npos);
+  auto none = oe({"state", "--experience", dir_.path().string()});
+  EXPECT_NE(none.out.find("does not exist yet"), std::string::npos);
+}
+
+TEST_F(HelloTool, InspectPrintsTheTimeline) {
+  auto run = runJson();
+  auto r = oe({"inspect", run["run_id"], "--experience", dir_.path().string()});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("success"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("greet"), std::string::npos) << r.out;
+  auto missing = oe({"inspect", "no-such-run", "--experience", dir_.path().string()});
+  EXPECT_EQ(missing.exit_code, 1);
+}
+
+TEST_F(HelloTool, BadInvocationsExitTwo) {
+  EXPECT_EQ(oe({"run", dir_.path().string(), "--args", "{not json"}).exit_code, 2);
+  EXPECT_EQ(oe({"run", dir_.path().string(), "--concurrency", "abc"}).exit_code, 2);
+  EXPECT_EQ(oe({"run", dir_.path().string(), "--concurrency", "0"}).exit_code, 2);
+  EXPECT_EQ(oe({"no-such-command"}).exit_code, 2);
+}
+
+}  // namespace
+}  // namespace oe::test

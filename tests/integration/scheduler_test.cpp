@@ -1,0 +1,418 @@
+// The scheduler tests of reference §11.3, ported to run the real `oe` with real .mjs tools.
+#include "oe_fixture.hpp"
+
+namespace oe::test {
+namespace {
+
+using Scheduler = OeTest;
+
+// A tool that records how many calls were in flight at once (one worker serves all calls).
+constexpr std::string_view kInFlightTool = R"(
+let inflight = 0;
+let max = 0;
+export default async function (args) {
+  inflight++;
+  max = Math.max(max, inflight);
+  await new Promise((r) => setTimeout(r, args.ms ?? 50));
+  inflight--;
+  return { state_delta: { max_in_flight: max, seen: [args.$item ?? args.label] } };
+}
+)";
+
+TEST_F(Scheduler, RunnerThreadsValuesFromAToB) {
+  writeTool("a.mjs", "export default () => ({ state_delta: { a: 7 } });");
+  writeTool("b.mjs", "export default (args) => ({ state_delta: { b: args._state.a * 2 } });");
+  writeExperience(R"(name: runner
+version: 0.1.0
+state: { schema: { a: { type: number }, b: { type: number } } }
+graph:
+  nodes:
+    - { id: a, kind: tool, impl: ./tools/a.mjs, writes: [a] }
+    - { id: b, kind: tool, impl: ./tools/b.mjs, reads: [a], writes: [b] }
+  edges: [ { from: a, to: b } ]
+)");
+  int code = -1;
+  auto out = runJson({}, &code);
+  EXPECT_EQ(code, 0) << last_stderr_;
+  EXPECT_EQ(out["status"], "success");
+  EXPECT_EQ(out["final_state"]["a"], 7);
+  EXPECT_EQ(out["final_state"]["b"], 14);
+  auto evs = events(out["run_id"]);
+  EXPECT_EQ(count(evs, "run.started"), 1u);
+  EXPECT_EQ(count(evs, "run.finished"), 1u);
+  EXPECT_EQ(count(evs, "node.finished"), 2u);
+}
+
+TEST_F(Scheduler, ThrowingToolFailsTheRun) {
+  writeTool("boom.mjs", "export default () => { throw new Error('boom'); };");
+  writeExperience(R"(name: failing
+version: 0.1.0
+state: { schema: {} }
+graph:
+  nodes: [ { id: x, kind: tool, impl: ./tools/boom.mjs } ]
+  edges: []
+)");
+  int code = -1;
+  auto out = runJson({}, &code);
+  EXPECT_EQ(code, 1);
+  EXPECT_EQ(out["status"], "failed");
+  auto evs = events(out["run_id"]);
+  ASSERT_EQ(count(evs, "node.failed", "x"), 1u);
+  for (const auto& e : evs) {
+    if (e["type"] == "node.failed") {
+      EXPECT_NE(e["error"].get<std::string>().find("boom"), std::string::npos) << e.dump();
+    }
+  }
+}
+
+TEST_F(Scheduler, WhenFalseSkipsAndRunStillSucceeds) {
+  writeTool("set.mjs", "export default (a) => ({ state_delta: { [a.field]: a.value } });");
+  writeExperience(R"(name: when
+version: 0.1.0
+state: { schema: { flag: { type: boolean }, result: { type: string } } }
+graph:
+  nodes:
+    - { id: gate, kind: tool, impl: ./tools/set.mjs, args: { field: flag, value: false }, writes: [flag] }
+    - { id: gated, kind: tool, impl: ./tools/set.mjs, args: { field: result, value: ran }, writes: [result] }
+  edges: [ { from: gate, to: gated, when: '$.flag == true' } ]
+)");
+  auto out = runJson({"--no-cache"});
+  EXPECT_EQ(out["status"], "success");
+  EXPECT_FALSE(out["final_state"].contains("result"));
+  auto evs = events(out["run_id"]);
+  ASSERT_EQ(count(evs, "node.skipped", "gated"), 1u);
+  for (const auto& e : evs) {
+    if (e["type"] == "node.skipped") {
+      EXPECT_EQ(e["reason"], "when: condition false");
+    }
+  }
+  // The same graph with a true condition runs the gated node.
+  writeExperience(R"(name: when
+version: 0.1.0
+state: { schema: { flag: { type: boolean }, result: { type: string } } }
+graph:
+  nodes:
+    - { id: gate, kind: tool, impl: ./tools/set.mjs, args: { field: flag, value: true }, writes: [flag] }
+    - { id: gated, kind: tool, impl: ./tools/set.mjs, args: { field: result, value: ran }, writes: [result] }
+  edges: [ { from: gate, to: gated, when: '$.flag == true' } ]
+)");
+  out = runJson({"--no-cache"});
+  EXPECT_EQ(out["final_state"]["result"], "ran");
+}
+
+TEST_F(Scheduler, ForEachSeesItemsInOrderAndRespectsConcurrency) {
+  writeTool("seed.mjs", "export default () => ({ state_delta: { items: ['a','b','c','d','e','f','g','h'] } });");
+  writeTool("probe.mjs", kInFlightTool);
+  writeExperience(R"(name: fe
+version: 0.1.0
+state:
+  schema:
+    items: { type: array }
+    seen: { type: array, merge: array_append }
+    max_in_flight: { type: number }
+graph:
+  nodes:
+    - { id: seed, kind: tool, impl: ./tools/seed.mjs, writes: [items] }
+    - { id: each, kind: tool, impl: ./tools/probe.mjs, args: { ms: 50 }, writes: [seen, max_in_flight],
+        for_each: { source: $.items } }
+  edges: [ { from: seed, to: each } ]
+)");
+  auto out = runJson({"--no-cache"});
+  EXPECT_EQ(out["status"], "success") << last_stderr_;
+  EXPECT_EQ(out["final_state"]["seen"], nlohmann::json({"a", "b", "c", "d", "e", "f", "g", "h"}));
+  EXPECT_EQ(out["final_state"]["max_in_flight"], 1);  // concurrency unset → one at a time
+
+  std::string yaml = readFile(dir_.path() / "experience.yaml");
+  yaml.replace(yaml.find("source: $.items }"), 17, "source: $.items, concurrency: 4 }");
+  writeExperience(yaml);
+  out = runJson({"--no-cache"});
+  EXPECT_EQ(out["status"], "success");
+  const int max = out["final_state"]["max_in_flight"];
+  EXPECT_GE(max, 2);
+  EXPECT_LE(max, 4);
+}
+
+TEST_F(Scheduler, IndependentNodesRunInParallelAndADependencyDoesNot) {
+  writeTool("probe.mjs", kInFlightTool);
+  writeExperience(R"(name: par
+version: 0.1.0
+runtime: { concurrency: 4 }
+state: { schema: { seen: { type: array, merge: array_append }, max_in_flight: { type: number } } }
+graph:
+  nodes:
+    - { id: n1, kind: tool, impl: ./tools/probe.mjs, args: { label: n1, ms: 100 }, writes: [seen, max_in_flight] }
+    - { id: n2, kind: tool, impl: ./tools/probe.mjs, args: { label: n2, ms: 100 }, writes: [seen, max_in_flight] }
+    - { id: n3, kind: tool, impl: ./tools/probe.mjs, args: { label: n3, ms: 100 }, writes: [seen, max_in_flight] }
+    - { id: n4, kind: tool, impl: ./tools/probe.mjs, args: { label: n4, ms: 100 }, writes: [seen, max_in_flight] }
+  edges: []
+)");
+  auto out = runJson({"--no-cache"});
+  EXPECT_GE(out["final_state"]["max_in_flight"].get<int>(), 2);
+  EXPECT_EQ(out["final_state"]["seen"].size(), 4u);
+
+  writeExperience(R"(name: par
+version: 0.1.0
+runtime: { concurrency: 4 }
+state: { schema: { seen: { type: array, merge: array_append }, max_in_flight: { type: number } } }
+graph:
+  nodes:
+    - { id: a, kind: tool, impl: ./tools/probe.mjs, args: { label: a, ms: 20 }, writes: [seen, max_in_flight] }
+    - { id: b, kind: tool, impl: ./tools/probe.mjs, args: { label: b, ms: 20 }, writes: [seen, max_in_flight] }
+  edges: [ { from: a, to: b } ]
+)");
+  TempDir fresh;  // a fresh worker: the module-level counters start at zero
+  std::filesystem::copy(dir_.path() / "experience.yaml", fresh / "experience.yaml");
+  std::filesystem::copy(dir_.path() / "tools", fresh / "tools", std::filesystem::copy_options::recursive);
+  auto r = oe({"run", fresh.path().string(), "--json", "--no-cache"});
+  auto dep = nlohmann::json::parse(r.out);
+  EXPECT_EQ(dep["final_state"]["max_in_flight"], 1);
+  EXPECT_EQ(dep["final_state"]["seen"], nlohmann::json({"a", "b"}));
+}
+
+TEST_F(Scheduler, ReadyQueueDoesNotWaitForTheSlowestOfAWave) {
+  // D5: c depends only on the fast a, so it finishes before the slow b (a wave scheduler would
+  // start c only after b).
+  writeTool("probe.mjs", kInFlightTool);
+  writeExperience(R"(name: d5
+version: 0.1.0
+runtime: { concurrency: 2 }
+state: { schema: { seen: { type: array, merge: array_append }, max_in_flight: { type: number } } }
+graph:
+  nodes:
+    - { id: a, kind: tool, impl: ./tools/probe.mjs, args: { label: a, ms: 10 }, writes: [seen, max_in_flight] }
+    - { id: b, kind: tool, impl: ./tools/probe.mjs, args: { label: b, ms: 1500 }, writes: [seen, max_in_flight] }
+    - { id: c, kind: tool, impl: ./tools/probe.mjs, args: { label: c, ms: 10 }, writes: [seen, max_in_flight] }
+  edges: [ { from: a, to: c } ]
+)");
+  auto out = runJson({"--no-cache"});
+  EXPECT_EQ(out["final_state"]["seen"], nlohmann::json({"a", "c", "b"}));
+}
+
+TEST_F(Scheduler, LoopUntilAndMaxIters) {
+  writeTool("inc.mjs", "export default (a) => ({ state_delta: { count: (a._state.count ?? 0) + 1 } });");
+  writeExperience(R"(name: loop
+version: 0.1.0
+state: { schema: { count: { type: number } } }
+graph:
+  nodes: [ { id: inc, kind: tool, impl: ./tools/inc.mjs, reads: [count], writes: [count] } ]
+  edges: []
+  loops: [ { id: l, body: inc, until: '$.count >= 3', max_iters: 10 } ]
+)");
+  auto out = runJson({"--no-cache"});
+  EXPECT_EQ(out["final_state"]["count"], 3);
+
+  ASSERT_EQ(oe({"reset-state", "--yes"}).exit_code, 0);
+  writeExperience(R"(name: loop
+version: 0.1.0
+state: { schema: { count: { type: number } } }
+graph:
+  nodes: [ { id: inc, kind: tool, impl: ./tools/inc.mjs, reads: [count], writes: [count] } ]
+  edges: []
+  loops: [ { id: l, body: inc, max_iters: 5 } ]
+)");
+  out = runJson({"--no-cache"});
+  EXPECT_EQ(out["final_state"]["count"], 5);
+}
+
+TEST_F(Scheduler, PipelineHandsEdgeOutputFromStageToStage) {
+  writeTool("seed.mjs", "export default () => ({ state_delta: { items: ['x', 'y'] } });");
+  writeTool("a.mjs", "export default (a) => ({ state_delta: {}, edge_output: 'A:' + a.$item });");
+  writeTool("b.mjs",
+            "export default (a) => ({ state_delta: { processed: [String(a._edge_inputs.stage_a)] } });");
+  writeExperience(R"(name: pipe
+version: 0.1.0
+state: { schema: { items: { type: array }, processed: { type: array, merge: array_append } } }
+graph:
+  nodes:
+    - { id: seed, kind: tool, impl: ./tools/seed.mjs, writes: [items] }
+    - { id: stage_a, kind: tool, impl: ./tools/a.mjs }
+    - { id: stage_b, kind: tool, impl: ./tools/b.mjs, writes: [processed] }
+  edges: []
+  pipelines: [ { id: p1, items: $.items, stages: [stage_a, stage_b] } ]
+)");
+  auto out = runJson({"--no-cache"});
+  EXPECT_EQ(out["status"], "success") << last_stderr_;
+  EXPECT_EQ(out["final_state"]["processed"], nlohmann::json({"A:x", "A:y"}));
+}
+
+TEST_F(Scheduler, RetrySucceedsAfterTwoFailures) {
+  writeTool("flaky.mjs", R"(
+let calls = 0;
+export default () => {
+  calls++;
+  if (calls < 3) throw new Error('flaky ' + calls);
+  return { state_delta: { calls } };
+};)");
+  writeExperience(R"(name: retry
+version: 0.1.0
+state: { schema: { calls: { type: number } } }
+graph:
+  nodes:
+    - { id: f, kind: tool, impl: ./tools/flaky.mjs, writes: [calls],
+        on_error: { policy: retry, attempts: 3, backoff: exponential, base_ms: 5 } }
+  edges: []
+)");
+  auto out = runJson({"--no-cache"});
+  EXPECT_EQ(out["status"], "success");
+  EXPECT_EQ(out["final_state"]["calls"], 3);
+  auto evs = events(out["run_id"]);
+  EXPECT_EQ(count(evs, "node.failed"), 0u);
+  EXPECT_EQ(count(evs, "node.started"), 1u);  // one started per node, attempts inside
+}
+
+TEST_F(Scheduler, DefaultPolicyIsSkipSiblingStillRunsStatusPartial) {
+  writeTool("boom.mjs", "export default () => { throw new Error('boom'); };");
+  writeTool("ok.mjs", "export default () => ({ state_delta: { ok: true } });");
+  writeExperience(R"(name: partial
+version: 0.1.0
+state: { schema: { ok: { type: boolean }, after: { type: boolean } } }
+graph:
+  nodes:
+    - { id: bad, kind: tool, impl: ./tools/boom.mjs }
+    - { id: after_bad, kind: tool, impl: ./tools/ok.mjs, writes: [ok] }
+    - { id: sibling, kind: tool, impl: ./tools/ok.mjs, writes: [ok] }
+  edges: [ { from: bad, to: after_bad } ]
+)");
+  int code = -1;
+  auto out = runJson({"--no-cache"}, &code);
+  EXPECT_EQ(code, 1);
+  EXPECT_EQ(out["status"], "partial");
+  EXPECT_EQ(out["final_state"]["ok"], true);
+  auto evs = events(out["run_id"]);
+  EXPECT_EQ(count(evs, "node.skipped", "after_bad"), 1u);
+  EXPECT_EQ(count(evs, "node.finished", "sibling"), 1u);
+}
+
+TEST_F(Scheduler, FailRunCancelsTheRestAndWritesRunFinished) {
+  writeTool("boom.mjs", "export default () => { throw new Error('boom'); };");
+  writeTool("ok.mjs", "export default () => ({ state_delta: { ok: true } });");
+  writeExperience(R"(name: failrun
+version: 0.1.0
+state: { schema: { ok: { type: boolean } } }
+graph:
+  nodes:
+    - { id: bad, kind: tool, impl: ./tools/boom.mjs, on_error: { policy: fail_run } }
+    - { id: later, kind: tool, impl: ./tools/ok.mjs, writes: [ok] }
+  edges: [ { from: bad, to: later } ]
+)");
+  int code = -1;
+  auto out = runJson({"--no-cache"}, &code);
+  EXPECT_EQ(code, 1);
+  EXPECT_EQ(out["status"], "failed");  // D7
+  EXPECT_NE(out["reason"].get<std::string>().find("fail_run"), std::string::npos);
+  auto evs = events(out["run_id"]);
+  ASSERT_EQ(evs.back()["type"], "run.finished");
+  EXPECT_EQ(evs.back()["status"], "failed");
+  EXPECT_EQ(count(evs, "node.started", "later"), 0u);
+}
+
+TEST_F(Scheduler, PhaseIsOnNodeEventsOnlyWhenDeclared) {
+  writeTool("ok.mjs", "export default () => ({ state_delta: {} });");
+  writeExperience(R"(name: phase
+version: 0.1.0
+phases: [ { id: collect } ]
+state: { schema: {} }
+graph:
+  nodes:
+    - { id: a, kind: tool, impl: ./tools/ok.mjs, phase: collect }
+    - { id: b, kind: tool, impl: ./tools/ok.mjs }
+  edges: []
+)");
+  auto out = runJson({"--no-cache"});
+  for (const auto& e : events(out["run_id"])) {
+    if (e["type"] == "node.finished" && e["node_id"] == "a") {
+      EXPECT_EQ(e["phase"], "collect");
+    }
+    if (e["type"] == "node.finished" && e["node_id"] == "b") {
+      EXPECT_FALSE(e.contains("phase"));
+    }
+  }
+}
+
+TEST_F(Scheduler, RunArgsReachEveryNodeAndNodeArgsWin) {
+  // D1: args = {...run_args, ...node_args}
+  writeTool("echo.mjs", "export default (a) => ({ state_delta: { [a.out]: a.name + '/' + a.mode } });");
+  writeExperience(R"(name: args
+version: 0.1.0
+state: { schema: { x: { type: string }, y: { type: string } } }
+graph:
+  nodes:
+    - { id: p, kind: tool, impl: ./tools/echo.mjs, args: { out: x } }
+    - { id: q, kind: tool, impl: ./tools/echo.mjs, args: { out: y, mode: node } }
+  edges: []
+)");
+  auto out = runJson({"--no-cache", "--args", R"({"name":"run","mode":"run"})"});
+  EXPECT_EQ(out["final_state"]["x"], "run/run");
+  EXPECT_EQ(out["final_state"]["y"], "run/node");
+  auto evs = events(out["run_id"]);
+  EXPECT_EQ(evs.front()["args"]["name"], "run");
+}
+
+TEST_F(Scheduler, TimeoutFailsTheNodeAndKillsTheTool) {
+  writeExecutable("tools/slow.sh", "#!/bin/sh\nsleep 30\necho '{\"state_delta\":{}}'\n");
+  writeExperience(R"(name: slow
+version: 0.1.0
+state: { schema: {} }
+graph:
+  nodes: [ { id: slow, kind: tool, impl: ./tools/slow.sh, timeout_ms: 300 } ]
+  edges: []
+)");
+  int code = -1;
+  auto out = runJson({"--no-cache"}, &code);
+  EXPECT_EQ(code, 1);
+  auto evs = events(out["run_id"]);
+  bool found = false;
+  for (const auto& e : evs) {
+    if (e["type"] == "node.failed") {
+      found = e["error"].get<std::string>().find("timed out after 300 ms") != std::string::npos;
+    }
+  }
+  EXPECT_TRUE(found);
+}
+
+TEST_F(Scheduler, CacheReplaysUnchangedNodesAndReRunsEditedTools) {
+  const auto calls = dir_.path() / "calls.log";
+  writeTool("count.mjs", "import { appendFileSync } from 'node:fs';\n"
+                         "export default (a) => { appendFileSync(a.log, 'x\\n'); return { state_delta: { val: 42 } }; };");
+  writeExperience(std::string(R"(name: cache
+version: 0.1.0
+state: { schema: { val: { type: number } } }
+graph:
+  nodes: [ { id: c, kind: tool, impl: ./tools/count.mjs, writes: [val], args: { log: ")") +
+                  calls.string() + R"(" } } ]
+  edges: []
+)");
+  auto first = runJson();
+  auto second = runJson();
+  EXPECT_EQ(second["final_state"]["val"], 42);
+  EXPECT_EQ(readFile(calls), "x\n");  // the tool ran once
+  // D4: editing the tool's code invalidates its cache entry.
+  writeTool("count.mjs", "import { appendFileSync } from 'node:fs';\n"
+                         "export default (a) => { appendFileSync(a.log, 'y\\n'); return { state_delta: { val: 43 } }; };");
+  auto third = runJson();
+  EXPECT_EQ(third["final_state"]["val"], 43);
+  EXPECT_EQ(readFile(calls), "x\ny\n");
+}
+
+TEST_F(Scheduler, ResumeReadsArgsBackAndReplaysFinishedNodes) {
+  writeTool("echo.mjs", "export default (a) => ({ state_delta: { x: a.name } });");
+  writeExperience(R"(name: resume
+version: 0.1.0
+state: { schema: { x: { type: string } } }
+graph:
+  nodes: [ { id: p, kind: tool, impl: ./tools/echo.mjs } ]
+  edges: []
+)");
+  auto first = runJson({"--args", R"({"name":"from-args"})"});
+  auto r = oe({"resume", first["run_id"], "--experience", dir_.path().string(), "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto resumed = nlohmann::json::parse(r.out);
+  EXPECT_EQ(resumed["final_state"]["x"], "from-args");
+  EXPECT_EQ(resumed["nodes"]["cached"], 1);
+  EXPECT_NE(resumed["run_id"], first["run_id"]);
+  auto evs = events(resumed["run_id"]);
+  EXPECT_EQ(evs.front()["resumed_from"], first["run_id"]);
+}
+
+}  // namespace
+}  // namespace oe::test
