@@ -16,6 +16,7 @@
 #include "oe/net/http_client.hpp"
 #include "oe/net/http_service.hpp"
 #include "support/fake_host.hpp"
+#include "support/scoped_env.hpp"
 #include "support/fake_llm_server.hpp"
 
 namespace oe::llm::test {
@@ -30,33 +31,7 @@ using oe::test::FakeWriter;
 using oe::test::LoadedPlugin;
 using oe::test::RecordedRequest;
 
-// Sets (or, with nullopt, unsets) an environment variable for one scope.
-class ScopedEnv {
- public:
-  ScopedEnv(std::string name, const std::optional<std::string>& value) : name_(std::move(name)) {
-    if (const char* old = std::getenv(name_.c_str())) {
-      old_ = old;
-    }
-    if (value) {
-      ::setenv(name_.c_str(), value->c_str(), 1);
-    } else {
-      ::unsetenv(name_.c_str());
-    }
-  }
-  ~ScopedEnv() {
-    if (old_) {
-      ::setenv(name_.c_str(), old_->c_str(), 1);
-    } else {
-      ::unsetenv(name_.c_str());
-    }
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  std::string name_;
-  std::optional<std::string> old_;
-};
+using oe::test::ScopedEnv;
 
 class LlmPluginTest : public ::testing::Test {
  protected:

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "support/fake_host.hpp"
+#include "support/scoped_env.hpp"
 #include "support/temp_dir.hpp"
 
 namespace oe::tool::test {
@@ -29,33 +30,7 @@ using oe::test::FakeHost;
 using oe::test::LoadedPlugin;
 using oe::test::TempDir;
 
-// Sets (or, with nullopt, unsets) an environment variable for one scope.
-class ScopedEnv {
- public:
-  ScopedEnv(std::string name, const std::optional<std::string>& value) : name_(std::move(name)) {
-    if (const char* old = std::getenv(name_.c_str())) {
-      old_ = old;
-    }
-    if (value) {
-      ::setenv(name_.c_str(), value->c_str(), 1);
-    } else {
-      ::unsetenv(name_.c_str());
-    }
-  }
-  ~ScopedEnv() {
-    if (old_) {
-      ::setenv(name_.c_str(), old_->c_str(), 1);
-    } else {
-      ::unsetenv(name_.c_str());
-    }
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  std::string name_;
-  std::optional<std::string> old_;
-};
+using oe::test::ScopedEnv;
 
 // The read end of a FIFO a tool writes "started" to once it is running: a real handshake, so
 // a test cancels a tool that is really running, without sleeping.

@@ -9,38 +9,11 @@
 #include <string>
 
 #include "oe/spec/loader.hpp"
+#include "support/temp_dir.hpp"
 
 namespace oe::spec::testing {
 
-// A fresh folder under /tmp, removed with the object.
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "oe-spec-XXXXXX").string();
-    if (mkdtemp(tmpl.data()) == nullptr) {
-      throw std::runtime_error("mkdtemp failed");
-    }
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
-  [[nodiscard]] const std::filesystem::path& path() const { return path_; }
-
-  std::filesystem::path write(const std::string& name, const std::string& text) const {
-    std::filesystem::path p = path_ / name;
-    std::filesystem::create_directories(p.parent_path());
-    std::ofstream(p, std::ios::binary) << text;
-    return p;
-  }
-
- private:
-  std::filesystem::path path_;
-};
+using TempDir = oe::test::TempDir;  // write(rel, text) returns the file's path
 
 inline LoadResult load(const std::string& yaml) {
   return loadExperienceText(yaml, "/tmp/oe-test/experience.yaml");

@@ -2,6 +2,8 @@
 // (neither depends on the other). Include it only from .cpp files of modules that link SQLite.
 #pragma once
 
+#include "oe/common/clock.hpp"
+
 #include <sqlite3.h>
 
 #include <cstdint>
@@ -103,18 +105,7 @@ class StmtScope {
   sqlite3_stmt* stmt_;
 };
 
-// The text of every timestamp column oe writes: ISO-8601 UTC with milliseconds, the same format
-// as the `ts` of events (2026-05-26T10:00:00.123Z).
-inline std::string isoNow() {
-  timespec now{};
-  clock_gettime(CLOCK_REALTIME, &now);
-  std::tm utc{};
-  gmtime_r(&now.tv_sec, &utc);
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", utc.tm_year + 1900,
-                utc.tm_mon + 1, utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec,
-                static_cast<int>(now.tv_nsec / 1000000));
-  return buf;
-}
+// The text of every timestamp column oe writes (common/clock.hpp).
+inline std::string isoNow() { return oe::isoNow(); }
 
 }  // namespace oe::sqlite

@@ -2,6 +2,8 @@
 // and appends it with one write(2); readEventLog tolerates the torn lines a killed run leaves.
 #include "oe/events/event_log.hpp"
 
+#include "oe/common/clock.hpp"
+
 #include <fcntl.h>
 #include <openssl/rand.h>
 #include <unistd.h>
@@ -130,17 +132,7 @@ std::string shortText(std::string_view s) {
 
 }  // namespace
 
-std::string nowIso() {
-  timespec now{};
-  clock_gettime(CLOCK_REALTIME, &now);
-  std::tm utc{};
-  gmtime_r(&now.tv_sec, &utc);
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", utc.tm_year + 1900,
-                utc.tm_mon + 1, utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec,
-                static_cast<int>(now.tv_nsec / 1000000));
-  return buf;
-}
+std::string nowIso() { return isoNow(); }
 
 std::string newRunId() {
   unsigned char b[16];
