@@ -191,6 +191,7 @@ class Run {
   bool any_success_ = false;
   bool any_failure_ = false;
   std::vector<std::string> cache_hits_;  // keys replayed, recorded once at the end (touch)
+  std::unordered_map<std::string, std::string> digests_by_path_;  // file -> SHA-256, per run
 };
 
 void Call::log(oe_log_level level, std::string_view message) {
@@ -625,8 +626,13 @@ const std::vector<cache::FileDigest>& Run::fileDigests(NodeRuntime& node) {
     if (!std::filesystem::exists(path, ec)) {
       continue;
     }
-    auto digest = cache::fileDigest(path);
-    files.push_back(cache::FileDigest{text, digest ? *digest : std::string("unreadable")});
+    // Many nodes name the same file (one tool module, one prompt): hash each file once per run.
+    auto [it, inserted] = digests_by_path_.try_emplace(path.string());
+    if (inserted) {
+      auto digest = cache::fileDigest(path);
+      it->second = digest ? *digest : std::string("unreadable");
+    }
+    files.push_back(cache::FileDigest{text, it->second});
   }
   node.files = std::move(files);
   return *node.files;
