@@ -47,7 +47,9 @@ class Durability : public OeTest {
   std::set<std::string> runFiles() const {
     std::set<std::string> ids;
     for (const auto& e : std::filesystem::directory_iterator(workspace() / "runs")) {
-      ids.insert(e.path().stem().string());
+      if (e.path().extension() == ".jsonl") {
+        ids.insert(e.path().stem().string());
+      }
     }
     return ids;
   }
@@ -224,6 +226,13 @@ TEST_F(Durability, GcKeepBoundsStorageOfAGraphRunEveryMinute) {
 
   const std::set<std::string> newest(ids.end() - 5, ids.end());
   EXPECT_EQ(runFiles(), newest);
+  // Each kept run keeps its definition pin; the pruned runs' pins are gone with their logs.
+  size_t files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(workspace() / "runs")) {
+    ++files;
+    EXPECT_EQ(newest.count(e.path().filename().string().substr(0, 36)), 1u) << e.path();
+  }
+  EXPECT_EQ(files, 10u);
   {
     SqliteProbe state(state_db);
     SqliteProbe cache(cache_db);

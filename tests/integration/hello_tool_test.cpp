@@ -27,7 +27,9 @@ TEST_F(HelloTool, RunPrintsGreetingAndWritesEventsAndState) {
   ASSERT_TRUE(std::filesystem::exists(runs));
   std::string run_id;
   for (const auto& e : std::filesystem::directory_iterator(runs)) {
-    run_id = e.path().stem().string();
+    if (e.path().extension() == ".jsonl") {
+      run_id = e.path().stem().string();
+    }
   }
   auto evs = events(run_id);
   ASSERT_GE(evs.size(), 5u);

@@ -107,6 +107,15 @@ int runGc(const GcArgs& a) {
       status = kExitFailed;
       continue;
     }
+    // The run's definition pin goes with its log (a resume needs both).
+    auto pin = run->log;
+    pin.replace_extension(".pin.json");
+    if (const auto pin_size = std::filesystem::file_size(pin, ec); !ec) {
+      log_bytes += pin_size;
+      if (!a.dry_run) {
+        std::filesystem::remove(pin, ec);
+      }
+    }
     log_bytes += run->size_bytes;
     removed_ids.push_back(run->id);
   }

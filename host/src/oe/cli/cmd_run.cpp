@@ -45,6 +45,44 @@ void printProgress(const Json& event) {
   }
 }
 
+// Compares the resumed run's pinned definition with the experience as it is now, and says on
+// stderr which nodes changed (they, and what depends on them, run again; the rest replays).
+Json definitionChanges(const spec::Experience& experience, const std::string& run_id) {
+  const auto pin_path = run::workspaceDir(experience) / "runs" / (run_id + ".pin.json");
+  std::ifstream in(pin_path);
+  Json before = Json::parse(in, nullptr, false);
+  if (!in || before.is_discarded()) {
+    std::cerr << "oe: run " << run_id << " has no readable definition pin (" << pin_path.string()
+              << "); nodes whose inputs changed run again, the rest replays from the cache\n";
+    return nullptr;
+  }
+  Json diff = run::diffPins(before, run::definitionPin(experience));
+  auto list = [](const Json& ids) {
+    std::string text;
+    for (const auto& id : ids) {
+      text += (text.empty() ? "" : ", ") + id.get<std::string>();
+    }
+    return text;
+  };
+  if (diff["changed"].empty() && diff["added"].empty() && diff["removed"].empty()) {
+    std::cerr << "oe: resuming run " << run_id << ": the experience is unchanged\n";
+  } else {
+    std::cerr << "oe: resuming run " << run_id << ": the experience changed since it ran";
+    if (!diff["changed"].empty()) {
+      std::cerr << "; changed: " << list(diff["changed"]);
+    }
+    if (!diff["added"].empty()) {
+      std::cerr << "; added: " << list(diff["added"]);
+    }
+    if (!diff["removed"].empty()) {
+      std::cerr << "; removed: " << list(diff["removed"]);
+    }
+    std::cerr << ". Those run again, and whatever their new outputs reach; everything else "
+                 "replays from the cache.\n";
+  }
+  return diff;
+}
+
 int execute(const RunArgs& a, const std::filesystem::path& path, Json run_args,
             const std::string& resumed_from) {
   run::RunOptions options;
@@ -74,6 +112,10 @@ int execute(const RunArgs& a, const std::filesystem::path& path, Json run_args,
   if (!experience) {
     return kExitFailed;
   }
+  Json changes;
+  if (!resumed_from.empty()) {
+    changes = definitionChanges(*experience, resumed_from);
+  }
   const auto start = std::chrono::steady_clock::now();
   auto summary = run::runExperience(*experience, sinked, options);
   if (!summary) {
@@ -91,6 +133,9 @@ int execute(const RunArgs& a, const std::filesystem::path& path, Json run_args,
                 {"nodes", {{"ran", s.ran}, {"cached", s.cached}, {"failed", s.failed}, {"skipped", s.skipped}}}};
     if (!s.stop_reason.empty()) {
       out["reason"] = s.stop_reason;
+    }
+    if (!changes.is_null()) {
+      out["definition_changes"] = changes;
     }
     std::cout << out.dump(2) << '\n';
   } else {

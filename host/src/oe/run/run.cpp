@@ -16,6 +16,7 @@
 #include <chrono>
 #include <csignal>
 #include <deque>
+#include <fstream>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -957,6 +958,79 @@ void Run::cancelAll(std::string reason) {
 
 }  // namespace
 
+namespace {
+
+// The files a node names, as in its cache key (D4): top-level strings naming existing paths.
+std::string nodeDefinitionHash(const spec::Experience& experience, const spec::NodeSpec& node,
+                               std::unordered_map<std::string, std::string>& digests) {
+  std::string material = node.raw.dump();
+  for (const auto& [key, value] : node.raw.items()) {
+    if (!value.is_string() || key == "id" || key == "kind" || key == "phase" || key == "model") {
+      continue;
+    }
+    const std::string& text = value.get_ref<const std::string&>();
+    if (text.empty() || text.size() > 4096 || text.find('\n') != std::string::npos) {
+      continue;
+    }
+    std::filesystem::path path(text);
+    if (path.is_relative()) {
+      path = experience.dir / path;
+    }
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec)) {
+      continue;
+    }
+    auto [it, inserted] = digests.try_emplace(path.string());
+    if (inserted) {
+      auto digest = cache::fileDigest(path);
+      it->second = digest ? *digest : std::string("unreadable");
+    }
+    material += "\n" + key + "=" + it->second;
+  }
+  return cache::sha256Hex(material);
+}
+
+}  // namespace
+
+Json definitionPin(const spec::Experience& experience) {
+  auto file_digest = cache::fileDigest(experience.file);
+  Json nodes = Json::object();
+  std::unordered_map<std::string, std::string> digests;
+  for (const auto& node : experience.nodes) {
+    nodes[node.id] = nodeDefinitionHash(experience, node, digests);
+  }
+  Json order = Json::array();
+  for (const auto& node : experience.nodes) {
+    order.push_back(node.id);
+  }
+  return Json{{"experience", experience.file.string()},
+              {"experience_sha256", file_digest ? *file_digest : std::string("unreadable")},
+              {"nodes", std::move(nodes)},
+              {"order", std::move(order)}};
+}
+
+Json diffPins(const Json& before, const Json& after) {
+  Json changed = Json::array();
+  Json added = Json::array();
+  Json removed = Json::array();
+  const Json& old_nodes = before.value("nodes", Json::object());
+  const Json& new_nodes = after.value("nodes", Json::object());
+  for (const auto& id : after.value("order", Json::array())) {
+    auto it = old_nodes.find(id.get<std::string>());
+    if (it == old_nodes.end()) {
+      added.push_back(id);
+    } else if (*it != new_nodes.value(id.get<std::string>(), Json())) {
+      changed.push_back(id);
+    }
+  }
+  for (const auto& id : before.value("order", Json::array())) {
+    if (!new_nodes.contains(id.get<std::string>())) {
+      removed.push_back(id);
+    }
+  }
+  return Json{{"changed", changed}, {"added", added}, {"removed", removed}};
+}
+
 Result<RunSummary> runExperience(const spec::Experience& experience,
                                  const plugins::PluginRegistry& plugins, const RunOptions& options) {
   const auto workspace = workspaceDir(experience);
@@ -995,6 +1069,11 @@ Result<RunSummary> runExperience(const spec::Experience& experience,
   Run run(experience, options, **store, **log, cache.get());
   if (auto prepared = run.prepare(plugins); !prepared) {
     return prepared.error();
+  }
+  {
+    // Pinned before run.started: a resume can always say what changed since this run.
+    std::ofstream pin(workspace / "runs" / (run_id + ".pin.json"), std::ios::trunc);
+    pin << definitionPin(experience).dump() << '\n';
   }
   Json extra = {{"experience", experience.file.string()}};
   if (!options.resumed_from.empty()) {

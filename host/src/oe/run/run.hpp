@@ -47,4 +47,13 @@ Result<RunSummary> runExperience(const spec::Experience& experience,
 // <experience dir>/.openexpertise
 [[nodiscard]] std::filesystem::path workspaceDir(const spec::Experience& experience);
 
+// The definition a run ran (issue 3, pinning): the SHA-256 of the experience file and, per node,
+// of its spec plus the content of every file it names. Written next to the run's log as
+// runs/<run-id>.pin.json by runExperience.
+[[nodiscard]] Json definitionPin(const spec::Experience& experience);
+
+// Nodes whose definition differs between two pins: {"changed": [...], "added": [...],
+// "removed": [...]}, each in the current experience's declaration order (removed: the old one's).
+[[nodiscard]] Json diffPins(const Json& before, const Json& after);
+
 }  // namespace oe::run
