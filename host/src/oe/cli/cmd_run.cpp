@@ -22,6 +22,8 @@ struct RunArgs {
   bool quiet = false;
   bool strict = false;
   std::string run_id;        // resume: the run to continue
+  std::string from_node;
+  std::string only_node;
   std::string experience = ".";
 };
 
@@ -89,6 +91,8 @@ int execute(const RunArgs& a, const std::filesystem::path& path, Json run_args,
   options.args = std::move(run_args);
   options.use_cache = !a.no_cache;
   options.resumed_from = resumed_from;
+  options.from_node = a.from_node;
+  options.only_node = a.only_node;
   if (!a.concurrency.empty()) {
     size_t used = 0;
     int value = 0;
@@ -130,7 +134,12 @@ int execute(const RunArgs& a, const std::filesystem::path& path, Json run_args,
     Json out = {{"run_id", s.run_id},
                 {"status", run::toString(s.status)},
                 {"final_state", s.final_state},
-                {"nodes", {{"ran", s.ran}, {"cached", s.cached}, {"failed", s.failed}, {"skipped", s.skipped}}}};
+                {"nodes",
+                 {{"ran", s.ran},
+                  {"cached", s.cached},
+                  {"failed", s.failed},
+                  {"skipped", s.skipped},
+                  {"reused", s.reused}}}};
     if (!s.stop_reason.empty()) {
       out["reason"] = s.stop_reason;
     }
@@ -166,6 +175,11 @@ void addRunCommand(CLI::App& app, int& exit_code) {
   CLI::App* cmd = app.add_subcommand("run", "Run an experience (a folder with experience.yaml, or the yaml)");
   cmd->add_option("path", a->path, "Experience folder or yaml file")->capture_default_str();
   cmd->add_option("--args", a->args_json, "Run-level args as a JSON object; they reach every node");
+  auto* from = cmd->add_option("--from", a->from_node,
+                               "Run this node and everything downstream; take the rest from the "
+                               "current state and the cache without executing it");
+  cmd->add_option("--only", a->only_node, "Run this one node against the current state")
+      ->excludes(from);
   addCommonFlags(*cmd, *a);
   cmd->callback([a, &exit_code] {
     Json args = Json::parse(a->args_json, nullptr, false);

@@ -104,6 +104,7 @@ struct NodeRuntime {
   std::optional<std::vector<cache::FileDigest>> files;  // files the node names (D4), lazily
   Json edge_inputs = Json::object();
   bool main = true;  // false for pipeline stages and loop bodies (they run after the main pass)
+  bool selected = true;  // false: outside --from/--only, reused from the cache, never executed
   uint32_t unmet = 0;
   Outcome outcome = Outcome::kPending;
   // Node instances: one shared instance for reentrant kinds, else a free list.
@@ -148,6 +149,7 @@ class Run {
   void startCall(NodeRuntime& node, Json extra_args, Json edge_inputs,
                  std::function<void(bool, const Json*)> done);
   void attempt(const std::shared_ptr<Call>& call);
+  void reuseFromCache(const std::shared_ptr<Call>& call);
   void invokeDone(const std::shared_ptr<Call>& call);
   void attemptFailed(const std::shared_ptr<Call>& call, std::string message);
   bool applyOutput(Call& call, const Json& output, bool from_cache, std::string* error);
@@ -193,6 +195,7 @@ class Run {
   bool any_failure_ = false;
   std::vector<std::string> cache_hits_;  // keys replayed, recorded once at the end (touch)
   std::unordered_map<std::string, std::string> digests_by_path_;  // file -> SHA-256, per run
+  bool force_selected_ = false;  // --from/--only: selected nodes execute even on a cache hit
 };
 
 void Call::log(oe_log_level level, std::string_view message) {
@@ -293,6 +296,31 @@ Result<void> Run::prepare(const plugins::PluginRegistry& plugins) {
     }
   }
 
+  const std::string& pick = !options_.only_node.empty() ? options_.only_node : options_.from_node;
+  if (!pick.empty()) {
+    auto it = dag_.index.find(pick);
+    if (it == dag_.index.end()) {
+      return makeError(std::string(options_.only_node.empty() ? "--from" : "--only") +
+                       ": no node \"" + pick + "\" in " + exp_.file.string());
+    }
+    for (auto& node : nodes_) {
+      node.selected = false;
+    }
+    // --from: the node and everything downstream of it (successors in the graph).
+    std::vector<uint32_t> stack = {it->second};
+    while (!stack.empty()) {
+      const uint32_t i = stack.back();
+      stack.pop_back();
+      if (nodes_[i].selected) {
+        continue;
+      }
+      nodes_[i].selected = true;
+      if (options_.only_node.empty()) {
+        stack.insert(stack.end(), dag_.succs[i].begin(), dag_.succs[i].end());
+      }
+    }
+    force_selected_ = true;
+  }
   concurrency_ = std::max(1, options_.concurrency.value_or(exp_.runtime.concurrency.value_or(1)));
   int widest_for_each = 1;
   for (const auto& node : exp_.nodes) {
@@ -588,6 +616,9 @@ void Run::finishRun() {
                   {"cached", summary_.cached},
                   {"failed", summary_.failed},
                   {"skipped", summary_.skipped}}}};
+  if (summary_.reused > 0) {
+    extra["nodes"]["reused"] = summary_.reused;
+  }
   if (!summary_.stop_reason.empty()) {
     extra["reason"] = summary_.stop_reason;
   }
@@ -647,7 +678,9 @@ void Run::startCall(NodeRuntime& node, Json extra_args, Json edge_inputs,
   call->extra_args = std::move(extra_args);
   call->edge_inputs = std::move(edge_inputs);
   call->done = std::move(done);
-  log_.nodeReady(node.spec->id, node.spec->phase);
+  if (node.selected) {
+    log_.nodeReady(node.spec->id, node.spec->phase);
+  }
 
   // Bundle (reference §3.3): reads -> state_view; D1 args = run args, node args, injected keys.
   call->state_view = Json::object();
@@ -667,10 +700,18 @@ void Run::startCall(NodeRuntime& node, Json extra_args, Json edge_inputs,
     call->args[key] = value;
   }
 
+  if (!node.selected) {
+    reuseFromCache(call);
+    return;
+  }
   if (cache_ != nullptr) {
     call->cache_key = cache::cacheKey(node.spec->raw, call->state_view, call->edge_inputs,
                                       call->args, fileDigests(node));
-    if (auto hit = cache_->get(call->cache_key)) {
+    std::optional<Json> hit;
+    if (!force_selected_) {
+      hit = cache_->get(call->cache_key);
+    }
+    if (hit) {
       std::string replay_error;
       if (applyOutput(*call, *hit, true, &replay_error)) {
         ++summary_.cached;
@@ -692,6 +733,34 @@ void Run::startCall(NodeRuntime& node, Json extra_args, Json edge_inputs,
   }
   log_.nodeStarted(node.spec->id, node.spec->phase);
   attempt(call);
+}
+
+void Run::reuseFromCache(const std::shared_ptr<Call>& call) {
+  NodeRuntime& node = *call->node;
+  ++summary_.reused;
+  std::optional<Json> hit;
+  if (cache_ != nullptr) {
+    call->cache_key = cache::cacheKey(node.spec->raw, call->state_view, call->edge_inputs,
+                                      call->args, fileDigests(node));
+    hit = cache_->get(call->cache_key);
+  }
+  Json edge_output;
+  const bool has_edge = hit && hit->contains("edge_output");
+  if (has_edge) {
+    edge_output = (*hit)["edge_output"];
+    for (uint32_t succ : dag_.succs[node.index]) {
+      nodes_[succ].edge_inputs[node.spec->id] = edge_output;
+    }
+  } else if (!hit) {
+    Json warning = {{"type", "node.log"}, {"node_id", node.spec->id}, {"level", "warn"},
+                    {"message", "not selected and not in the cache: its successors get no "
+                                "edge_output from it (run it once without --from/--only)"}};
+    emitLocal(warning);
+  }
+  asio::post(io_, [call, has_edge, edge_output = std::move(edge_output)] {
+    auto finish = std::move(call->done);
+    finish(true, has_edge ? &edge_output : nullptr);
+  });
 }
 
 Result<oe_node*> Run::acquireInstance(NodeRuntime& node) {

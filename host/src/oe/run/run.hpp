@@ -25,6 +25,10 @@ struct RunOptions {
   std::optional<std::filesystem::path> state_db;  // override of the state file (tests, nested runs)
   std::string resumed_from;               // set by `oe resume`: recorded in run.started
   std::function<void(const Json& event)> on_event;  // live progress (the CLI prints it)
+  // --from NODE: run NODE and everything downstream of it; --only NODE: run NODE alone. Every
+  // other node is not executed: its edge_output comes from the cache, the state is as it is.
+  std::string from_node;
+  std::string only_node;
 };
 
 struct RunSummary {
@@ -36,6 +40,7 @@ struct RunSummary {
   size_t cached = 0;   // node calls replayed from the cache
   size_t failed = 0;   // nodes that failed
   size_t skipped = 0;  // nodes skipped (predecessor or `when`)
+  size_t reused = 0;   // not selected by --from/--only: taken from the cache, not executed
   std::string stop_reason;  // why the run stopped early (fail_run, interrupted), else empty
 };
 
