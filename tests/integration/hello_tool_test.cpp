@@ -7,8 +7,15 @@ namespace {
 class HelloTool : public OeTest {
  protected:
   void SetUp() override {
-    std::filesystem::copy(std::filesystem::path(OE_SOURCE_DIR) / "examples" / "hello-tool", dir_.path(),
-                          std::filesystem::copy_options::recursive);
+    // The example's files only: a user who ran the README's first command has a
+    // .openexpertise/ (state and cache) in the example, which must not leak into the test.
+    const auto example = std::filesystem::path(OE_SOURCE_DIR) / "examples" / "hello-tool";
+    for (const auto& entry : std::filesystem::directory_iterator(example)) {
+      if (entry.path().filename() != ".openexpertise") {
+        std::filesystem::copy(entry.path(), dir_.path() / entry.path().filename(),
+                              std::filesystem::copy_options::recursive);
+      }
+    }
   }
 };
 
