@@ -360,23 +360,8 @@ Result<PruneStats> CacheStore::prune(const std::unordered_set<std::string>& keep
     (void)sqlite::exec(h, "ROLLBACK");  // fails harmlessly when no transaction is open
     return makeError("cannot prune the cache " + path_.string() + ": " + message);
   };
-  if (auto r = sqlite::exec(h, "CREATE TEMP TABLE IF NOT EXISTS gc_keep (run_id TEXT PRIMARY KEY);"
-                               "BEGIN IMMEDIATE; DELETE FROM temp.gc_keep;");
-      !r) {
+  if (auto r = sqlite::beginWithKeptRuns(h, keep_runs); !r) {
     return fail(r.error().message);
-  }
-  {
-    auto insert = sqlite::prepare(h, "INSERT OR IGNORE INTO temp.gc_keep (run_id) VALUES (?1)");
-    if (!insert) {
-      return fail(insert.error().message);
-    }
-    for (const std::string& id : keep_runs) {
-      sqlite::StmtScope scope(insert->get());
-      sqlite::bindText(insert->get(), 1, id);
-      if (sqlite3_step(insert->get()) != SQLITE_DONE) {
-        return fail(sqlite::errorOf(h));
-      }
-    }
   }
   PruneStats stats;
   {

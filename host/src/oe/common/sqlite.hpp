@@ -105,6 +105,34 @@ class StmtScope {
   sqlite3_stmt* stmt_;
 };
 
+// Opens a write transaction and fills temp.gc_keep(run_id) with `run_ids`, for a prune that
+// deletes what no kept run refers to: the count and the delete then see the same rows. On
+// failure the transaction is rolled back.
+template <class Strings>
+inline Result<void> beginWithKeptRuns(sqlite3* h, const Strings& run_ids) {
+  auto fail = [h](Error error) -> Result<void> {
+    (void)exec(h, "ROLLBACK");  // fails harmlessly when no transaction is open
+    return error;
+  };
+  if (auto r = exec(h, "CREATE TEMP TABLE IF NOT EXISTS gc_keep (run_id TEXT PRIMARY KEY);"
+                       "BEGIN IMMEDIATE; DELETE FROM temp.gc_keep;");
+      !r) {
+    return fail(r.error());
+  }
+  auto insert = prepare(h, "INSERT OR IGNORE INTO temp.gc_keep (run_id) VALUES (?1)");
+  if (!insert) {
+    return fail(insert.error());
+  }
+  for (const std::string& id : run_ids) {
+    StmtScope scope(insert->get());
+    bindText(insert->get(), 1, id);
+    if (sqlite3_step(insert->get()) != SQLITE_DONE) {
+      return fail(Error{errorOf(h)});
+    }
+  }
+  return {};
+}
+
 // The text of every timestamp column oe writes (common/clock.hpp).
 inline std::string isoNow() { return oe::isoNow(); }
 

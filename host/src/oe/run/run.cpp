@@ -63,6 +63,62 @@ std::string jsonQuoted(std::string_view s) { return Json(std::string(s)).dump();
 
 enum class Outcome { kPending, kRunning, kSucceeded, kFailed, kSkipped };
 
+// D4: the files a node names (impl, prompt, SKILL.md, ...) with their content digests. The host
+// knows no kind, so any top-level string that names an existing path counts. `memo` maps a path
+// to its digest, so a file many nodes name is hashed once.
+std::vector<cache::FileDigest> namedFiles(const std::filesystem::path& dir,
+                                          const spec::NodeSpec& node,
+                                          std::unordered_map<std::string, std::string>& memo) {
+  static constexpr std::array<std::string_view, 4> kNotPaths = {"id", "kind", "phase", "model"};
+  std::vector<cache::FileDigest> files;
+  for (const auto& [key, value] : node.raw.items()) {
+    if (!value.is_string() ||
+        std::find(kNotPaths.begin(), kNotPaths.end(), key) != kNotPaths.end()) {
+      continue;
+    }
+    const std::string& text = value.get_ref<const std::string&>();
+    if (text.empty() || text.size() > 4096 || text.find('\n') != std::string::npos) {
+      continue;
+    }
+    std::filesystem::path path(text);
+    if (path.is_relative()) {
+      path = dir / path;
+    }
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec)) {
+      continue;
+    }
+    auto [it, inserted] = memo.try_emplace(path.string());
+    if (inserted) {
+      auto digest = cache::fileDigest(path);
+      it->second = digest ? *digest : std::string("unreadable");
+    }
+    files.push_back(cache::FileDigest{text, it->second});
+  }
+  return files;
+}
+
+// The pin of an experience (see definitionPin), with each node's files from `files_of`.
+template <class FilesOf>
+Json buildPin(const spec::Experience& experience, FilesOf&& files_of) {
+  auto file_digest = cache::fileDigest(experience.file);
+  Json nodes = Json::object();
+  Json order = Json::array();
+  for (size_t i = 0; i < experience.nodes.size(); ++i) {
+    const spec::NodeSpec& node = experience.nodes[i];
+    std::string material = node.raw.dump();
+    for (const cache::FileDigest& file : files_of(i)) {
+      material += "\n" + file.path + "=" + file.sha256;
+    }
+    nodes[node.id] = cache::sha256Hex(material);
+    order.push_back(node.id);
+  }
+  return Json{{"experience", experience.file.string()},
+              {"experience_sha256", file_digest ? *file_digest : std::string("unreadable")},
+              {"nodes", std::move(nodes)},
+              {"order", std::move(order)}};
+}
+
 class Run;
 struct NodeRuntime;
 
@@ -125,6 +181,10 @@ class Run {
       : exp_(exp), options_(options), store_(store), log_(log), cache_(cache) {}
 
   Result<void> prepare(const plugins::PluginRegistry& plugins);
+  // definitionPin() from the digests this run computes anyway for its cache keys.
+  Json pin() {
+    return buildPin(exp_, [this](size_t i) { return fileDigests(nodes_[i]); });
+  }
   RunSummary execute();
   void destroyInstances();
 
@@ -634,39 +694,9 @@ void Run::finishRun() {
 }
 
 const std::vector<cache::FileDigest>& Run::fileDigests(NodeRuntime& node) {
-  if (node.files) {
-    return *node.files;
+  if (!node.files) {
+    node.files = namedFiles(exp_.dir, *node.spec, digests_by_path_);
   }
-  // D4: the key covers the content of every file the node names (impl, prompt, SKILL.md, ...).
-  // The host knows no kind, so any top-level string that names an existing path counts.
-  std::vector<cache::FileDigest> files;
-  static constexpr std::array<std::string_view, 4> kNotPaths = {"id", "kind", "phase", "model"};
-  for (const auto& [key, value] : node.spec->raw.items()) {
-    if (!value.is_string() ||
-        std::find(kNotPaths.begin(), kNotPaths.end(), key) != kNotPaths.end()) {
-      continue;
-    }
-    const std::string& text = value.get_ref<const std::string&>();
-    if (text.empty() || text.size() > 4096 || text.find('\n') != std::string::npos) {
-      continue;
-    }
-    std::filesystem::path path(text);
-    if (path.is_relative()) {
-      path = exp_.dir / path;
-    }
-    std::error_code ec;
-    if (!std::filesystem::exists(path, ec)) {
-      continue;
-    }
-    // Many nodes name the same file (one tool module, one prompt): hash each file once per run.
-    auto [it, inserted] = digests_by_path_.try_emplace(path.string());
-    if (inserted) {
-      auto digest = cache::fileDigest(path);
-      it->second = digest ? *digest : std::string("unreadable");
-    }
-    files.push_back(cache::FileDigest{text, it->second});
-  }
-  node.files = std::move(files);
   return *node.files;
 }
 
@@ -1027,55 +1057,11 @@ void Run::cancelAll(std::string reason) {
 
 }  // namespace
 
-namespace {
-
-// The files a node names, as in its cache key (D4): top-level strings naming existing paths.
-std::string nodeDefinitionHash(const spec::Experience& experience, const spec::NodeSpec& node,
-                               std::unordered_map<std::string, std::string>& digests) {
-  std::string material = node.raw.dump();
-  for (const auto& [key, value] : node.raw.items()) {
-    if (!value.is_string() || key == "id" || key == "kind" || key == "phase" || key == "model") {
-      continue;
-    }
-    const std::string& text = value.get_ref<const std::string&>();
-    if (text.empty() || text.size() > 4096 || text.find('\n') != std::string::npos) {
-      continue;
-    }
-    std::filesystem::path path(text);
-    if (path.is_relative()) {
-      path = experience.dir / path;
-    }
-    std::error_code ec;
-    if (!std::filesystem::exists(path, ec)) {
-      continue;
-    }
-    auto [it, inserted] = digests.try_emplace(path.string());
-    if (inserted) {
-      auto digest = cache::fileDigest(path);
-      it->second = digest ? *digest : std::string("unreadable");
-    }
-    material += "\n" + key + "=" + it->second;
-  }
-  return cache::sha256Hex(material);
-}
-
-}  // namespace
-
 Json definitionPin(const spec::Experience& experience) {
-  auto file_digest = cache::fileDigest(experience.file);
-  Json nodes = Json::object();
-  std::unordered_map<std::string, std::string> digests;
-  for (const auto& node : experience.nodes) {
-    nodes[node.id] = nodeDefinitionHash(experience, node, digests);
-  }
-  Json order = Json::array();
-  for (const auto& node : experience.nodes) {
-    order.push_back(node.id);
-  }
-  return Json{{"experience", experience.file.string()},
-              {"experience_sha256", file_digest ? *file_digest : std::string("unreadable")},
-              {"nodes", std::move(nodes)},
-              {"order", std::move(order)}};
+  std::unordered_map<std::string, std::string> memo;
+  return buildPin(experience, [&](size_t i) {
+    return namedFiles(experience.dir, experience.nodes[i], memo);
+  });
 }
 
 Json diffPins(const Json& before, const Json& after) {
@@ -1142,7 +1128,7 @@ Result<RunSummary> runExperience(const spec::Experience& experience,
   {
     // Pinned before run.started: a resume can always say what changed since this run.
     std::ofstream pin(workspace / "runs" / (run_id + ".pin.json"), std::ios::trunc);
-    pin << definitionPin(experience).dump() << '\n';
+    pin << run.pin().dump() << '\n';
   }
   Json extra = {{"experience", experience.file.string()}};
   if (!options.resumed_from.empty()) {

@@ -462,23 +462,8 @@ Result<HistoryPruneStats> pruneHistory(const std::filesystem::path& db_path,
   }
   // The kept runs go into a temp table; the count and the delete share one transaction so the
   // report matches what was deleted even if a run writes meanwhile.
-  if (auto r = sqlite::exec(h, "CREATE TEMP TABLE gc_keep (run_id TEXT PRIMARY KEY);"
-                               "BEGIN IMMEDIATE;");
-      !r) {
+  if (auto r = sqlite::beginWithKeptRuns(h, keep_runs); !r) {
     return fail(r.error().message);
-  }
-  {
-    auto insert = sqlite::prepare(h, "INSERT OR IGNORE INTO temp.gc_keep (run_id) VALUES (?1)");
-    if (!insert) {
-      return fail(insert.error().message);
-    }
-    for (const std::string& id : keep_runs) {
-      sqlite::StmtScope scope(insert->get());
-      sqlite::bindText(insert->get(), 1, id);
-      if (sqlite3_step(insert->get()) != SQLITE_DONE) {
-        return fail(sqlite::errorOf(h));
-      }
-    }
   }
   constexpr std::string_view kPrunable =
       " FROM state_history WHERE run_id NOT IN (SELECT run_id FROM temp.gc_keep) AND "
