@@ -55,3 +55,18 @@ TEST(JsValue, Utf16Length) {
 
 }  // namespace
 }  // namespace oe::expr
+
+namespace oe::expr {
+namespace {
+
+TEST(StringifyIndented, MatchesJsonStringifyWithAnIndent) {
+  Json v = Json::parse(R"({"b":[1,2.0,{"c":null}],"a":"x","e":[],"f":{}})");
+  EXPECT_EQ(stringifyIndented(v, 2),
+            "{\n  \"a\": \"x\",\n  \"b\": [\n    1,\n    2,\n    {\n      \"c\": null\n    }\n  ],\n"
+            "  \"e\": [],\n  \"f\": {}\n}");
+  EXPECT_EQ(stringifyIndented(v, 0), stringify(v));
+  EXPECT_EQ(stringifyIndented(Json("s"), 2), "\"s\"");
+}
+
+}  // namespace
+}  // namespace oe::expr

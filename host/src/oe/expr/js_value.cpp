@@ -1,6 +1,7 @@
 // JavaScript value semantics on JSON values; see js_value.hpp.
 #include "oe/expr/js_value.hpp"
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <cmath>
@@ -349,6 +350,48 @@ void stringifyTo(const Json& value, std::string& out) {
 std::string stringify(const Json& value) {
   std::string out;
   stringifyTo(value, out);
+  return out;
+}
+
+namespace {
+
+void stringifyIndentedTo(const Json& value, int indent, int depth, std::string& out) {
+  const bool container = value.is_array() || value.is_object();
+  if (!container || value.empty()) {
+    stringifyTo(value, out);
+    return;
+  }
+  const auto newline = [&](int level) {
+    out += '\n';
+    out.append(static_cast<size_t>(indent) * static_cast<size_t>(level), ' ');
+  };
+  out += value.is_array() ? '[' : '{';
+  bool first = true;
+  for (const auto& [key, el] : value.items()) {
+    if (!first) {
+      out += ',';
+    }
+    first = false;
+    newline(depth + 1);
+    if (value.is_object()) {
+      appendEscaped(key, out);
+      out += ": ";
+    }
+    stringifyIndentedTo(el, indent, depth + 1, out);
+  }
+  newline(depth);
+  out += value.is_array() ? ']' : '}';
+}
+
+}  // namespace
+
+std::string stringifyIndented(const Json& value, int indent) {
+  std::string out;
+  if (indent <= 0) {
+    stringifyTo(value, out);
+  } else {
+    stringifyIndentedTo(value, std::min(indent, 10), 0, out);  // JS caps the indent at 10
+  }
   return out;
 }
 

@@ -45,5 +45,8 @@ struct Lookup {
 // strings escaped like JS. Key order is the JSON object's (sorted), JS keeps insertion order.
 [[nodiscard]] std::string stringify(const Json& value);
 void stringifyTo(const Json& value, std::string& out);
+// JSON.stringify(v, null, indent): as stringify, with `indent` spaces per level, one member or
+// element per line, ": " after keys, and `[]` / `{}` for empty ones. indent 0 is stringify.
+[[nodiscard]] std::string stringifyIndented(const Json& value, int indent);
 
 }  // namespace oe::expr

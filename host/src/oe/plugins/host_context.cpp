@@ -3,6 +3,8 @@
 #include "oe/plugins/host_context.hpp"
 
 #include <oe/ext/http.h>
+#include <oe/ext/llm.h>
+#include <oe/ext/prompt.h>
 
 #include <cstring>
 #include <exception>
@@ -16,6 +18,14 @@ namespace {
 
 std::string_view view(oe_str s) noexcept {
   return s.ptr == nullptr ? std::string_view{} : std::string_view{s.ptr, s.len};
+}
+
+// Hands `text` to the plugin as a host buffer (freed by apiRelease).
+void giveBuffer(std::string text, oe_host_buf* out) {
+  auto owned = std::make_unique<std::string>(std::move(text));
+  out->ptr = owned->data();
+  out->len = owned->size();
+  out->opaque = owned.release();
 }
 
 void OE_ABI apiLog(oe_host_ctx* ctx, oe_log_level level, oe_str message) {
@@ -67,14 +77,12 @@ oe_status OE_ABI apiStateGet(oe_host_ctx* ctx, oe_str field, oe_host_buf* out) {
     return OE_INVALID_ARGUMENT;
   }
   try {
-    auto value = std::make_unique<std::string>();
-    const oe_status status = ctx->stateGet(view(field), *value);
+    std::string value;
+    const oe_status status = ctx->stateGet(view(field), value);
     if (status != OE_OK) {
       return status;
     }
-    out->ptr = value->data();
-    out->len = value->size();
-    out->opaque = value.release();
+    giveBuffer(std::move(value), out);
     return OE_OK;
   } catch (...) {
     return OE_INTERNAL;
@@ -85,6 +93,67 @@ bool OE_ABI apiIsCancelled(oe_host_ctx* ctx) {
   return ctx != nullptr && ctx->isCancelled();
 }
 
+oe_status OE_ABI llmComplete(oe_host_ctx* ctx, oe_str request_json, oe_host_buf* out_response,
+                             oe_host_buf* out_error) {
+  if (out_response != nullptr) {
+    *out_response = oe_host_buf{nullptr, 0, nullptr};
+  }
+  if (out_error != nullptr) {
+    *out_error = oe_host_buf{nullptr, 0, nullptr};
+  }
+  if (ctx == nullptr || out_response == nullptr || out_error == nullptr) {
+    return OE_INVALID_ARGUMENT;
+  }
+  try {
+    std::string out;
+    const oe_status status = ctx->llmComplete(view(request_json), out);
+    giveBuffer(std::move(out), status == OE_OK ? out_response : out_error);
+    return status;
+  } catch (const std::exception& e) {
+    giveBuffer(std::string("oe.llm/1: ") + e.what(), out_error);
+    return OE_INTERNAL;
+  } catch (...) {
+    return OE_INTERNAL;
+  }
+}
+
+oe_status OE_ABI promptRender(oe_host_ctx* ctx, oe_str template_text, oe_host_buf* out_text) {
+  if (ctx == nullptr || out_text == nullptr) {
+    return OE_INVALID_ARGUMENT;
+  }
+  *out_text = oe_host_buf{nullptr, 0, nullptr};
+  try {
+    std::string out;
+    const oe_status status = ctx->renderPrompt(view(template_text), out);
+    if (status == OE_OK) {
+      giveBuffer(std::move(out), out_text);
+    }
+    return status;
+  } catch (...) {
+    return OE_INTERNAL;
+  }
+}
+
+oe_status OE_ABI promptValues(oe_host_ctx* ctx, uint32_t indent, oe_host_buf* out_json) {
+  if (ctx == nullptr || out_json == nullptr) {
+    return OE_INVALID_ARGUMENT;
+  }
+  *out_json = oe_host_buf{nullptr, 0, nullptr};
+  try {
+    std::string out;
+    const oe_status status = ctx->promptValues(indent, out);
+    if (status == OE_OK) {
+      giveBuffer(std::move(out), out_json);
+    }
+    return status;
+  } catch (...) {
+    return OE_INTERNAL;
+  }
+}
+
+constexpr oe_llm_api kLlmApi{sizeof(oe_llm_api), &llmComplete};
+constexpr oe_prompt_api kPromptApi{sizeof(oe_prompt_api), &promptRender, &promptValues};
+
 const void* OE_ABI apiGetExtension(oe_host_ctx* ctx, const char* id) {
   if (ctx == nullptr || id == nullptr) {
     return nullptr;
@@ -92,6 +161,12 @@ const void* OE_ABI apiGetExtension(oe_host_ctx* ctx, const char* id) {
   // Services every context offers; the rest is up to the context.
   if (std::strcmp(id, OE_EXT_HTTP) == 0) {
     return net::httpApi();
+  }
+  if (std::strcmp(id, OE_EXT_LLM) == 0) {
+    return &kLlmApi;
+  }
+  if (std::strcmp(id, OE_EXT_PROMPT) == 0) {
+    return &kPromptApi;
   }
   try {
     return ctx->extension(id);

@@ -33,6 +33,18 @@ struct oe_host_ctx {
   }
   [[nodiscard]] virtual bool isCancelled() const { return false; }
   [[nodiscard]] virtual const void* extension(const char* /*id*/) { return nullptr; }
+  // oe.llm/1 complete: `out` receives the response JSON on OE_OK, else the message.
+  virtual oe_status llmComplete(std::string_view /*request_json*/, std::string& out) {
+    out = "oe.llm/1 is only available inside a node invocation";
+    return OE_FAILED_PRECONDITION;
+  }
+  // oe.prompt/1 render and values_json.
+  virtual oe_status renderPrompt(std::string_view /*template_text*/, std::string& /*out*/) {
+    return OE_FAILED_PRECONDITION;
+  }
+  virtual oe_status promptValues(uint32_t /*indent*/, std::string& /*out*/) {
+    return OE_FAILED_PRECONDITION;
+  }
 };
 
 namespace oe::plugins {

@@ -30,6 +30,13 @@ PluginLibrary::~PluginLibrary() {
   // Boost.DLL's handle is released, but RTLD_NODELETE keeps the code mapped.
 }
 
+const void* PluginLibrary::extension(const char* id) const {
+  if (!initialised_ || entry_->get_extension == nullptr || id == nullptr) {
+    return nullptr;
+  }
+  return entry_->get_extension(self_, id);
+}
+
 Result<std::shared_ptr<PluginLibrary>> PluginLibrary::open(const std::filesystem::path& path,
                                                             LogSink* log_sink) {
   std::shared_ptr<PluginLibrary> lib(new PluginLibrary());  // private constructor

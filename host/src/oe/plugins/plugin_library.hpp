@@ -31,6 +31,8 @@ class PluginLibrary {
   [[nodiscard]] uint32_t abiVersion() const { return entry_->abi_version; }
   [[nodiscard]] const std::vector<const oe_node_kind*>& kinds() const { return kinds_; }
   [[nodiscard]] oe_plugin* self() const { return self_; }
+  // The plugin-level service `id` (entry->get_extension), e.g. oe.llm-provider/1; NULL if none.
+  [[nodiscard]] const void* extension(const char* id) const;
 
  private:
   struct Impl;

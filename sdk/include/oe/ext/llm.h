@@ -24,12 +24,19 @@ OE_BEGIN_DECLS
 /* Host service, from host->get_extension(call, OE_EXT_LLM). */
 typedef struct oe_llm_api {
   uint32_t struct_size;
-  /* [thread-safe, blocking] call: the invocation's call context (the host accounts tokens to its
-   * node, emits node.tokens, checks the budget before the call, honours cancellation).
-   * Fails with OE_RESOURCE_EXHAUSTED when the run's budget would be exceeded,
-   * OE_FAILED_PRECONDITION when no provider is configured (the message says which env vars). */
-  oe_status(OE_ABI* complete)(oe_host_ctx* call, oe_str request_json, oe_writer* response,
-                              oe_writer* err);
+  /* [thread-safe, blocking] call: the invocation's call context. The host resolves the provider
+   * and model, waits for the run's rate limits (runtime.limits), checks the budget before the
+   * call, accounts the tokens to the node (node.tokens event, node metrics, run totals), records
+   * or replays (--llm-record / --llm-replay), and honours cancellation.
+   * request_json: BORROWED, the request shape above ("model" optional: the node's `model:`).
+   * On return exactly one buffer is filled: out_response (the response JSON) on OE_OK, out_error
+   * (the message) otherwise; both are HOST-owned, give a filled one back with host->release.
+   * Statuses: OE_RESOURCE_EXHAUSTED when the run's budget would be exceeded (the run stops with
+   * reason budget_exhausted; do not retry), OE_FAILED_PRECONDITION when no provider is configured
+   * (the message says which env vars to set) or a replay has no recording for the request,
+   * OE_CANCELLED, or the provider's status after its own retries. */
+  oe_status(OE_ABI* complete)(oe_host_ctx* call, oe_str request_json, oe_host_buf* out_response,
+                              oe_host_buf* out_error);
   /* Append new members here only. */
 } oe_llm_api;
 

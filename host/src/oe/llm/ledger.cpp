@@ -1,0 +1,111 @@
+// Accounting and budget; see ledger.hpp.
+#include "oe/llm/ledger.hpp"
+
+#include <cstdio>
+
+namespace oe::llm {
+namespace {
+
+constexpr int64_t kFramingPerMessage = 8;  // role markers and separators of a chat format
+constexpr int64_t kFramingPerRequest = 16;
+
+std::string usd(double value) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "$%.4f", value);
+  return buf;
+}
+
+int64_t textBytes(const Json& value) {
+  if (value.is_string()) {
+    return static_cast<int64_t>(value.get_ref<const std::string&>().size());
+  }
+  if (value.is_null()) {
+    return 0;
+  }
+  return static_cast<int64_t>(value.dump().size());
+}
+
+}  // namespace
+
+Json Usage::toJson() const {
+  return Json{{"input_tokens", input_tokens},
+              {"output_tokens", output_tokens},
+              {"cost_usd", cost_usd},
+              {"llm_calls", calls}};
+}
+
+Usage Usage::fromJson(const Json& json) {
+  Usage u;
+  if (!json.is_object()) {
+    return u;
+  }
+  u.input_tokens = json.value("input_tokens", int64_t{0});
+  u.output_tokens = json.value("output_tokens", int64_t{0});
+  u.cost_usd = json.value("cost_usd", 0.0);
+  u.calls = json.value("llm_calls", int64_t{0});
+  return u;
+}
+
+int64_t maxInputTokens(const Json& request) {
+  int64_t bound = kFramingPerRequest;
+  if (auto system = request.find("system"); system != request.end()) {
+    bound += textBytes(*system);
+  }
+  if (auto messages = request.find("messages");
+      messages != request.end() && messages->is_array()) {
+    for (const auto& message : *messages) {
+      bound += kFramingPerMessage + textBytes(message.is_object() ? message.value("content", Json())
+                                                                  : message);
+    }
+  }
+  if (auto tools = request.find("tools"); tools != request.end()) {
+    bound += textBytes(*tools);
+  }
+  return bound;
+}
+
+std::optional<Ledger::Refusal> Ledger::reserve(const Reservation& need) {
+  std::lock_guard lock(mutex_);
+  if (budget_.max_tokens) {
+    const int64_t committed = spent_.tokens() + reserved_.tokens;
+    if (committed + need.tokens > *budget_.max_tokens) {
+      return Refusal{"run budget exhausted: the call could use up to " +
+                     std::to_string(need.tokens) + " tokens, but runtime.budget.max_tokens is " +
+                     std::to_string(*budget_.max_tokens) + " and " +
+                     std::to_string(spent_.tokens()) + " are spent and " +
+                     std::to_string(reserved_.tokens) + " held by calls in flight"};
+    }
+  }
+  if (budget_.max_cost_usd) {
+    const double committed = spent_.cost_usd + reserved_.cost_usd;
+    if (committed + need.cost_usd > *budget_.max_cost_usd) {
+      return Refusal{"run budget exhausted: the call could cost up to " + usd(need.cost_usd) +
+                     ", but runtime.budget.max_cost_usd is " + usd(*budget_.max_cost_usd) +
+                     " and " + usd(spent_.cost_usd) + " is spent and " +
+                     usd(reserved_.cost_usd) + " held by calls in flight"};
+    }
+  }
+  reserved_.tokens += need.tokens;
+  reserved_.cost_usd += need.cost_usd;
+  return std::nullopt;
+}
+
+void Ledger::settle(const Reservation& reserved, const Usage& used) {
+  std::lock_guard lock(mutex_);
+  reserved_.tokens -= reserved.tokens;
+  reserved_.cost_usd -= reserved.cost_usd;
+  spent_ += used;
+}
+
+void Ledger::cancel(const Reservation& reserved) {
+  std::lock_guard lock(mutex_);
+  reserved_.tokens -= reserved.tokens;
+  reserved_.cost_usd -= reserved.cost_usd;
+}
+
+Usage Ledger::spent() const {
+  std::lock_guard lock(mutex_);
+  return spent_;
+}
+
+}  // namespace oe::llm

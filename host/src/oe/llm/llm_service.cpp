@@ -1,0 +1,296 @@
+// The run's LLM service; see llm_service.hpp.
+#include "oe/llm/llm_service.hpp"
+
+#include <cstring>
+
+#include "oe/plugins/host_context.hpp"
+
+namespace oe::llm {
+namespace {
+
+constexpr int64_t kDefaultMaxTokens = 4096;  // what the provider plugin sends when none is given
+constexpr const char* kAnthropicDefault = "claude-sonnet-4-6";
+constexpr const char* kOpenAiDefault = "gpt-4o-2024-11-20";
+
+Answer fail(oe_status status, std::string message) { return Answer{status, std::move(message)}; }
+
+std::string nodeTag(const Site& site) { return "node \"" + std::string(site.node_id) + "\": "; }
+
+}  // namespace
+
+Result<ProviderChoice> chooseProvider(const Settings& settings) {
+  const Environment& env = settings.env;
+  const auto anthropic = [&] {
+    return ProviderChoice{"anthropic",
+                          env.anthropic_model.empty() ? kAnthropicDefault : env.anthropic_model};
+  };
+  const auto openai = [&] {
+    return ProviderChoice{"openai", env.openai_model.empty() ? kOpenAiDefault : env.openai_model};
+  };
+  const std::string& flag = settings.provider_flag;
+  if (flag == "anthropic") {
+    if (env.anthropic_api_key.empty()) {
+      return makeError("--llm anthropic requires ANTHROPIC_API_KEY");
+    }
+    return anthropic();
+  }
+  if (flag == "openai") {
+    // oe extension: a local OpenAI-compatible server (OPENAI_BASE_URL) may need no key.
+    if (env.openai_api_key.empty() && env.openai_base_url.empty()) {
+      return makeError("--llm openai requires OPENAI_API_KEY");
+    }
+    return openai();
+  }
+  if (!flag.empty()) {
+    return makeError("unknown --llm value: " + flag + ". Use 'anthropic' or 'openai'.");
+  }
+  if (!env.anthropic_api_key.empty()) {
+    return anthropic();
+  }
+  if (!env.openai_api_key.empty() || !env.openai_base_url.empty()) {
+    return openai();
+  }
+  return makeError(
+      "No LLM provider configured. Set ANTHROPIC_API_KEY or OPENAI_API_KEY, or pass --llm "
+      "<anthropic|openai>.");
+}
+
+LlmService::LlmService(Settings settings, const plugins::PluginRegistry& registry, Usage prior)
+    : settings_(std::move(settings)),
+      registry_(registry),
+      ledger_(settings_.budget, prior),
+      limiter_(settings_.limits),
+      prior_(prior) {}
+
+Result<std::unique_ptr<LlmService>> LlmService::create(Settings settings,
+                                                       const plugins::PluginRegistry& registry,
+                                                       Usage prior) {
+  if (settings.prices.empty()) {
+    settings.prices = defaultPrices();
+  }
+  std::unique_ptr<LlmService> service(new LlmService(std::move(settings), registry, prior));
+  if (service->settings_.replay_file) {
+    auto replayer = Replayer::load(*service->settings_.replay_file);
+    if (!replayer) {
+      return replayer.error();
+    }
+    service->replayer_ = std::move(replayer).value();
+  }
+  if (service->settings_.record_file) {
+    auto recorder = Recorder::open(*service->settings_.record_file);
+    if (!recorder) {
+      return recorder.error();
+    }
+    service->recorder_ = std::move(recorder).value();
+  }
+  return service;
+}
+
+Usage LlmService::runUsage() const {
+  Usage total = ledger_.spent();
+  total.input_tokens -= prior_.input_tokens;
+  total.output_tokens -= prior_.output_tokens;
+  total.cost_usd -= prior_.cost_usd;
+  total.calls -= prior_.calls;
+  return total;
+}
+
+Result<const LlmService::Provider*> LlmService::provider() {
+  std::lock_guard lock(provider_mutex_);
+  if (!provider_) {
+    provider_ = [&]() -> Result<Provider> {
+      auto choice = chooseProvider(settings_);
+      if (!choice) {
+        return choice.error();
+      }
+      for (const auto& library : registry_.libraries()) {
+        const auto* table =
+            static_cast<const oe_llm_provider*>(library->extension(OE_EXT_LLM_PROVIDER));
+        if (table == nullptr || table->struct_size < sizeof(oe_llm_provider) ||
+            table->providers == nullptr) {
+          continue;
+        }
+        for (const char* const* name = table->providers; *name != nullptr; ++name) {
+          if (choice->provider == *name) {
+            Json config = {{"provider", choice->provider}};
+            return Provider{choice->provider, choice->default_model, table, library->self(),
+                            config.dump()};
+          }
+        }
+      }
+      return makeError("no loaded plugin provides the LLM provider \"" + choice->provider +
+                       "\" (oe.llm-provider/1); is openai_llm.so installed? `oe plugins` lists "
+                       "what loaded");
+    }();
+  }
+  if (!provider_->ok()) {
+    return provider_->error();
+  }
+  return &provider_->value();
+}
+
+Answer LlmService::complete(const Site& site, std::string_view request_json) {
+  Json request = Json::parse(request_json, nullptr, false);
+  if (request.is_discarded() || !request.is_object() || !request.contains("messages") ||
+      !request["messages"].is_array()) {
+    return fail(OE_INVALID_ARGUMENT,
+                nodeTag(site) + "oe.llm/1 request is not a JSON object with a \"messages\" array");
+  }
+  const std::string key = requestKey(request);
+
+  if (replayer_) {
+    const Replayer::Exchange* found = replayer_->find(key);
+    if (found == nullptr) {
+      return fail(OE_FAILED_PRECONDITION,
+                  nodeTag(site) + "no recorded LLM response for this request (key " +
+                      key.substr(0, 12) + ") in " + replayer_->path().string() +
+                      "; the prompt, model, schema or inputs changed since it was recorded: "
+                      "re-record with --llm-record " + replayer_->path().string());
+    }
+    const std::string model = found->response.value("model", request.value("model", ""));
+    Usage used = Usage::fromJson(found->response.value("usage", Json::object()));
+    Ledger::Reservation exact{used.tokens(), 0};
+    if (const Price* price = findPrice(settings_, model)) {
+      exact.cost_usd = (static_cast<double>(used.input_tokens) * price->input +
+                        static_cast<double>(used.output_tokens) * price->output) /
+                       1e6;
+    }
+    if (auto refused = ledger_.reserve(exact)) {
+      if (site.usage != nullptr) {
+        site.usage->budget_refused = true;
+      }
+      return fail(OE_RESOURCE_EXHAUSTED, nodeTag(site) + refused->message);
+    }
+    account(site, found->provider, model, found->response, exact);
+    return Answer{OE_OK, found->response.dump()};
+  }
+
+  auto resolved = provider();
+  if (!resolved) {
+    return fail(OE_FAILED_PRECONDITION, nodeTag(site) + resolved.error().message);
+  }
+  const Provider& p = **resolved;
+  Json sent = request;
+  if (!sent.contains("model") || !sent["model"].is_string() ||
+      sent["model"].get_ref<const std::string&>().empty()) {
+    sent["model"] = p.default_model;
+  }
+  const std::string model = sent["model"].get<std::string>();
+
+  // The most this call can spend: every input byte a token, plus the full max_tokens answer.
+  const int64_t max_out = sent.value("max_tokens", kDefaultMaxTokens);
+  const int64_t max_in = maxInputTokens(sent);
+  Ledger::Reservation need{max_in + max_out, 0};
+  const Price* price = findPrice(settings_, model);
+  if (price != nullptr) {
+    need.cost_usd = (static_cast<double>(max_in) * price->input +
+                     static_cast<double>(max_out) * price->output) /
+                    1e6;
+  } else if (ledger_.limitsCost()) {
+    return fail(OE_FAILED_PRECONDITION,
+                nodeTag(site) + "runtime.budget.max_cost_usd is set but model \"" + model +
+                    "\" has no price: add runtime.prices." + model +
+                    ": {input: <USD per million tokens>, output: <USD per million tokens>}");
+  }
+  if (auto refused = ledger_.reserve(need)) {
+    if (site.usage != nullptr) {
+      site.usage->budget_refused = true;
+    }
+    return fail(OE_RESOURCE_EXHAUSTED, nodeTag(site) + refused->message);
+  }
+
+  std::optional<RateLimiter::Ticket> ticket;
+  if (limiter_.limits(p.name, model)) {
+    ticket = limiter_.acquire(
+        p.name, model, need.tokens,
+        [&site] { return site.ctx != nullptr && site.ctx->isCancelled(); },
+        [&site](const std::string& limit) {
+          if (site.ctx != nullptr) {
+            Json fields = {{"activity", "waiting for room under " + limit}};
+            (void)site.ctx->emitEvent("node.activity", fields.dump());
+          }
+        });
+    if (!ticket) {
+      ledger_.cancel(need);
+      return fail(OE_CANCELLED, nodeTag(site) + "cancelled while waiting for " + p.name +
+                                    " rate limits");
+    }
+  }
+
+  oe_writer response;
+  oe_writer error;
+  const std::string sent_text = sent.dump();
+  const oe_status status =
+      p.table->complete(p.self, site.ctx, oe_str{p.config_json.data(), p.config_json.size()},
+                        oe_str{sent_text.data(), sent_text.size()}, &response, &error);
+  Json answer;
+  if (status == OE_OK) {
+    answer = Json::parse(response.data, nullptr, false);
+  }
+  const bool ok = status == OE_OK && answer.is_object();
+  if (ticket) {
+    int64_t actual = 0;
+    if (ok) {
+      actual = Usage::fromJson(answer.value("usage", Json::object())).tokens();
+    }
+    limiter_.release(*ticket, actual);
+  }
+  if (!ok) {
+    ledger_.cancel(need);
+    if (status == OE_OK) {
+      return fail(OE_INTERNAL, nodeTag(site) + "the " + p.name +
+                                   " provider plugin returned a response that is not a JSON "
+                                   "object");
+    }
+    std::string message = error.data.empty() ? "the LLM call failed" : error.data;
+    return fail(status, nodeTag(site) + message);
+  }
+  if (!answer.contains("model")) {
+    answer["model"] = model;
+  }
+  account(site, p.name, model, answer, need);
+  if (recorder_) {
+    if (auto recorded = recorder_->append(key, site.node_id, p.name, request, answer);
+        !recorded && site.ctx != nullptr) {
+      site.ctx->log(OE_LOG_WARN, recorded.error().message);
+    }
+  }
+  return Answer{OE_OK, answer.dump()};
+}
+
+void LlmService::account(const Site& site, std::string_view provider, const std::string& model,
+                         const Json& response, const Ledger::Reservation& reserved) {
+  Usage used = Usage::fromJson(response.value("usage", Json::object()));
+  used.calls = 1;
+  const std::string& used_model = response.contains("model") && response["model"].is_string()
+                                      ? response["model"].get_ref<const std::string&>()
+                                      : model;
+  const Price* price = findPrice(settings_, used_model);
+  if (price == nullptr) {
+    price = findPrice(settings_, model);
+  }
+  if (price != nullptr) {
+    used.cost_usd = (static_cast<double>(used.input_tokens) * price->input +
+                     static_cast<double>(used.output_tokens) * price->output) /
+                    1e6;
+  }
+  ledger_.settle(reserved, used);
+  if (site.usage != nullptr) {
+    site.usage->usage += used;
+  }
+  if (site.ctx != nullptr && response.contains("usage")) {
+    // Upstream's fields in upstream's order, then oe's.
+    nlohmann::ordered_json fields;
+    fields["input_tokens"] = used.input_tokens;
+    fields["output_tokens"] = used.output_tokens;
+    fields["model"] = used_model;
+    fields["provider"] = provider;
+    if (price != nullptr) {
+      fields["cost_usd"] = used.cost_usd;
+    }
+    const std::string text = fields.dump();
+    (void)site.ctx->emitEvent("node.tokens", text);
+  }
+}
+
+}  // namespace oe::llm

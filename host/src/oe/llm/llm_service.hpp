@@ -1,0 +1,91 @@
+// The host's LLM service (oe.llm/1, docs/llm.md): one per run. Between a node kind's request and
+// a provider plugin it resolves the provider and model (lazily: a run of tools needs no key),
+// applies runtime.limits, checks runtime.budget before the call, accounts tokens and cost to
+// the node, and records or replays the exchange.
+#pragma once
+
+#include <oe/ext/llm.h>
+
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "oe/common/json.hpp"
+#include "oe/common/result.hpp"
+#include "oe/llm/ledger.hpp"
+#include "oe/llm/rate_limiter.hpp"
+#include "oe/llm/recording.hpp"
+#include "oe/llm/settings.hpp"
+#include "oe/plugins/registry.hpp"
+
+namespace oe::llm {
+
+// What one node invocation spent, and whether the budget stopped it.
+struct CallUsage {
+  Usage usage;
+  bool budget_refused = false;
+};
+
+// Where a request comes from: the invocation's context (cancellation, events) and node.
+struct Site {
+  oe_host_ctx* ctx = nullptr;
+  std::string_view node_id;
+  CallUsage* usage = nullptr;  // accumulates this invocation's calls; may be null
+};
+
+struct Answer {
+  oe_status status = OE_OK;
+  std::string body;  // the response JSON on OE_OK, else the message
+};
+
+// Provider and default model as reference §7 picks them.
+struct ProviderChoice {
+  std::string provider;       // "anthropic" or "openai"
+  std::string default_model;  // OE_*_MODEL or the provider's default
+};
+[[nodiscard]] Result<ProviderChoice> chooseProvider(const Settings& settings);
+
+class LlmService {
+ public:
+  // Opens the recording or loads the replay file (errors name the file). `prior`: the usage of
+  // the runs this one resumes, so the budget covers the whole chain.
+  static Result<std::unique_ptr<LlmService>> create(Settings settings,
+                                                    const plugins::PluginRegistry& registry,
+                                                    Usage prior);
+
+  // [thread-safe, blocking] One completion for the node at `site`.
+  Answer complete(const Site& site, std::string_view request_json);
+
+  [[nodiscard]] Usage runUsage() const;  // this run's calls
+  [[nodiscard]] Usage totalUsage() const { return ledger_.spent(); }  // prior + this run
+  [[nodiscard]] const Settings& settings() const { return settings_; }
+
+ private:
+  struct Provider {
+    std::string name;
+    std::string default_model;
+    const oe_llm_provider* table = nullptr;
+    oe_plugin* self = nullptr;
+    std::string config_json;
+  };
+  LlmService(Settings settings, const plugins::PluginRegistry& registry, Usage prior);
+  Result<const Provider*> provider();  // resolved on the first live call, then cached
+  Answer call(const Site& site, const Json& request, const std::string& key);
+  void account(const Site& site, std::string_view provider, const std::string& model,
+               const Json& response, const Ledger::Reservation& reserved);
+
+  Settings settings_;
+  const plugins::PluginRegistry& registry_;
+  Ledger ledger_;
+  RateLimiter limiter_;
+  std::unique_ptr<Recorder> recorder_;
+  std::unique_ptr<Replayer> replayer_;
+  Usage prior_;
+
+  std::mutex provider_mutex_;
+  std::optional<Result<Provider>> provider_;
+};
+
+}  // namespace oe::llm

@@ -1,0 +1,72 @@
+// What a run's LLM service is told: rate limits, budget and prices from `runtime:` in the YAML,
+// overridden by `oe run` flags, and the environment that picks the provider (reference §7).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "oe/common/json.hpp"
+#include "oe/common/result.hpp"
+
+namespace oe::llm {
+
+// One `runtime.limits` entry. Absent members do not limit.
+struct Limit {
+  std::optional<int> max_in_flight;
+  std::optional<int> requests_per_minute;
+  std::optional<int64_t> tokens_per_minute;
+};
+
+struct ProviderLimits {
+  Limit limit;                                            // every call to the provider
+  std::map<std::string, Limit, std::less<>> models;       // calls to one model of it
+};
+
+// USD per million tokens.
+struct Price {
+  double input = 0;
+  double output = 0;
+};
+
+struct Budget {
+  std::optional<int64_t> max_tokens{};  // input + output tokens of every call of the run
+  std::optional<double> max_cost_usd{};
+};
+
+// The provider-selection environment (reference §7), read once per run so a run sees one view.
+struct Environment {
+  std::string anthropic_api_key{};
+  std::string openai_api_key{};
+  std::string openai_base_url{};
+  std::string anthropic_model{};  // OE_ANTHROPIC_MODEL
+  std::string openai_model{};     // OE_OPENAI_MODEL
+  static Environment fromProcess();
+};
+
+struct Settings {
+  std::string provider_flag;  // --llm: "anthropic", "openai" or empty
+  std::map<std::string, ProviderLimits, std::less<>> limits;  // provider -> limits
+  Budget budget;
+  std::map<std::string, Price, std::less<>> prices;  // model -> price; shipped defaults + YAML
+  std::optional<std::filesystem::path> record_file;  // --llm-record
+  std::optional<std::filesystem::path> replay_file;  // --llm-replay
+  Environment env;
+};
+
+// The shipped list prices (USD per million tokens, as published by the providers).
+[[nodiscard]] std::map<std::string, Price, std::less<>> defaultPrices();
+
+// Reads `runtime.limits`, `runtime.budget` and `runtime.prices` (the `runtime` object of the
+// experience; null when absent) into `settings`, on top of the default prices. The shapes are
+// checked by the experience schema at validation time; what reaches here is well-formed, so an
+// error means a value the schema cannot express (a negative price).
+[[nodiscard]] Result<void> applyRuntime(const Json& runtime, Settings& settings);
+
+// The price of `model`: an exact entry, else the longest entry that is a prefix of it (a dated
+// snapshot such as claude-sonnet-4-5-20250929 costs what claude-sonnet-4-5 costs).
+[[nodiscard]] const Price* findPrice(const Settings& settings, std::string_view model);
+
+}  // namespace oe::llm
