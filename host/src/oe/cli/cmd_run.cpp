@@ -1,5 +1,6 @@
 // `oe run [path]` and `oe resume <run-id>`: execute an experience and print its final state.
 #include <chrono>
+#include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -25,7 +26,61 @@ struct RunArgs {
   std::string from_node;
   std::string only_node;
   std::string experience = ".";
+  std::string llm;         // --llm anthropic|openai
+  std::string llm_record;  // --llm-record FILE
+  std::string llm_replay;  // --llm-replay FILE
+  std::string max_tokens;
+  std::string max_cost_usd;
 };
+
+// What the runs a resumed run continues already spent on LLM calls: the chain's earlier total
+// (usage_before in run.started) plus every node.tokens event of the log.
+llm::Usage priorUsage(const std::vector<Json>& events) {
+  llm::Usage total;
+  for (const auto& event : events) {
+    const std::string type = event.value("type", "");
+    if (type == "run.started") {
+      total += llm::Usage::fromJson(event.value("usage_before", Json::object()));
+    } else if (type == "node.tokens") {
+      total.input_tokens += event.value("input_tokens", int64_t{0});
+      total.output_tokens += event.value("output_tokens", int64_t{0});
+      total.cost_usd += event.value("cost_usd", 0.0);
+      total.calls += 1;
+    }
+  }
+  return total;
+}
+
+// Parses --max-tokens / --max-cost-usd; false (after saying why) when malformed.
+bool parseBudget(const RunArgs& a, llm::Budget& budget) {
+  try {
+    if (!a.max_tokens.empty()) {
+      size_t used = 0;
+      const long long value = std::stoll(a.max_tokens, &used);
+      if (used != a.max_tokens.size() || value < 0) {
+        throw std::invalid_argument("negative");
+      }
+      budget.max_tokens = value;
+    }
+  } catch (const std::exception&) {
+    std::cerr << "oe: --max-tokens must be a non-negative integer\n";
+    return false;
+  }
+  try {
+    if (!a.max_cost_usd.empty()) {
+      size_t used = 0;
+      const double value = std::stod(a.max_cost_usd, &used);
+      if (used != a.max_cost_usd.size() || !(value >= 0)) {
+        throw std::invalid_argument("negative");
+      }
+      budget.max_cost_usd = value;
+    }
+  } catch (const std::exception&) {
+    std::cerr << "oe: --max-cost-usd must be a non-negative number of US dollars\n";
+    return false;
+  }
+  return true;
+}
 
 // Live progress on stderr: one line per finished, failed, skipped or retried node.
 void printProgress(const Json& event) {
@@ -86,8 +141,20 @@ Json definitionChanges(const spec::Experience& experience, const std::string& ru
 }
 
 int execute(const RunArgs& a, const std::filesystem::path& path, Json run_args,
-            const std::string& resumed_from) {
+            const std::string& resumed_from, llm::Usage prior_usage = {}) {
   run::RunOptions options;
+  options.llm.env = llm::Environment::fromProcess();
+  options.llm.provider_flag = a.llm;
+  if (!a.llm_record.empty()) {
+    options.llm.record_file = a.llm_record;
+  }
+  if (!a.llm_replay.empty()) {
+    options.llm.replay_file = a.llm_replay;
+  }
+  if (!parseBudget(a, options.budget_override)) {
+    return kExitUsage;
+  }
+  options.prior_usage = prior_usage;
   options.args = std::move(run_args);
   options.use_cache = !a.no_cache;
   options.resumed_from = resumed_from;
@@ -143,6 +210,9 @@ int execute(const RunArgs& a, const std::filesystem::path& path, Json run_args,
     if (!s.stop_reason.empty()) {
       out["reason"] = s.stop_reason;
     }
+    if (s.usage.calls > 0) {
+      out["usage"] = s.usage.toJson();
+    }
     if (!changes.is_null()) {
       out["definition_changes"] = changes;
     }
@@ -151,8 +221,19 @@ int execute(const RunArgs& a, const std::filesystem::path& path, Json run_args,
     std::cout << "run " << s.run_id << ": " << run::toString(s.status) << " in " << ms << " ms ("
               << s.ran << " ran, " << s.cached << " cached, " << s.failed << " failed, "
               << s.skipped << " skipped)\n";
+    if (s.usage.calls > 0) {
+      char cost[32];
+      std::snprintf(cost, sizeof cost, "%.4f", s.usage.cost_usd);
+      std::cout << "llm: " << s.usage.calls << " calls, " << s.usage.input_tokens << " in + "
+                << s.usage.output_tokens << " out tokens, $" << cost << '\n';
+    }
     if (!s.stop_reason.empty()) {
       std::cout << "stopped: " << s.stop_reason << '\n';
+    }
+    if (s.stop_reason == "budget_exhausted") {
+      std::cout << "raise runtime.budget (or pass --max-tokens / --max-cost-usd) and run `oe "
+                   "resume "
+                << s.run_id << "` to continue\n";
     }
     std::cout << "events: " << s.event_log.string() << '\n' << "final state:\n";
     printState(std::cout, *experience, s.final_state);
@@ -166,6 +247,17 @@ void addCommonFlags(CLI::App& cmd, RunArgs& a) {
   cmd.add_flag("--json", a.json, "Print {run_id, status, final_state} as JSON, no progress");
   cmd.add_flag("-q,--quiet", a.quiet, "No per-node progress on stderr");
   cmd.add_flag("--strict", a.strict, "Treat validation warnings (unknown keys) as errors");
+  cmd.add_option("--llm", a.llm, "LLM provider: anthropic or openai (default: from the API keys set)");
+  auto* record = cmd.add_option("--llm-record", a.llm_record,
+                                "Append every LLM request and response to this JSONL file");
+  cmd.add_option("--llm-replay", a.llm_replay,
+                 "Answer LLM calls from a recording, without network; a request not in it fails "
+                 "its node")
+      ->excludes(record);
+  cmd.add_option("--max-tokens", a.max_tokens,
+                 "Token budget of the run (overrides runtime.budget.max_tokens)");
+  cmd.add_option("--max-cost-usd", a.max_cost_usd,
+                 "Cost budget of the run in USD (overrides runtime.budget.max_cost_usd)");
 }
 
 }  // namespace
@@ -218,7 +310,7 @@ void addResumeCommand(CLI::App& app, int& exit_code) {
       std::cerr << "oe: " << log_path.string()
                 << " does not start with run.started; resuming with no args\n";
     }
-    exit_code = execute(*a, a->experience, std::move(args), a->run_id);
+    exit_code = execute(*a, a->experience, std::move(args), a->run_id, priorUsage(log->events));
   });
 }
 

@@ -27,8 +27,11 @@
 #include "oe/events/event_log.hpp"
 #include "oe/expr/args_template.hpp"
 #include "oe/expr/condition.hpp"
+#include "oe/expr/interpolate.hpp"
+#include "oe/expr/js_value.hpp"
 #include "oe/expr/state_path.hpp"
 #include "oe/graph/dag.hpp"
+#include "oe/llm/llm_service.hpp"
 #include "oe/plugins/host_context.hpp"
 #include "oe/state/state_store.hpp"
 
@@ -142,10 +145,17 @@ struct Call final : oe_host_ctx {
   // Continuation on the coordinator: success flag and the edge_output (null when absent).
   std::function<void(bool ok, const Json* edge_output)> done;
 
+  llm::CallUsage llm_usage;  // written by oe.llm/1 on the worker thread during the attempt
+
   void log(oe_log_level level, std::string_view message) override;
   oe_status emitEvent(std::string_view type, std::string_view fields_json) override;
   oe_status stateGet(std::string_view field, std::string& out_json) override;
   [[nodiscard]] bool isCancelled() const override { return cancelled.load(); }
+  oe_status llmComplete(std::string_view request_json, std::string& out) override;
+  oe_status renderPrompt(std::string_view template_text, std::string& out) override;
+  oe_status promptValues(uint32_t indent, std::string& out) override;
+  // {...state_view, ...edge_inputs, ...args}: what a prompt's placeholders see (reference §2.1).
+  [[nodiscard]] Json promptValueMap() const;
 };
 
 struct NodeRuntime {
@@ -177,8 +187,8 @@ struct NodeRuntime {
 class Run {
  public:
   Run(const spec::Experience& exp, const RunOptions& options, state::StateStore& store,
-      events::EventLog& log, cache::CacheStore* cache)
-      : exp_(exp), options_(options), store_(store), log_(log), cache_(cache) {}
+      events::EventLog& log, cache::CacheStore* cache, llm::LlmService* llm)
+      : exp_(exp), options_(options), store_(store), log_(log), cache_(cache), llm_(llm) {}
 
   Result<void> prepare(const plugins::PluginRegistry& plugins);
   // definitionPin() from the digests this run computes anyway for its cache keys.
@@ -190,6 +200,7 @@ class Run {
 
   // Called from worker threads through Call.
   void logFromPlugin(const Call& call, oe_log_level level, std::string_view message);
+  oe_status llmFromPlugin(Call& call, std::string_view request_json, std::string& out);
   oe_status emitFromPlugin(const Call& call, std::string_view type, std::string_view fields);
 
  private:
@@ -216,6 +227,7 @@ class Run {
   Result<oe_node*> acquireInstance(NodeRuntime& node);
   void releaseInstance(NodeRuntime& node, oe_node* instance);
   void cancelAll(std::string reason);
+  void stopForBudget();
   const std::vector<cache::FileDigest>& fileDigests(NodeRuntime& node);
   void emitLocal(const Json& event) {
     if (options_.on_event) {
@@ -231,6 +243,7 @@ class Run {
   state::StateStore& store_;
   events::EventLog& log_;
   cache::CacheStore* cache_;
+  llm::LlmService* llm_;
   graph::Dag dag_;
   std::vector<NodeRuntime> nodes_;
   Json run_args_;
@@ -274,6 +287,42 @@ oe_status Call::stateGet(std::string_view field, std::string& out_json) {
   auto it = state_view.find(std::string(field));
   out_json = it == state_view.end() ? "null" : it->dump();
   return OE_OK;
+}
+
+oe_status Call::llmComplete(std::string_view request_json, std::string& out) {
+  return run->llmFromPlugin(*this, request_json, out);
+}
+
+Json Call::promptValueMap() const {
+  Json values = state_view;
+  for (const auto& [key, value] : edge_inputs.items()) {
+    values[key] = value;
+  }
+  for (const auto& [key, value] : args.items()) {
+    values[key] = value;
+  }
+  return values;
+}
+
+oe_status Call::renderPrompt(std::string_view template_text, std::string& out) {
+  auto rendered = expr::interpolate(template_text, promptValueMap(), /*strict=*/false);
+  if (!rendered) {
+    return OE_INTERNAL;  // non-strict interpolation has no failure
+  }
+  out = std::move(rendered).value();
+  return OE_OK;
+}
+
+oe_status Call::promptValues(uint32_t indent, std::string& out) {
+  out = expr::stringifyIndented(promptValueMap(), static_cast<int>(indent));
+  return OE_OK;
+}
+
+oe_status Run::llmFromPlugin(Call& call, std::string_view request_json, std::string& out) {
+  llm::Answer answer = llm_->complete(
+      llm::Site{&call, call.node->spec->id, &call.llm_usage}, request_json);
+  out = std::move(answer.body);
+  return answer.status;
 }
 
 void Run::logFromPlugin(const Call& call, oe_log_level level, std::string_view message) {
@@ -682,6 +731,16 @@ void Run::finishRun() {
   if (!summary_.stop_reason.empty()) {
     extra["reason"] = summary_.stop_reason;
   }
+  if (llm_ != nullptr) {
+    summary_.usage = llm_->runUsage();
+    summary_.usage_total = llm_->totalUsage();
+    if (summary_.usage.calls > 0) {
+      extra["usage"] = summary_.usage.toJson();
+    }
+    if (options_.prior_usage.calls > 0) {
+      extra["usage_total"] = summary_.usage_total.toJson();
+    }
+  }
   // One transaction for all the run's hits, so `oe gc` keeps what this run replayed.
   if (cache_ != nullptr) {
     if (auto touched = cache_->touch(cache_hits_, log_.runId()); !touched) {
@@ -863,9 +922,11 @@ void Run::attempt(const std::shared_ptr<Call>& call) {
   };
   const auto timeout = node.spec->timeout_ms;
   // Inline when nothing else could run meanwhile: saves the thread hand-off (35-70 µs here),
-  // which dominates cheap nodes. A node with a timeout always goes to the pool so the
-  // coordinator stays free to fire the timer.
-  const bool inline_call = !timeout && calls_in_flight_ == 1 && ready_.empty() &&
+  // which dominates cheap nodes. Ready nodes cannot start while the concurrency limit is
+  // reached (a fan-out under concurrency 1), so they do not prevent it. A node with a timeout
+  // always goes to the pool so the coordinator stays free to fire the timer.
+  const bool nothing_else_could_start = ready_.empty() || nodes_in_flight_ >= concurrency_;
+  const bool inline_call = !timeout && calls_in_flight_ == 1 && nothing_else_could_start &&
                            (!node.spec->for_each || node.spec->for_each->concurrency <= 1);
   if (inline_call) {
     {
@@ -929,6 +990,17 @@ void Run::invokeDone(const std::shared_ptr<Call>& call) {
     std::string head = call->response.data.substr(0, 200);
     attemptFailed(call, nodeLabel(node) + ": the plugin's response is not JSON: " + head);
     return;
+  }
+  if (call->llm_usage.usage.calls > 0 && output.is_object()) {
+    // The host's own account of the node's LLM calls fills what the plugin did not report.
+    Json& metrics = output["metrics"];
+    if (!metrics.is_object()) {
+      metrics = Json::object();
+    }
+    const llm::Usage& used = call->llm_usage.usage;
+    metrics.emplace("tokens_in", used.input_tokens);
+    metrics.emplace("tokens_out", used.output_tokens);
+    metrics.emplace("cost_usd", used.cost_usd);
   }
   std::string error;
   if (!applyOutput(*call, output, false, &error)) {
@@ -999,6 +1071,19 @@ bool Run::applyOutput(Call& call, const Json& output, bool from_cache, std::stri
 void Run::attemptFailed(const std::shared_ptr<Call>& call, std::string message) {
   NodeRuntime& node = *call->node;
   const spec::OnError& policy = node.spec->on_error;
+  if (call->llm_usage.budget_refused) {
+    // Not the node's fault and not worth a retry: the run stops starting work, lets the calls
+    // in flight finish (their spend is already reserved), and `oe resume` continues it.
+    log_.nodeFailed(node.spec->id,
+                    message + "; raise runtime.budget (or pass --max-tokens / --max-cost-usd) "
+                              "and run `oe resume " + log_.runId() + "`",
+                    node.spec->phase);
+    any_failure_ = true;
+    stopForBudget();
+    auto finish = std::move(call->done);
+    finish(false, nullptr);
+    return;
+  }
   if (!cancelling_ && policy.policy == spec::ErrorPolicy::kRetry && call->attempt < policy.attempts) {
     // Linear unless exponential is asked for (reference §3.3): base*n or base*2^(n-1).
     const int64_t base = policy.base_ms;
@@ -1031,6 +1116,19 @@ void Run::attemptFailed(const std::shared_ptr<Call>& call, std::string message) 
     cancelAll("node \"" + node.spec->id + "\" failed and policy=fail_run: " + message);
   }
   finish(false, nullptr);
+}
+
+void Run::stopForBudget() {
+  if (cancelling_) {
+    return;
+  }
+  cancelling_ = true;
+  summary_.stop_reason = "budget_exhausted";
+  ready_.clear();
+  for (const auto& call : waiting_calls_) {
+    call->timer->cancel();  // a retry would only meet the same budget
+  }
+  asio::post(io_, [this] { pump(); });
 }
 
 void Run::cancelAll(std::string reason) {
@@ -1121,7 +1219,22 @@ Result<RunSummary> runExperience(const spec::Experience& experience,
   if (options.on_event) {
     (*log)->subscribe(options.on_event);
   }
-  Run run(experience, options, **store, **log, cache.get());
+  llm::Settings llm_settings = options.llm;
+  if (auto applied = llm::applyRuntime(experience.raw.value("runtime", Json()), llm_settings);
+      !applied) {
+    return applied.error();
+  }
+  if (options.budget_override.max_tokens) {
+    llm_settings.budget.max_tokens = options.budget_override.max_tokens;
+  }
+  if (options.budget_override.max_cost_usd) {
+    llm_settings.budget.max_cost_usd = options.budget_override.max_cost_usd;
+  }
+  auto llm_service = llm::LlmService::create(std::move(llm_settings), plugins, options.prior_usage);
+  if (!llm_service) {
+    return llm_service.error();
+  }
+  Run run(experience, options, **store, **log, cache.get(), llm_service->get());
   if (auto prepared = run.prepare(plugins); !prepared) {
     return prepared.error();
   }
@@ -1133,6 +1246,9 @@ Result<RunSummary> runExperience(const spec::Experience& experience,
   Json extra = {{"experience", experience.file.string()}};
   if (!options.resumed_from.empty()) {
     extra["resumed_from"] = options.resumed_from;
+  }
+  if (options.prior_usage.calls > 0) {
+    extra["usage_before"] = options.prior_usage.toJson();  // oe resume sums the chain from it
   }
   (*log)->runStarted(options.args.is_object() ? options.args : Json::object(), extra);
   RunSummary summary = run.execute();

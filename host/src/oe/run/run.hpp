@@ -9,6 +9,8 @@
 
 #include "oe/common/json.hpp"
 #include "oe/common/result.hpp"
+#include "oe/llm/ledger.hpp"
+#include "oe/llm/settings.hpp"
 #include "oe/plugins/registry.hpp"
 #include "oe/spec/experience.hpp"
 
@@ -29,6 +31,12 @@ struct RunOptions {
   // other node is not executed: its edge_output comes from the cache, the state is as it is.
   std::string from_node;
   std::string only_node;
+  // The LLM service (docs/llm.md): --llm, --llm-record/--llm-replay and the environment; the
+  // experience's runtime.limits/budget/prices are applied on top by runExperience, then
+  // `budget_override` (--max-tokens / --max-cost-usd) wins over runtime.budget.
+  llm::Settings llm;
+  llm::Budget budget_override;
+  llm::Usage prior_usage;  // what the runs this one resumes spent (the budget covers them)
 };
 
 struct RunSummary {
@@ -41,7 +49,10 @@ struct RunSummary {
   size_t failed = 0;   // nodes that failed
   size_t skipped = 0;  // nodes skipped (predecessor or `when`)
   size_t reused = 0;   // not selected by --from/--only: taken from the cache, not executed
-  std::string stop_reason;  // why the run stopped early (fail_run, interrupted), else empty
+  std::string stop_reason;  // why the run stopped early (fail_run, interrupted,
+                            // budget_exhausted), else empty
+  llm::Usage usage;         // this run's LLM calls
+  llm::Usage usage_total;   // with the runs it resumes
 };
 
 // Runs a loaded and validated experience. Errors here are set-up failures (state file cannot be

@@ -53,11 +53,59 @@ constexpr const char* kSchemaText = R"json({
       "type": "object",
       "properties": {
         "concurrency": { "type": "integer", "minimum": 1 },
-        "deterministic": { "type": "boolean" }
+        "deterministic": { "type": "boolean" },
+        "limits": {
+          "type": "object",
+          "description": "LLM rate limits per provider (anthropic, openai), shared by every node of a run",
+          "additionalProperties": {
+            "allOf": [
+              { "$ref": "#/definitions/llmLimit" },
+              {
+                "properties": {
+                  "models": {
+                    "type": "object",
+                    "description": "Limits of one model of the provider, on top of the provider's",
+                    "additionalProperties": { "$ref": "#/definitions/llmLimit" }
+                  }
+                }
+              }
+            ]
+          }
+        },
+        "budget": {
+          "type": "object",
+          "additionalProperties": false,
+          "description": "Checked before every LLM call; a run that would pass it stops with reason budget_exhausted",
+          "properties": {
+            "max_tokens": { "type": "integer", "minimum": 0 },
+            "max_cost_usd": { "type": "number", "minimum": 0 }
+          }
+        },
+        "prices": {
+          "type": "object",
+          "description": "USD per million tokens per model; overrides the shipped table",
+          "additionalProperties": {
+            "type": "object",
+            "additionalProperties": false,
+            "required": ["input", "output"],
+            "properties": {
+              "input": { "type": "number", "minimum": 0 },
+              "output": { "type": "number", "minimum": 0 }
+            }
+          }
+        }
       }
     }
   },
   "definitions": {
+    "llmLimit": {
+      "type": "object",
+      "properties": {
+        "max_in_flight": { "type": "integer", "minimum": 1 },
+        "requests_per_minute": { "type": "integer", "minimum": 1 },
+        "tokens_per_minute": { "type": "integer", "minimum": 1 }
+      }
+    },
     "stateField": {
       "type": "object",
       "additionalProperties": true,

@@ -498,7 +498,26 @@ class Validator {
     }
     if (auto rt = exp_.raw.is_object() ? exp_.raw.find("runtime") : exp_.raw.end();
         exp_.raw.is_object() && rt != exp_.raw.end()) {
-      checkClosedKeys(*rt, "/runtime", {"concurrency", "deterministic"});
+      checkClosedKeys(*rt, "/runtime",
+                      {"concurrency", "deterministic", "limits", "budget", "prices"});
+      if (auto limits = rt->is_object() ? rt->find("limits") : rt->end();
+          rt->is_object() && limits != rt->end() && limits->is_object()) {
+        for (const auto& [provider, entry] : limits->items()) {
+          std::string at = "/runtime/limits";
+          appendPointerSegment(at, provider);
+          checkClosedKeys(entry, at,
+                          {"max_in_flight", "requests_per_minute", "tokens_per_minute", "models"});
+          if (auto models = entry.is_object() ? entry.find("models") : entry.end();
+              entry.is_object() && models != entry.end() && models->is_object()) {
+            for (const auto& [model, limit] : models->items()) {
+              std::string model_at = at + "/models";
+              appendPointerSegment(model_at, model);
+              checkClosedKeys(limit, model_at,
+                              {"max_in_flight", "requests_per_minute", "tokens_per_minute"});
+            }
+          }
+        }
+      }
     }
   }
 
