@@ -19,6 +19,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace oe::test {
@@ -108,6 +109,16 @@ class FakeHost {
 
   // state_get buffers handed out and not yet released.
   [[nodiscard]] int outstandingBuffers() const noexcept { return outstanding_.load(); }
+
+  // A host-owned buffer holding `text`, as a fake host service hands one out (released through
+  // api()->release and counted in outstandingBuffers() until then).
+  oe_host_buf makeBuffer(std::string text) {
+    auto owned = std::make_unique<std::string>(std::move(text));
+    oe_host_buf buf{owned->data(), owned->size(), owned.get()};
+    owned.release();  // NOLINT(bugprone-unused-return-value): FakeHost::release frees it
+    outstanding_.fetch_add(1);
+    return buf;
+  }
 
  private:
   static FakeContext& ctxOf(oe_host_ctx* ctx) {

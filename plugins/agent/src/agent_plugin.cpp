@@ -1,0 +1,174 @@
+// The `agent` node kind (plugin dev.oe.agent, reference §6.2): a prompt template file rendered
+// with the node's inputs, sent to the run's LLM through the host (oe.llm/1); the answer is text
+// for the node's single writes field, or a structured_output object checked against `schema:`
+// and repaired by the model when it does not match.
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <oe/cpp/plugin.hpp>
+#include <optional>
+#include <span>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "llm_kit/ask.hpp"
+#include "llm_kit/options.hpp"
+
+#ifndef OE_AGENT_PLUGIN_VERSION
+#error "OE_AGENT_PLUGIN_VERSION must be defined by the build"
+#endif
+
+namespace oe::agent {
+namespace {
+
+using llmkit::Expected;
+using llmkit::fail;
+using llmkit::Json;
+
+constexpr const char* kSpecSchema =
+    R"j({"type":"object","required":["prompt"],"properties":{)j"
+    R"j("prompt":{"type":"string","minLength":1,"description":"Path of the prompt template )j"
+    R"j(file, relative to the experience directory. {{name}}, {{a.b}} and {{$item.id}} )j"
+    R"j(placeholders are filled from the node's reads, edge inputs and args; the result is the )j"
+    R"j(user message"},)j"
+    R"j("model":{"type":"string","minLength":1,"description":"The model to call; default: the )j"
+    R"j(run's default model (OE_ANTHROPIC_MODEL / OE_OPENAI_MODEL, else the provider's)"},)j"
+    R"j("schema":{"description":"A JSON Schema object: the model must answer by calling the )j"
+    R"j(structured_output tool with an object matching it, and that whole object is the node's )j"
+    R"j(state delta. Without it the answer is text, written to the node's single writes field"},)j"
+    R"j("args":{"type":"object","description":"Values for the prompt's placeholders; $.path )j"
+    R"j(values are read from state"},)j"
+    R"j("max_tokens":{"type":"integer","minimum":1,"description":"Upper bound on the tokens )j"
+    R"j(of each answer (default 4096)"},)j"
+    R"j("repair_attempts":{"type":"integer","minimum":0,"description":"With schema: how many )j"
+    R"j(more calls may ask the model to fix an answer that is missing or fails the schema, )j"
+    R"j(showing it the errors (default 1; 0 fails on the first bad answer)"}}})j";
+
+[[noreturn]] void raise(sdk::Failure failure) {
+  throw sdk::Error(failure.status, std::move(failure.message));
+}
+
+// The template's text, read once when the node is created.
+Expected<std::string> readTemplate(const std::string& path, const std::string& declared,
+                                   const std::string& who) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::file_status status = fs::status(path, ec);
+  if (!fs::exists(status)) {
+    return fail(OE_NOT_FOUND,
+                "Agent prompt template not found: " + path + " (declared as \"" + declared + "\")");
+  }
+  if (fs::is_directory(status)) {
+    return fail(OE_INVALID_ARGUMENT,
+                who + ": prompt " + path + " is a directory; prompt: names a template file");
+  }
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (!in) {
+    return fail(OE_PERMISSION_DENIED,
+                who + ": cannot read the prompt template " + path + ": " + std::strerror(errno));
+  }
+  return text.str();
+}
+
+}  // namespace
+
+// One `kind: agent` node. Immutable after create, so invoke is reentrant (for_each).
+class AgentNode final : public sdk::Node {
+ public:
+  AgentNode(const oe_host_api& api, llmkit::LlmNodeOptions options, std::string prompt_template)
+      : api_(api), options_(std::move(options)), template_(std::move(prompt_template)) {}
+
+  void invoke(sdk::Call& call) override {
+    // Checked before the call, so a misdeclared node spends no tokens (same message upstream
+    // gives after the call).
+    if (!options_.schema && options_.writes.size() != 1) {
+      throw sdk::Error(OE_INVALID_ARGUMENT,
+                       options_.who + " returned text but declares " +
+                           std::to_string(options_.writes.size()) +
+                           " writes; text mode requires exactly a single write field. Use a "
+                           "structured schema for multi-field output.");
+    }
+    auto services = llmkit::findServices(api_, call.context(), options_.who);
+    if (!services) {
+      raise(std::move(services).failure());
+    }
+    auto prompt = llmkit::renderPrompt(*services, template_, options_.who);
+    if (!prompt) {
+      raise(std::move(prompt).failure());
+    }
+    llmkit::AskSpec spec;
+    spec.user = std::move(*prompt);
+    spec.calling_activity = "calling " + options_.modelLabel();
+    auto response = llmkit::ask(*services, call, options_, spec);
+    if (!response) {
+      raise(std::move(response).failure());
+    }
+    call.respond(*response);
+  }
+
+ private:
+  const oe_host_api& api_;
+  const llmkit::LlmNodeOptions options_;
+  const std::string template_;
+};
+
+class AgentPlugin {
+ public:
+  static constexpr size_t kKindCount = 1;
+
+  explicit AgentPlugin(sdk::Host host) : host_(host) {}
+
+  static std::span<const sdk::KindSpec<AgentPlugin>> kinds();
+
+  static std::unique_ptr<sdk::Node> create(AgentPlugin& plugin, std::string_view config_json) {
+    auto config = llmkit::parseNodeConfig(config_json, "agent");
+    if (!config) {
+      raise(std::move(config).failure());
+    }
+    auto options = llmkit::readLlmNodeOptions(config->node, "Agent");
+    if (!options) {
+      raise(std::move(options).failure());
+    }
+    auto prompt = config->node.find("prompt");
+    if (prompt == config->node.end() || !prompt->is_string() ||
+        prompt->get_ref<const std::string&>().empty()) {
+      throw sdk::Error(OE_INVALID_ARGUMENT,
+                       options->who +
+                           " has no prompt; set prompt: to the path of a prompt template file "
+                           "(relative to the experience directory)");
+    }
+    const std::string declared = prompt->get<std::string>();
+    auto text =
+        readTemplate(llmkit::resolvePath(config->experience_dir, declared), declared, options->who);
+    if (!text) {
+      raise(std::move(text).failure());
+    }
+    return std::make_unique<AgentNode>(*plugin.host_.api(), std::move(*options), std::move(*text));
+  }
+
+ private:
+  sdk::Host host_;
+};
+
+namespace {
+constexpr std::array<sdk::KindSpec<AgentPlugin>, AgentPlugin::kKindCount> kKinds{{
+    {"agent",
+     "Asks the run's LLM with a prompt template file; the answer is text for one field, or a "
+     "structured object checked against the node's schema (and repaired when it fails)",
+     kSpecSchema, OE_NODE_KIND_REENTRANT, &AgentPlugin::create},
+}};
+}  // namespace
+
+std::span<const sdk::KindSpec<AgentPlugin>> AgentPlugin::kinds() { return kKinds; }
+
+}  // namespace oe::agent
+
+OE_SDK_PLUGIN(oe::agent::AgentPlugin, "dev.oe.agent", OE_AGENT_PLUGIN_VERSION,
+              "The agent node kind: prompt templates sent to the run's LLM through oe.llm/1")
