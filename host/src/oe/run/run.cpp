@@ -17,6 +17,7 @@
 #include <csignal>
 #include <deque>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -182,6 +183,10 @@ struct NodeRuntime {
   size_t items_done = 0;
   size_t items_in_flight = 0;
   bool any_item_failed = false;
+  // D16 (runtime.deterministic): item outcomes waiting for the items before them; the function
+  // applies one and says whether it consumed the slot (a failed cache replay runs live instead).
+  size_t next_apply = 0;
+  std::map<size_t, std::function<bool()>> parked;
 };
 
 class Run {
@@ -228,6 +233,10 @@ class Run {
   void releaseInstance(NodeRuntime& node, oe_node* instance);
   void cancelAll(std::string reason);
   void stopForBudget();
+  // D16: runs `settle` now, or, for a for_each item under runtime.deterministic, once every item
+  // before it has settled, so array_append fields fill in item order whatever the completion
+  // order. `settle` returns false when it did not settle the item (it will come back).
+  void inItemOrder(Call& call, std::function<bool()> settle);
   const std::vector<cache::FileDigest>& fileDigests(NodeRuntime& node);
   void emitLocal(const Json& event) {
     if (options_.on_event) {
@@ -801,27 +810,50 @@ void Run::startCall(NodeRuntime& node, Json extra_args, Json edge_inputs,
       hit = cache_->get(call->cache_key);
     }
     if (hit) {
-      std::string replay_error;
-      if (applyOutput(*call, *hit, true, &replay_error)) {
+      inItemOrder(*call, [this, call, hit = std::move(*hit)] {
+        std::string replay_error;
+        if (!applyOutput(*call, hit, true, &replay_error)) {
+          // D12: a replay that fails is a miss; the node runs.
+          log_.nodeStarted(call->node->spec->id, call->node->spec->phase);
+          attempt(call);
+          return false;
+        }
         ++summary_.cached;
         cache_hits_.push_back(call->cache_key);
         Json edge_output;
-        const bool has_edge = hit->contains("edge_output");
+        const bool has_edge = hit.contains("edge_output");
         if (has_edge) {
-          edge_output = (*hit)["edge_output"];
+          edge_output = hit["edge_output"];
         }
         // Posted, not called: a for_each of cached items must not recurse once per item.
         asio::post(io_, [call, has_edge, edge_output = std::move(edge_output)] {
           auto finish = std::move(call->done);
           finish(true, has_edge ? &edge_output : nullptr);
         });
-        return;
-      }
-      // D12: a replay that fails is a miss; the node runs.
+        return true;
+      });
+      return;
     }
   }
   log_.nodeStarted(node.spec->id, node.spec->phase);
   attempt(call);
+}
+
+void Run::inItemOrder(Call& call, std::function<bool()> settle) {
+  NodeRuntime& node = *call.node;
+  if (!exp_.runtime.deterministic || !node.spec->for_each || !call.extra_args.contains("$index")) {
+    settle();
+    return;
+  }
+  node.parked.emplace(call.extra_args["$index"].get<size_t>(), std::move(settle));
+  while (!node.parked.empty() && node.parked.begin()->first == node.next_apply) {
+    auto next = std::move(node.parked.begin()->second);
+    node.parked.erase(node.parked.begin());
+    if (!next()) {
+      break;  // the item runs live and comes back to this slot
+    }
+    ++node.next_apply;
+  }
 }
 
 void Run::reuseFromCache(const std::shared_ptr<Call>& call) {
@@ -1002,19 +1034,22 @@ void Run::invokeDone(const std::shared_ptr<Call>& call) {
     metrics.emplace("tokens_out", used.output_tokens);
     metrics.emplace("cost_usd", used.cost_usd);
   }
-  std::string error;
-  if (!applyOutput(*call, output, false, &error)) {
-    attemptFailed(call, std::move(error));
-    return;
-  }
-  ++summary_.ran;
-  Json edge_output;
-  const bool has_edge = output.contains("edge_output");
-  if (has_edge) {
-    edge_output = std::move(output["edge_output"]);
-  }
-  auto finish = std::move(call->done);
-  finish(true, has_edge ? &edge_output : nullptr);
+  inItemOrder(*call, [this, call, output = std::move(output)]() mutable {
+    std::string error;
+    if (!applyOutput(*call, output, false, &error)) {
+      attemptFailed(call, std::move(error));  // a retry, or the failure settled in this slot
+      return false;
+    }
+    ++summary_.ran;
+    Json edge_output;
+    const bool has_edge = output.contains("edge_output");
+    if (has_edge) {
+      edge_output = std::move(output["edge_output"]);
+    }
+    auto finish = std::move(call->done);
+    finish(true, has_edge ? &edge_output : nullptr);
+    return true;
+  });
 }
 
 bool Run::applyOutput(Call& call, const Json& output, bool from_cache, std::string* error) {
@@ -1074,14 +1109,17 @@ void Run::attemptFailed(const std::shared_ptr<Call>& call, std::string message) 
   if (call->llm_usage.budget_refused) {
     // Not the node's fault and not worth a retry: the run stops starting work, lets the calls
     // in flight finish (their spend is already reserved), and `oe resume` continues it.
-    log_.nodeFailed(node.spec->id,
-                    message + "; raise runtime.budget (or pass --max-tokens / --max-cost-usd) "
-                              "and run `oe resume " + log_.runId() + "`",
-                    node.spec->phase);
     any_failure_ = true;
     stopForBudget();
-    auto finish = std::move(call->done);
-    finish(false, nullptr);
+    inItemOrder(*call, [this, call, message = std::move(message)] {
+      log_.nodeFailed(call->node->spec->id,
+                      message + "; raise runtime.budget (or pass --max-tokens / --max-cost-usd) "
+                                "and run `oe resume " + log_.runId() + "`",
+                      call->node->spec->phase);
+      auto finish = std::move(call->done);
+      finish(false, nullptr);
+      return true;
+    });
     return;
   }
   if (!cancelling_ && policy.policy == spec::ErrorPolicy::kRetry && call->attempt < policy.attempts) {
@@ -1108,14 +1146,17 @@ void Run::attemptFailed(const std::shared_ptr<Call>& call, std::string message) 
     });
     return;
   }
-  log_.nodeFailed(node.spec->id, message, node.spec->phase);
-  auto finish = std::move(call->done);
   if (policy.policy == spec::ErrorPolicy::kFailRun && !cancelling_) {
     // D7: cancel the remaining work and end the run `failed`.
     any_failure_ = true;
     cancelAll("node \"" + node.spec->id + "\" failed and policy=fail_run: " + message);
   }
-  finish(false, nullptr);
+  inItemOrder(*call, [this, call, message = std::move(message)] {
+    log_.nodeFailed(call->node->spec->id, message, call->node->spec->phase);
+    auto finish = std::move(call->done);
+    finish(false, nullptr);
+    return true;
+  });
 }
 
 void Run::stopForBudget() {

@@ -1,0 +1,236 @@
+// LLM runs end to end (issue 4): the real `oe` binary, the agent and openai-llm plugins, the
+// host's HTTP client and a real local server speaking the OpenAI protocol. Rate limits under a
+// 429-happy server, budgets that stop before the limit, record and replay, schema repair.
+#include <set>
+
+#include "oe_fixture.hpp"
+#include "support/fake_llm_server.hpp"
+
+namespace oe::test {
+namespace {
+
+using nlohmann::json;
+
+class LlmRunTest : public OeTest {
+ protected:
+  // The environment of a run against the fake server: only OPENAI_* set, fast retries.
+  std::map<std::string, std::string> serverEnv() {
+    return {{"OPENAI_BASE_URL", server_.baseUrl() + "/v1"},
+            {"OPENAI_API_KEY", "test-key"},
+            {"ANTHROPIC_API_KEY", ""},
+            {"OE_OPENAI_MODEL", ""},
+            {"OE_ANTHROPIC_MODEL", ""}};
+  }
+  static std::map<std::string, std::string> noProviderEnv() {
+    return {{"OPENAI_BASE_URL", ""}, {"OPENAI_API_KEY", ""}, {"ANTHROPIC_API_KEY", ""}};
+  }
+  json run(std::vector<std::string> extra, const std::map<std::string, std::string>& env,
+           int* exit_code = nullptr, const std::string& command = "run") {
+    std::vector<std::string> args = {command};
+    if (command == "run") {
+      args.push_back(dir_.path().string());
+    }
+    args.push_back("--json");
+    args.insert(args.end(), extra.begin(), extra.end());
+    auto r = oe(args, env);
+    if (exit_code != nullptr) {
+      *exit_code = r.exit_code;
+    }
+    last_stderr_ = r.err;
+    auto parsed = json::parse(r.out, nullptr, false);
+    EXPECT_FALSE(parsed.is_discarded()) << "stdout: " << r.out << "\nstderr: " << r.err;
+    return parsed;
+  }
+  // The user message of an OpenAI request.
+  static std::string userText(const RecordedRequest& request) {
+    const json body = request.json();
+    for (const auto& m : body["messages"]) {
+      if (m["role"] == "user") {
+        return m["content"].get<std::string>();
+      }
+    }
+    return {};
+  }
+
+  FakeLlmServer server_;
+};
+
+// `count` agent nodes a0..a<count-1>, each writing its own field; optional chain edges.
+std::string agentsYaml(int count, bool chain, const std::string& runtime, int max_tokens = 0) {
+  std::string yaml = "name: agents\nversion: 0.1.0\nstate:\n  schema:\n";
+  for (int i = 0; i < count; ++i) {
+    yaml += "    out" + std::to_string(i) + ": {type: string}\n";
+  }
+  yaml += "graph:\n  nodes:\n";
+  for (int i = 0; i < count; ++i) {
+    yaml += "    - {id: a" + std::to_string(i) + ", kind: agent, prompt: prompts/p.md, writes: [out" +
+            std::to_string(i) + "], args: {n: " + std::to_string(i) + "}";
+    if (max_tokens > 0) {
+      yaml += ", max_tokens: " + std::to_string(max_tokens);
+    }
+    yaml += "}\n";
+  }
+  yaml += "  edges:";
+  if (!chain || count < 2) {
+    yaml += " []\n";
+  } else {
+    yaml += "\n";
+    for (int i = 1; i < count; ++i) {
+      yaml += "    - {from: a" + std::to_string(i - 1) + ", to: a" + std::to_string(i) + "}\n";
+    }
+  }
+  return yaml + runtime;
+}
+
+TEST_F(LlmRunTest, FanOutOf500AgentsUnderA429ServerFailsNone) {
+  // The server answers 429 to any request above 5 in flight; runtime.limits keeps the run at 5
+  // while 32 nodes are dispatched at once.
+  server_.rejectAbove(5);
+  server_.setHandler([](const RecordedRequest&) {
+    return FakeLlmServer::delayed(FakeLlmServer::openAiText("ok"), std::chrono::milliseconds(2));
+  });
+  dir_.write("prompts/p.md", "item {{n}}");
+  writeExperience(agentsYaml(
+      500, false, "runtime:\n  concurrency: 32\n  limits:\n    openai: {max_in_flight: 5}\n"));
+  int code = -1;
+  json out = run({"-q"}, serverEnv(), &code);
+  ASSERT_EQ(code, 0) << last_stderr_;
+  EXPECT_EQ(out["status"], "success");
+  EXPECT_EQ(out["nodes"]["failed"], 0);
+  EXPECT_EQ(out["nodes"]["ran"], 500);
+  EXPECT_EQ(out["final_state"]["out499"], "ok");
+  EXPECT_EQ(server_.rejectedCount(), 0U);
+  EXPECT_LE(server_.peakInFlight(), 5U);
+  EXPECT_EQ(out["usage"]["llm_calls"], 500);
+  EXPECT_EQ(out["usage"]["input_tokens"], 500 * 7);
+}
+
+TEST_F(LlmRunTest, BudgetStopsBeforeTheLimitAndResumeContinuesWithALargerOne) {
+  // Each call: prompt "hi" (2 bytes), max_tokens 20 -> reserves 16 + 8 + 2 + 20 = 46 tokens;
+  // the server reports 7 + 3 = 10 used. Budget 60: two calls fit (10 + 46 <= 60), the third
+  // would not (20 + 46 > 60).
+  server_.setHandler([](const RecordedRequest&) { return FakeLlmServer::openAiText("ok", 7, 3); });
+  dir_.write("prompts/p.md", "hi");
+  writeExperience(agentsYaml(6, true, "runtime:\n  budget: {max_tokens: 60}\n", 20));
+  int code = -1;
+  json first = run({"-q"}, serverEnv(), &code);
+  EXPECT_EQ(code, 1);
+  EXPECT_EQ(first["reason"], "budget_exhausted");
+  EXPECT_EQ(server_.requests().size(), 2U);
+  EXPECT_EQ(first["usage"]["input_tokens"].get<int>() + first["usage"]["output_tokens"].get<int>(),
+            20);
+  EXPECT_EQ(first["final_state"]["out1"], "ok");
+  EXPECT_FALSE(first["final_state"].contains("out2"));
+  const std::string run_id = first["run_id"];
+  auto evs = events(run_id);
+  EXPECT_EQ(count(evs, "node.tokens"), 2U);
+  EXPECT_EQ(count(evs, "node.failed", "a2"), 1U);
+  EXPECT_EQ(count(evs, "node.started", "a3"), 0U);  // nothing starts after the stop
+  EXPECT_EQ(evs.back()["reason"], "budget_exhausted");
+
+  // Resume with a larger budget: a0 and a1 replay from the cache, a2..a5 call the server.
+  json second = run({run_id, "--experience", dir_.path().string(), "-q", "--max-tokens", "1000"},
+                    serverEnv(), &code, "resume");
+  EXPECT_EQ(code, 0) << last_stderr_;
+  EXPECT_EQ(second["status"], "success");
+  EXPECT_EQ(second["nodes"]["cached"], 2);
+  EXPECT_EQ(server_.requests().size(), 6U);
+  auto resumed = events(second["run_id"]);
+  // The budget covers the chain: the resumed run starts from the 20 tokens already spent.
+  EXPECT_EQ(resumed.front()["usage_before"]["input_tokens"].get<int>() +
+                resumed.front()["usage_before"]["output_tokens"].get<int>(),
+            20);
+  EXPECT_EQ(resumed.back()["usage_total"]["llm_calls"], 6);
+}
+
+TEST_F(LlmRunTest, RecordedRunReplaysOfflineToTheSameState) {
+  server_.setHandler([](const RecordedRequest& request) {
+    return FakeLlmServer::openAiText("echo: " + userText(request));
+  });
+  dir_.write("prompts/p.md", "number {{n}}");
+  writeExperience(agentsYaml(3, true, ""));
+  const auto recording = dir_.path() / "llm-recording.jsonl";
+  int code = -1;
+  json recorded = run({"-q", "--no-cache", "--llm-record", recording.string()}, serverEnv(), &code);
+  ASSERT_EQ(code, 0) << last_stderr_;
+  EXPECT_EQ(recorded["final_state"]["out2"], "echo: number 2");
+  server_.stop();
+
+  std::filesystem::remove_all(dir_.path() / ".openexpertise");
+  json replayed = run({"-q", "--llm-replay", recording.string()}, noProviderEnv(), &code);
+  ASSERT_EQ(code, 0) << last_stderr_;
+  EXPECT_EQ(replayed["final_state"], recorded["final_state"]);
+  EXPECT_EQ(replayed["usage"], recorded["usage"]);
+
+  // A request that was never recorded fails its node, naming it and the file.
+  dir_.write("prompts/p.md", "a different prompt {{n}}");
+  json missed = run({"-q", "--no-cache", "--llm-replay", recording.string()}, noProviderEnv(),
+                    &code);
+  EXPECT_EQ(code, 1);
+  auto evs = events(missed["run_id"]);
+  bool named = false;
+  for (const auto& e : evs) {
+    if (e.value("type", "") == "node.failed" && e.value("node_id", "") == "a0") {
+      const std::string error = e["error"];
+      named = error.find("node \"a0\"") != std::string::npos &&
+              error.find("no recorded LLM response") != std::string::npos &&
+              error.find(recording.string()) != std::string::npos;
+    }
+  }
+  EXPECT_TRUE(named);
+}
+
+TEST_F(LlmRunTest, ToolOnlyRunNeedsNoKeyAndAnAgentWithoutOneSaysWhatToSet) {
+  dir_.write("prompts/p.md", "hi");
+  writeExperience(agentsYaml(1, false, ""));
+  int code = -1;
+  json out = run({"-q"}, noProviderEnv(), &code);
+  EXPECT_EQ(code, 1);
+  auto evs = events(out["run_id"]);
+  std::string error;
+  for (const auto& e : evs) {
+    if (e.value("type", "") == "node.failed") {
+      error = e["error"];
+    }
+  }
+  EXPECT_NE(error.find("No LLM provider configured. Set ANTHROPIC_API_KEY or OPENAI_API_KEY"),
+            std::string::npos)
+      << error;
+}
+
+TEST_F(LlmRunTest, SchemaRepairSendsTheValidationErrorsBack) {
+  server_.enqueue(FakeLlmServer::openAiToolCalls({{"structured_output", R"({"score":"high"})"}}));
+  server_.enqueue(FakeLlmServer::openAiToolCalls({{"structured_output", R"({"score":0.75})"}}));
+  dir_.write("prompts/p.md", "rate it");
+  writeExperience(R"(name: repair
+version: 0.1.0
+state:
+  schema:
+    score: {type: number}
+graph:
+  nodes:
+    - id: rate
+      kind: agent
+      prompt: prompts/p.md
+      writes: [score]
+      schema:
+        type: object
+        required: [score]
+        properties:
+          score: {type: number}
+  edges: []
+)");
+  int code = -1;
+  json out = run({"-q"}, serverEnv(), &code);
+  ASSERT_EQ(code, 0) << last_stderr_;
+  EXPECT_EQ(out["final_state"]["score"], 0.75);
+  auto requests = server_.requests();
+  ASSERT_EQ(requests.size(), 2U);
+  const std::string second = requests[1].body;
+  EXPECT_NE(second.find("score"), std::string::npos);
+  EXPECT_GT(requests[1].json()["messages"].size(), requests[0].json()["messages"].size());
+  EXPECT_EQ(out["usage"]["llm_calls"], 2);
+}
+
+}  // namespace
+}  // namespace oe::test
