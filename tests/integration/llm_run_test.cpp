@@ -232,5 +232,45 @@ graph:
   EXPECT_EQ(out["usage"]["llm_calls"], 2);
 }
 
+TEST_F(LlmRunTest, DeterministicFanOutAppendsInItemOrderWhateverFinishesFirst) {
+  // Item 0 is answered last, item 2 first: arrival order is the reverse of item order.
+  server_.setHandler([](const RecordedRequest& request) {
+    const std::string item = userText(request);
+    const int delay_ms = item == "item a" ? 400 : item == "item b" ? 200 : 0;
+    return FakeLlmServer::delayed(
+        FakeLlmServer::openAiToolCalls(
+            {{"structured_output", json{{"seen", json::array({item})}}.dump()}}),
+        std::chrono::milliseconds(delay_ms));
+  });
+  writeTool("seed.mjs",
+            "export default () => ({state_delta: {items: ['a', 'b', 'c']}});\n");
+  dir_.write("prompts/p.md", "item {{$item}}");
+  writeExperience(R"(name: order
+version: 0.1.0
+state:
+  schema:
+    items: {type: array}
+    seen: {type: array, merge: array_append}
+graph:
+  nodes:
+    - {id: seed, kind: tool, impl: ./tools/seed.mjs, writes: [items]}
+    - id: each
+      kind: agent
+      prompt: prompts/p.md
+      writes: [seen]
+      for_each: {source: $.items, concurrency: 3}
+      schema: {type: object, required: [seen], properties: {seen: {type: array}}}
+  edges:
+    - {from: seed, to: each}
+runtime:
+  deterministic: true
+)");
+  int code = -1;
+  json out = run({"-q"}, serverEnv(), &code);
+  ASSERT_EQ(code, 0) << last_stderr_;
+  EXPECT_EQ(out["final_state"]["seen"], json::parse(R"(["item a", "item b", "item c"])"));
+  EXPECT_EQ(server_.peakInFlight(), 3U);  // the items really ran at once
+}
+
 }  // namespace
 }  // namespace oe::test
