@@ -232,6 +232,63 @@ graph:
   EXPECT_EQ(out["usage"]["llm_calls"], 2);
 }
 
+TEST_F(LlmRunTest, AnthropicKeyPicksTheMessagesProtocolAndItsDefaultModel) {
+  server_.enqueue(FakeLlmServer::anthropicMessage("bonjour"));
+  dir_.write("prompts/p.md", "say hi");
+  writeExperience(agentsYaml(1, false, ""));
+  int code = -1;
+  json out = run({"-q"},
+                 {{"ANTHROPIC_API_KEY", "test-key"},
+                  {"ANTHROPIC_BASE_URL", server_.baseUrl()},
+                  {"OPENAI_API_KEY", "also-set"},
+                  {"OPENAI_BASE_URL", ""},
+                  {"OE_ANTHROPIC_MODEL", ""}},
+                 &code);
+  ASSERT_EQ(code, 0) << last_stderr_;
+  EXPECT_EQ(out["final_state"]["out0"], "bonjour");
+  auto requests = server_.requests();
+  ASSERT_EQ(requests.size(), 1U);
+  EXPECT_EQ(requests[0].path, "/v1/messages");
+  EXPECT_EQ(requests[0].json()["model"], "claude-sonnet-4-6");
+  auto evs = events(out["run_id"]);
+  ASSERT_EQ(count(evs, "node.tokens", "a0"), 1U);
+  for (const auto& e : evs) {
+    if (e.value("type", "") == "node.tokens") {
+      EXPECT_EQ(e["model"], "claude-sonnet-4-6");
+      EXPECT_EQ(e["provider"], "anthropic");
+      EXPECT_TRUE(e.contains("cost_usd"));
+    }
+  }
+}
+
+TEST_F(LlmRunTest, CostBudgetRefusesAModelWithNoPrice) {
+  server_.setHandler([](const RecordedRequest&) { return FakeLlmServer::openAiText("ok"); });
+  dir_.write("prompts/p.md", "hi");
+  writeExperience(R"(name: priced
+version: 0.1.0
+state:
+  schema:
+    out: {type: string}
+graph:
+  nodes:
+    - {id: a, kind: agent, prompt: prompts/p.md, model: my-local-model, writes: [out]}
+  edges: []
+runtime:
+  budget: {max_cost_usd: 1}
+)");
+  int code = -1;
+  json out = run({"-q"}, serverEnv(), &code);
+  EXPECT_EQ(code, 1);
+  EXPECT_EQ(server_.requests().size(), 0U);  // refused before any byte was sent
+  std::string error;
+  for (const auto& e : events(out["run_id"])) {
+    if (e.value("type", "") == "node.failed") {
+      error = e["error"];
+    }
+  }
+  EXPECT_NE(error.find("add runtime.prices.my-local-model"), std::string::npos) << error;
+}
+
 TEST_F(LlmRunTest, DeterministicFanOutAppendsInItemOrderWhateverFinishesFirst) {
   // Item 0 is answered last, item 2 first: arrival order is the reverse of item order.
   server_.setHandler([](const RecordedRequest& request) {
