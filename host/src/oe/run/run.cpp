@@ -67,24 +67,55 @@ std::string jsonQuoted(std::string_view s) { return Json(std::string(s)).dump();
 
 enum class Outcome { kPending, kRunning, kSucceeded, kFailed, kSkipped };
 
-// D4: the files a node names (impl, prompt, SKILL.md, ...) with their content digests. The host
-// knows no kind, so any top-level string that names an existing path counts. `memo` maps a path
-// to its digest, so a file many nodes name is hashed once.
+// The most strings of one node looked at as possible paths, and how deep: a node is a small
+// document, and every candidate costs a stat().
+constexpr size_t kMaxPathCandidates = 256;
+constexpr int kMaxPathDepth = 8;
+
+void collectPathStrings(const Json& value, int depth, std::vector<const std::string*>& out) {
+  if (out.size() >= kMaxPathCandidates || depth > kMaxPathDepth) {
+    return;
+  }
+  if (value.is_string()) {
+    const std::string& text = value.get_ref<const std::string&>();
+    // `$.path` values and multi-line text (inline prompts) are never paths.
+    if (!text.empty() && text.size() <= 4096 && text.front() != '$' &&
+        text.find('\n') == std::string::npos) {
+      out.push_back(&text);
+    }
+  } else if (value.is_array() || value.is_object()) {
+    for (const auto& [key, child] : value.items()) {
+      // A JSON Schema (agent, cli-agent) holds type names and patterns, not paths.
+      if (value.is_object() && key == "schema") {
+        continue;
+      }
+      collectPathStrings(child, depth + 1, out);
+    }
+  }
+}
+
+// D4: the files a node names (impl, prompt, a dataset's source.uri, a skill folder) with their
+// content digests (fileDigest: a folder through its SKILL.md, else its files). The host knows no
+// kind, so any string of the node's definition, at any depth, that names an existing path
+// counts (not its args: see below). `memo` maps a path to its digest, so a
+// file many nodes name is hashed once.
 std::vector<cache::FileDigest> namedFiles(const std::filesystem::path& dir,
                                           const spec::NodeSpec& node,
                                           std::unordered_map<std::string, std::string>& memo) {
-  static constexpr std::array<std::string_view, 4> kNotPaths = {"id", "kind", "phase", "model"};
-  std::vector<cache::FileDigest> files;
+  // `args` is data handed to the node, and the files it names are as often the node's outputs
+  // (a report it writes, a log it appends to) as its inputs: digesting them would make such a
+  // node miss the cache on every run. The node's definition is the rest.
+  static constexpr std::array<std::string_view, 6> kNotPaths = {"id",    "kind",   "phase",
+                                                                "model", "schema", "args"};
+  std::vector<const std::string*> candidates;
   for (const auto& [key, value] : node.raw.items()) {
-    if (!value.is_string() ||
-        std::find(kNotPaths.begin(), kNotPaths.end(), key) != kNotPaths.end()) {
-      continue;
+    if (std::find(kNotPaths.begin(), kNotPaths.end(), key) == kNotPaths.end()) {
+      collectPathStrings(value, 1, candidates);  // nested too: a dataset's source.uri
     }
-    const std::string& text = value.get_ref<const std::string&>();
-    if (text.empty() || text.size() > 4096 || text.find('\n') != std::string::npos) {
-      continue;
-    }
-    std::filesystem::path path(text);
+  }
+  std::vector<cache::FileDigest> files;
+  for (const std::string* text : candidates) {
+    std::filesystem::path path(*text);
     if (path.is_relative()) {
       path = dir / path;
     }
@@ -97,7 +128,7 @@ std::vector<cache::FileDigest> namedFiles(const std::filesystem::path& dir,
       auto digest = cache::fileDigest(path);
       it->second = digest ? *digest : std::string("unreadable");
     }
-    files.push_back(cache::FileDigest{text, it->second});
+    files.push_back(cache::FileDigest{*text, it->second});
   }
   return files;
 }
