@@ -248,7 +248,11 @@ bool isWrapper(const std::string& d) {
   return startsWith(d, "Failed to validate against schema associated with property name") ||
          startsWith(d, "Failed to validate item #") ||
          startsWith(d, "Failed to validate against additional properties schema") ||
-         startsWith(d, "Failed to validate against schema associated with pattern");
+         startsWith(d, "Failed to validate against schema associated with pattern") ||
+         // allOf / if-then: a plugin's spec schema per source type (dataset); the inner error
+         // already says what is wrong.
+         startsWith(d, "Failed to validate against a conditional schema") ||
+         startsWith(d, "Failed to validate against child schema #");
 }
 
 std::string joinPointer(const std::vector<std::string>& segments) {

@@ -1,0 +1,10 @@
+// The SDK's Expected<T> (oe/cpp/expected.hpp), under this plugin's namespace.
+#pragma once
+
+#include <oe/cpp/expected.hpp>
+
+namespace oe::dataset {
+using sdk::Expected;
+using sdk::fail;
+using sdk::Failure;
+}  // namespace oe::dataset
