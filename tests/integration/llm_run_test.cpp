@@ -289,6 +289,55 @@ runtime:
   EXPECT_NE(error.find("add runtime.prices.my-local-model"), std::string::npos) << error;
 }
 
+// Upstream's multi-kind e2e (reference §11.2): dataset -> tool -> agent.
+TEST_F(LlmRunTest, MultiKindDatasetToolAgent) {
+  server_.setHandler([](const RecordedRequest&) {
+    return FakeLlmServer::openAiText("summarized: 3 rows seen", 12, 7);
+  });
+  dir_.write("data/rows.json", R"([{"v":1},{"v":2},{"v":3}])");
+  writeTool("count.mjs",
+            "export default (args) => ({state_delta: {count: args._state.rows.length}});\n");
+  dir_.write("prompts/summary.md", "There are {{count}} rows. Summarize.");
+  writeExperience(R"(name: multi-kind
+version: 0.1.0
+state:
+  schema:
+    rows: {type: array}
+    count: {type: number}
+    summary: {type: string}
+graph:
+  nodes:
+    - {id: load, kind: dataset, source: {type: file, uri: data/rows.json}, writes: [rows]}
+    - {id: count, kind: tool, impl: ./tools/count.mjs, reads: [rows], writes: [count]}
+    - {id: summarize, kind: agent, prompt: prompts/summary.md, reads: [count], writes: [summary]}
+  edges:
+    - {from: load, to: count}
+    - {from: count, to: summarize}
+)");
+  int code = -1;
+  json out = run({"-q"}, serverEnv(), &code);
+  ASSERT_EQ(code, 0) << last_stderr_;
+  EXPECT_EQ(out["final_state"]["rows"], json::parse(R"([{"v":1},{"v":2},{"v":3}])"));
+  EXPECT_EQ(out["final_state"]["count"], 3);
+  EXPECT_EQ(out["final_state"]["summary"], "summarized: 3 rows seen");
+  auto requests = server_.requests();
+  ASSERT_EQ(requests.size(), 1U);
+  EXPECT_EQ(userText(requests[0]), "There are 3 rows. Summarize.");
+  auto evs = events(out["run_id"]);
+  EXPECT_GE(count(evs, "node.activity", "summarize"), 1U);
+  ASSERT_EQ(count(evs, "node.tokens", "summarize"), 1U);
+  for (const auto& e : evs) {
+    if (e.value("type", "") == "node.tokens") {
+      EXPECT_EQ(e["input_tokens"], 12);
+      EXPECT_EQ(e["output_tokens"], 7);
+    }
+    if (e.value("type", "") == "node.finished" && e.value("node_id", "") == "summarize") {
+      EXPECT_EQ(e["metrics"]["tokens_in"], 12);
+      EXPECT_EQ(e["metrics"]["tokens_out"], 7);
+    }
+  }
+}
+
 TEST_F(LlmRunTest, DeterministicFanOutAppendsInItemOrderWhateverFinishesFirst) {
   // Item 0 is answered last, item 2 first: arrival order is the reverse of item order.
   server_.setHandler([](const RecordedRequest& request) {
