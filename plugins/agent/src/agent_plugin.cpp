@@ -3,20 +3,17 @@
 // for the node's single writes field, or a structured_output object checked against `schema:`
 // and repaired by the model when it does not match.
 #include <array>
-#include <cerrno>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <oe/cpp/plugin.hpp>
 #include <optional>
 #include <span>
-#include <sstream>
 #include <string>
 #include <string_view>
 #include <utility>
 
 #include "llm_kit/ask.hpp"
+#include "llm_kit/node_setup.hpp"
 #include "llm_kit/options.hpp"
 
 #ifndef OE_AGENT_PLUGIN_VERSION
@@ -49,10 +46,6 @@ constexpr const char* kSpecSchema =
     R"j(more calls may ask the model to fix an answer that is missing or fails the schema, )j"
     R"j(showing it the errors (default 1; 0 fails on the first bad answer)"}}})j";
 
-[[noreturn]] void raise(sdk::Failure failure) {
-  throw sdk::Error(failure.status, std::move(failure.message));
-}
-
 // The template's text, read once when the node is created.
 Expected<std::string> readTemplate(const std::string& path, const std::string& declared,
                                    const std::string& who) {
@@ -67,14 +60,7 @@ Expected<std::string> readTemplate(const std::string& path, const std::string& d
     return fail(OE_INVALID_ARGUMENT,
                 who + ": prompt " + path + " is a directory; prompt: names a template file");
   }
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (!in) {
-    return fail(OE_PERMISSION_DENIED,
-                who + ": cannot read the prompt template " + path + ": " + std::strerror(errno));
-  }
-  return text.str();
+  return llmkit::readText(path, who, "the prompt template");
 }
 
 }  // namespace
@@ -95,22 +81,12 @@ class AgentNode final : public sdk::Node {
                            " writes; text mode requires exactly a single write field. Use a "
                            "structured schema for multi-field output.");
     }
-    auto services = llmkit::findServices(api_, call.context(), options_.who);
-    if (!services) {
-      raise(std::move(services).failure());
-    }
-    auto prompt = llmkit::renderPrompt(*services, template_, options_.who);
-    if (!prompt) {
-      raise(std::move(prompt).failure());
-    }
+    const llmkit::LlmServices services =
+        llmkit::orRaise(llmkit::findServices(api_, call.context(), options_.who));
     llmkit::AskSpec spec;
-    spec.user = std::move(*prompt);
+    spec.user = llmkit::orRaise(llmkit::renderPrompt(services, template_, options_.who));
     spec.calling_activity = "calling " + options_.modelLabel();
-    auto response = llmkit::ask(*services, call, options_, spec);
-    if (!response) {
-      raise(std::move(response).failure());
-    }
-    call.respond(*response);
+    call.respond(llmkit::orRaise(llmkit::ask(services, call, options_, spec)));
   }
 
  private:
@@ -128,29 +104,12 @@ class AgentPlugin {
   static std::span<const sdk::KindSpec<AgentPlugin>> kinds();
 
   static std::unique_ptr<sdk::Node> create(AgentPlugin& plugin, std::string_view config_json) {
-    auto config = llmkit::parseNodeConfig(config_json, "agent");
-    if (!config) {
-      raise(std::move(config).failure());
-    }
-    auto options = llmkit::readLlmNodeOptions(config->node, "Agent");
-    if (!options) {
-      raise(std::move(options).failure());
-    }
-    auto prompt = config->node.find("prompt");
-    if (prompt == config->node.end() || !prompt->is_string() ||
-        prompt->get_ref<const std::string&>().empty()) {
-      throw sdk::Error(OE_INVALID_ARGUMENT,
-                       options->who +
-                           " has no prompt; set prompt: to the path of a prompt template file "
-                           "(relative to the experience directory)");
-    }
-    const std::string declared = prompt->get<std::string>();
-    auto text =
-        readTemplate(llmkit::resolvePath(config->experience_dir, declared), declared, options->who);
-    if (!text) {
-      raise(std::move(text).failure());
-    }
-    return std::make_unique<AgentNode>(*plugin.host_.api(), std::move(*options), std::move(*text));
+    llmkit::LlmNodeSetup setup = llmkit::orRaise(llmkit::readLlmNode(
+        config_json, "agent", "Agent", {"prompt", "the path of a prompt template file"}));
+    std::string text =
+        llmkit::orRaise(readTemplate(setup.path, setup.declared, setup.options.who));
+    return std::make_unique<AgentNode>(*plugin.host_.api(), std::move(setup.options),
+                                       std::move(text));
   }
 
  private:

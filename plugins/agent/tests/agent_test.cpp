@@ -41,7 +41,12 @@ TEST_F(AgentTest, NodeWithoutPromptIsRejected) {
   node.erase("prompt");
   const CreateResult created = tryCreate(node);
   EXPECT_EQ(created.status, OE_INVALID_ARGUMENT);
-  EXPECT_NE(created.error.find("Agent \"a\" has no prompt"), std::string::npos) << created.error;
+  EXPECT_EQ(created.error,
+            "Agent \"a\" has no prompt; set prompt: to the path of a prompt template file "
+            "(relative to the experience directory)");
+  const CreateResult empty = tryCreate(spec("a", "", {"out"}));
+  EXPECT_EQ(empty.status, OE_INVALID_ARGUMENT);
+  EXPECT_EQ(empty.error, created.error);
 }
 
 TEST_F(AgentTest, RendersThePromptAndSendsUpstreamsRequest) {

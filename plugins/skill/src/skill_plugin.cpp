@@ -5,19 +5,16 @@
 #include <yaml-cpp/yaml.h>
 
 #include <array>
-#include <cerrno>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <oe/cpp/plugin.hpp>
 #include <span>
-#include <sstream>
 #include <string>
 #include <string_view>
 #include <utility>
 
 #include "llm_kit/ask.hpp"
+#include "llm_kit/node_setup.hpp"
 #include "llm_kit/options.hpp"
 
 #ifndef OE_SKILL_PLUGIN_VERSION
@@ -49,10 +46,6 @@ constexpr const char* kSpecSchema =
     R"j("repair_attempts":{"type":"integer","minimum":0,"description":"With schema: how many )j"
     R"j(more calls may ask the model to fix an answer that is missing or fails the schema, )j"
     R"j(showing it the errors (default 1; 0 fails on the first bad answer)"}}})j";
-
-[[noreturn]] void raise(sdk::Failure failure) {
-  throw sdk::Error(failure.status, std::move(failure.message));
-}
 
 struct SkillFile {
   std::string name;  // front matter `name`, else empty
@@ -121,13 +114,11 @@ Expected<SkillFile> loadSkill(const std::string& dir, const std::string& who) {
     return fail(OE_NOT_FOUND,
                 "SKILL.md not found in skill directory: " + dir + " (looked for " + path + ")");
   }
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (!in) {
-    return fail(OE_PERMISSION_DENIED, who + ": cannot read " + path + ": " + std::strerror(errno));
+  auto text = llmkit::readText(path, who);
+  if (!text) {
+    return std::move(text).failure();
   }
-  return parseSkillFile(text.str(), path, who);
+  return parseSkillFile(*text, path, who);
 }
 
 }  // namespace
@@ -150,23 +141,13 @@ class SkillNode final : public sdk::Node {
                            std::to_string(options_.writes.size()) +
                            ". Structured-output skills land in Plan 3+.");
     }
-    auto services = llmkit::findServices(api_, call.context(), options_.who);
-    if (!services) {
-      raise(std::move(services).failure());
-    }
-    auto values = llmkit::valuesJson(*services, 2, options_.who);
-    if (!values) {
-      raise(std::move(values).failure());
-    }
+    const llmkit::LlmServices services =
+        llmkit::orRaise(llmkit::findServices(api_, call.context(), options_.who));
     llmkit::AskSpec spec;
     spec.system = system_;
-    spec.user = std::move(*values);
+    spec.user = llmkit::orRaise(llmkit::valuesJson(services, 2, options_.who));
     spec.calling_activity = activity_;
-    auto response = llmkit::ask(*services, call, options_, spec);
-    if (!response) {
-      raise(std::move(response).failure());
-    }
-    call.respond(*response);
+    call.respond(llmkit::orRaise(llmkit::ask(services, call, options_, spec)));
   }
 
  private:
@@ -185,28 +166,11 @@ class SkillPlugin {
   static std::span<const sdk::KindSpec<SkillPlugin>> kinds();
 
   static std::unique_ptr<sdk::Node> create(SkillPlugin& plugin, std::string_view config_json) {
-    auto config = llmkit::parseNodeConfig(config_json, "skill");
-    if (!config) {
-      raise(std::move(config).failure());
-    }
-    auto options = llmkit::readLlmNodeOptions(config->node, "Skill");
-    if (!options) {
-      raise(std::move(options).failure());
-    }
-    auto impl = config->node.find("impl");
-    if (impl == config->node.end() || !impl->is_string() ||
-        impl->get_ref<const std::string&>().empty()) {
-      throw sdk::Error(OE_INVALID_ARGUMENT,
-                       options->who +
-                           " has no impl; set impl: to the skill directory that holds SKILL.md "
-                           "(relative to the experience directory)");
-    }
-    auto skill = loadSkill(llmkit::resolvePath(config->experience_dir, impl->get<std::string>()),
-                           options->who);
-    if (!skill) {
-      raise(std::move(skill).failure());
-    }
-    return std::make_unique<SkillNode>(*plugin.host_.api(), std::move(*options), std::move(*skill));
+    llmkit::LlmNodeSetup setup = llmkit::orRaise(llmkit::readLlmNode(
+        config_json, "skill", "Skill", {"impl", "the skill directory that holds SKILL.md"}));
+    SkillFile skill = llmkit::orRaise(loadSkill(setup.path, setup.options.who));
+    return std::make_unique<SkillNode>(*plugin.host_.api(), std::move(setup.options),
+                                       std::move(skill));
   }
 
  private:

@@ -58,6 +58,19 @@ TEST_F(SkillTest, ClassifiesWithSkillMdAsTheSystemPrompt) {
   EXPECT_EQ(host_.outstandingBuffers(), 0);
 }
 
+TEST_F(SkillTest, NodeWithoutImplIsRejected) {
+  Json node = spec("s", "x", {"out"});
+  node.erase("impl");
+  const CreateResult created = tryCreate(node);
+  EXPECT_EQ(created.status, OE_INVALID_ARGUMENT);
+  EXPECT_EQ(created.error,
+            "Skill \"s\" has no impl; set impl: to the skill directory that holds SKILL.md "
+            "(relative to the experience directory)");
+  const CreateResult wrong_type = tryCreate(spec("s", "x", {"out"}, {{"impl", 3}}));
+  EXPECT_EQ(wrong_type.status, OE_INVALID_ARGUMENT);
+  EXPECT_EQ(wrong_type.error, created.error);
+}
+
 TEST_F(SkillTest, MissingSkillMdIsReportedWithTheUpstreamMessage) {
   std::filesystem::create_directories(dir_ / "skills/empty");
   const CreateResult created = tryCreate(spec("s", "skills/empty", {"out"}));
