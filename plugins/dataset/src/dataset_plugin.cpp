@@ -7,6 +7,7 @@
 #include <array>
 #include <cstddef>
 #include <memory>
+#include <oe/cpp/http.hpp>
 #include <oe/cpp/plugin.hpp>
 #include <span>
 #include <string>
@@ -28,17 +29,6 @@ namespace {
 
 [[noreturn]] void raise(Failure failure) {
   throw sdk::Error(failure.status, std::move(failure.message));
-}
-
-// The host's oe.http/1 table if it offers one recent enough to have fetch; nullptr otherwise.
-const oe_http_api* findHttp(const oe_host_api& host, oe_host_ctx* ctx) {
-  const auto* http = static_cast<const oe_http_api*>(host.get_extension(ctx, OE_EXT_HTTP));
-  if (http == nullptr ||
-      http->struct_size < offsetof(oe_http_api, release) + sizeof(http->release) ||
-      http->fetch == nullptr || http->release == nullptr) {
-    return nullptr;
-  }
-  return http;
 }
 
 }  // namespace
@@ -93,7 +83,7 @@ class DatasetNode final : public sdk::Node {
         return readSqliteSource(spec_.sqlite, who_, cancelled);
       case SourceType::kHttp: {
         const oe_host_api* api = plugin_.host().api();
-        const oe_http_api* http = api == nullptr ? nullptr : findHttp(*api, call.context());
+        const oe_http_api* http = api == nullptr ? nullptr : sdk::findHttp(*api, call.context());
         return readHttpSource(spec_.http, who_, http, call.context());
       }
       default:

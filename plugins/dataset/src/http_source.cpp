@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstddef>
+#include <oe/cpp/http.hpp>
 #include <string_view>
 
 #include "json_text.hpp"
@@ -10,27 +11,6 @@
 
 namespace oe::dataset {
 namespace {
-
-// Gives a host buffer back on every path.
-class HostBuffer {
- public:
-  explicit HostBuffer(const oe_http_api& http) : http_(http) {}
-  HostBuffer(const HostBuffer&) = delete;
-  HostBuffer& operator=(const HostBuffer&) = delete;
-  ~HostBuffer() {
-    if (buf_.ptr != nullptr || buf_.opaque != nullptr) {
-      http_.release(&buf_);
-    }
-  }
-  oe_host_buf* get() noexcept { return &buf_; }
-  [[nodiscard]] std::string_view view() const noexcept {
-    return buf_.ptr == nullptr ? std::string_view{} : std::string_view(buf_.ptr, buf_.len);
-  }
-
- private:
-  const oe_http_api& http_;
-  oe_host_buf buf_{nullptr, 0, nullptr};
-};
 
 // The standard reason phrase: oe.http/1 reports the status code only, and upstream's message
 // carries fetch's statusText, which is that phrase for every server that follows RFC 9110.
@@ -101,21 +81,6 @@ std::string lower(std::string text) {
   return text;
 }
 
-oe_status statusFor(int http_status) {
-  switch (http_status) {
-    case 401:
-      return OE_UNAUTHENTICATED;
-    case 403:
-      return OE_PERMISSION_DENIED;
-    case 404:
-      return OE_NOT_FOUND;
-    case 429:
-      return OE_RESOURCE_EXHAUSTED;
-    default:
-      return http_status >= 500 ? OE_UNAVAILABLE : OE_FAILED_PRECONDITION;
-  }
-}
-
 }  // namespace
 
 Expected<std::string> readHttpSource(const HttpSource& source, const std::string& who,
@@ -144,21 +109,14 @@ Expected<std::string> readHttpSource(const HttpSource& source, const std::string
   }
   const std::string request_text = request.dump(-1, ' ', false, Json::error_handler_t::replace);
 
-  HostBuffer response(*http);
-  HostBuffer error(*http);
-  const oe_status status = http->fetch(call, oe_str{request_text.data(), request_text.size()},
-                                       response.get(), error.get());
-  if (status != OE_OK) {
-    if (status == OE_CANCELLED) {
+  const sdk::HttpFetch fetched = sdk::fetch(*http, call, request_text);
+  if (!fetched.ok()) {
+    if (fetched.status() == OE_CANCELLED) {
       return fail(OE_CANCELLED, "cancelled");
     }
-    std::string message(error.view());
-    if (message.empty()) {
-      message = "oe.http/1 failed with status " + std::to_string(status);
-    }
-    return fail(status, who + ": " + message);
+    return fail(fetched.status(), who + ": " + fetched.error());
   }
-  const Json reply = Json::parse(response.view(), nullptr, false);
+  const Json reply = Json::parse(fetched.response(), nullptr, false);
   if (reply.is_discarded() || !reply.is_object() || !reply.contains("status") ||
       !reply["status"].is_number_integer()) {
     return fail(OE_INTERNAL, who + ": oe.http/1 returned a malformed response");
@@ -166,7 +124,7 @@ Expected<std::string> readHttpSource(const HttpSource& source, const std::string
   const int http_status = reply["status"].get<int>();
   if (http_status < 200 || http_status > 299) {
     const std::string_view reason = reasonPhrase(http_status);
-    return fail(statusFor(http_status),
+    return fail(sdk::statusForHttp(http_status, OE_FAILED_PRECONDITION),
                 "Dataset http source " + source.url + " returned " + std::to_string(http_status) +
                     (reason.empty() ? std::string() : " " + std::string(reason)));
   }

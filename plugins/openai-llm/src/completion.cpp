@@ -94,16 +94,8 @@ oe_status statusFor(int http_status) {
     case 413:
     case 422:
       return OE_INVALID_ARGUMENT;
-    case 401:
-      return OE_UNAUTHENTICATED;
-    case 403:
-      return OE_PERMISSION_DENIED;
-    case 404:
-      return OE_NOT_FOUND;
-    case 429:
-      return OE_RESOURCE_EXHAUSTED;
     default:
-      return http_status >= 500 && http_status <= 599 ? OE_UNAVAILABLE : OE_UNKNOWN;
+      return sdk::statusForHttp(http_status, OE_UNKNOWN);
   }
 }
 

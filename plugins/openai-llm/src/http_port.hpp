@@ -2,7 +2,7 @@
 // plugin ships no TLS stack and links no libcurl.
 #pragma once
 
-#include <oe/ext/http.h>
+#include <oe/cpp/http.hpp>
 #include <oe/host.h>
 
 #include <map>
@@ -28,9 +28,6 @@ struct HttpReply {
   std::map<std::string, std::string> headers;  // lower-case names
   std::string body;
 };
-
-// The host's oe.http/1 table if it offers one recent enough to have fetch; nullptr otherwise.
-const oe_http_api* findHttp(const oe_host_api& host, oe_host_ctx* ctx);
 
 // POSTs through oe.http/1. Any HTTP status is a reply; a failure carries oe.http/1's status
 // (OE_UNAVAILABLE, OE_DEADLINE_EXCEEDED, OE_CANCELLED, ...) and its message.

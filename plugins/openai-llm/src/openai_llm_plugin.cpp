@@ -41,7 +41,7 @@ class OpenAiLlmPlugin {
       raise(std::move(request).failure());
     }
     oe_host_ctx* ctx_for_host = call != nullptr ? call : host_.context();
-    const oe_http_api* http = findHttp(api, ctx_for_host);
+    const oe_http_api* http = sdk::findHttp(api, ctx_for_host);
     if (http == nullptr) {
       throw sdk::Error(
           OE_FAILED_PRECONDITION,
