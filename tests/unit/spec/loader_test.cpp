@@ -429,6 +429,26 @@ graph:
   EXPECT_EQ(exp.nodes[0].args["[\"x\",\"y\"]"], "pair");
 }
 
+// Found by the spec_loader fuzzer: a collection used as a key pointed at its parent's parse
+// frame, which growing the parse stack moved (a heap-use-after-free under the asan preset).
+TEST(LoadExperience, ComplexKeyNestedDeeperThanAnythingBefore) {
+  Experience exp = loadOk(R"(name: x
+version: 0.1.0
+state: {schema: {}}
+graph:
+  nodes:
+    - id: a
+      kind: tool
+      impl: ./a.mjs
+      args:
+        ? [a, [b, [c, [d, [e]]]], f]
+        : v
+  edges: []
+)");
+  EXPECT_EQ(exp.nodes[0].args["[\"a\",[\"b\",[\"c\",[\"d\",[\"e\"]]]],\"f\"]"], "v");
+  EXPECT_FALSE(load("? [a]\n: v\n").diagnostics.empty());
+}
+
 TEST(LoadExperience, TenThousandNodes) {
   std::string text =
       "name: big\nversion: 0.1.0\nstate:\n  schema:\n    v: {type: number}\n"

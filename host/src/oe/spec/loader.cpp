@@ -13,6 +13,7 @@
 #include <fstream>
 #include <istream>
 #include <limits>
+#include <memory>
 #include <streambuf>
 
 #include "oe/expr/js_value.hpp"
@@ -243,7 +244,9 @@ class JsonBuilder final : public YAML::EventHandler {
     std::string key;       // map: the member being read
     Mark key_mark;
     YAML::anchor_t anchor = 0;
-    Json key_holder;  // map: a complex key under construction
+    // map: a complex key under construction. On the heap: the key's own frame points at it
+    // while stack_ grows, and growing stack_ moves this Frame.
+    std::unique_ptr<Json> key_holder;
     size_t next_index = 0;
   };
 
@@ -345,9 +348,9 @@ class JsonBuilder final : public YAML::EventHandler {
     if (expectingKey()) {
       // A collection used as a mapping key (rare): build it, then use its JSON text as the key.
       Frame& parent = stack_.back();
-      parent.key_holder = std::move(empty);
+      parent.key_holder = std::make_unique<Json>(std::move(empty));
       parent.key_mark = toMark(mark);
-      f.container = &parent.key_holder;
+      f.container = parent.key_holder.get();
       f.is_key = true;
       ++key_depth_;
     } else {
@@ -367,7 +370,7 @@ class JsonBuilder final : public YAML::EventHandler {
     if (f.is_key) {
       --key_depth_;
       Frame& parent = stack_.back();
-      setKey(expr::stringify(parent.key_holder), parent.key_mark);
+      setKey(expr::stringify(*parent.key_holder), parent.key_mark);
     }
   }
 
