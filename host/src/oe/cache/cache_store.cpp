@@ -123,14 +123,29 @@ Result<std::string> digestFile(const std::filesystem::path& p) {
 }  // namespace
 
 std::string sha256Hex(std::string_view data) {
+  // Fetched once: EVP_sha256() makes OpenSSL 3 look the algorithm up at every digest. A
+  // function-local constant, never freed (it lives as long as the process).
+  static EVP_MD* const kSha256 = EVP_MD_fetch(nullptr, "SHA256", nullptr);
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
-  EVP_Digest(data.data(), data.size(), md, &len, EVP_sha256(), nullptr);
+  EVP_Digest(data.data(), data.size(), md, &len, kSha256 != nullptr ? kSha256 : EVP_sha256(),
+             nullptr);
   return toHex(md, len);
+}
+
+std::string canonicalJson(const Json& value) {
+  return value.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
 std::string cacheKey(const Json& node_spec, const Json& state_view, const Json& edge_inputs,
                      const Json& args, const std::vector<FileDigest>& files) {
+  return cacheKeyOfText(canonicalJson(node_spec), canonicalJson(state_view),
+                        canonicalJson(edge_inputs), canonicalJson(args), files);
+}
+
+std::string cacheKeyOfText(std::string_view node_spec, std::string_view state_view,
+                           std::string_view edge_inputs, std::string_view args,
+                           const std::vector<FileDigest>& files) {
   // Written out member by member (keys in sorted order) instead of building a Json object:
   // the same text as dumping {"a":..,"e":..,...}, without deep-copying the inputs.
   std::vector<const FileDigest*> sorted;
@@ -142,11 +157,12 @@ std::string cacheKey(const Json& node_spec, const Json& state_view, const Json& 
     return x->path != y->path ? x->path < y->path : x->sha256 < y->sha256;
   });
   std::string text;
-  text.reserve(1024);
+  text.reserve(64 + node_spec.size() + state_view.size() + edge_inputs.size() + args.size() +
+               files.size() * 128);
   text += "{\"a\":";
-  appendCanonical(text, args);
+  text += args;
   text += ",\"e\":";
-  appendCanonical(text, edge_inputs);
+  text += edge_inputs;
   text += ",\"f\":[";
   for (size_t i = 0; i < sorted.size(); ++i) {
     text += i == 0 ? "{\"path\":" : ",{\"path\":";
@@ -156,9 +172,9 @@ std::string cacheKey(const Json& node_spec, const Json& state_view, const Json& 
     text += '}';
   }
   text += "],\"n\":";
-  appendCanonical(text, node_spec);
+  text += node_spec;
   text += ",\"s\":";
-  appendCanonical(text, state_view);
+  text += state_view;
   text += ",\"v\":\"";
   text += kKeyVersion;
   text += "\"}";

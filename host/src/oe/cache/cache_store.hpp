@@ -33,6 +33,16 @@ struct FileDigest {
 std::string cacheKey(const Json& node_spec, const Json& state_view, const Json& edge_inputs,
                      const Json& args, const std::vector<FileDigest>& files);
 
+// The same key from the canonical text of each part (compact, sorted keys, invalid UTF-8
+// replaced: `dump(-1, ' ', false, error_handler_t::replace)`), for a caller that has those
+// dumps anyway (the run sends the same text to the plugin).
+std::string cacheKeyOfText(std::string_view node_spec, std::string_view state_view,
+                           std::string_view edge_inputs, std::string_view args,
+                           const std::vector<FileDigest>& files);
+
+// The canonical text cacheKeyOfText expects.
+std::string canonicalJson(const Json& value);
+
 // SHA-256 of a file's content. For a folder (a skill): of its SKILL.md when present, else of the
 // sorted (name, digest) list of the regular files directly inside it.
 Result<std::string> fileDigest(const std::filesystem::path& p);

@@ -179,7 +179,7 @@ int execute(const RunArgs& a, const std::filesystem::path& path, Json run_args,
   }
   StderrLog log_sink;
   plugins::PluginRegistry sinked(&log_sink);
-  auto experience = loadValidated(path, sinked, a.strict);
+  auto experience = loadValidated(path, sinked, a.strict, /*for_run=*/true);
   if (!experience) {
     return kExitFailed;
   }

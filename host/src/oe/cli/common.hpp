@@ -30,9 +30,13 @@ void reportPluginProblems(const plugins::PluginRegistry& registry);
 spec::KindCatalog kindCatalog(const plugins::PluginRegistry& registry);
 
 // Loads, loads plugins, validates; prints every diagnostic to stderr. nullopt when there was an
-// error (the diagnostics say which).
+// error (the diagnostics say which). `for_run`: the experience is about to run, so a spec
+// snapshot of the unchanged file is used (or written, after a load without any diagnostic), and
+// what only loading needs is dropped: the source positions and, from Experience::raw, the
+// graph's nodes and edges, which the typed model holds (docs/performance.md).
 std::optional<spec::Experience> loadValidated(const std::filesystem::path& path_arg,
-                                              plugins::PluginRegistry& registry, bool strict);
+                                              plugins::PluginRegistry& registry, bool strict,
+                                              bool for_run = false);
 
 // Loads the yaml only (state/inspect/reset-state need the folder and the schema, not plugins).
 std::optional<spec::Experience> loadOnly(const std::filesystem::path& path_arg);

@@ -119,14 +119,15 @@ std::vector<cache::FileDigest> namedFiles(const std::filesystem::path& dir,
     if (path.is_relative()) {
       path = dir / path;
     }
-    std::error_code ec;
-    if (!std::filesystem::exists(path, ec)) {
-      continue;
-    }
-    auto [it, inserted] = memo.try_emplace(path.string());
-    if (inserted) {
+    // A file hashed once stays as it was for the run: no stat again for the next node.
+    auto it = memo.find(path.string());
+    if (it == memo.end()) {
+      std::error_code ec;
+      if (!std::filesystem::exists(path, ec)) {
+        continue;
+      }
       auto digest = cache::fileDigest(path);
-      it->second = digest ? *digest : std::string("unreadable");
+      it = memo.emplace(path.string(), digest ? *digest : std::string("unreadable")).first;
     }
     files.push_back(cache::FileDigest{*text, it->second});
   }
@@ -165,6 +166,9 @@ struct Call final : oe_host_ctx {
   Json edge_inputs;   // what predecessors (or the previous pipeline stage) handed over
   Json state_view;    // the node's `reads`, frozen at dispatch
   Json args;
+  std::string args_json;   // canonical dumps of args, state_view and edge_inputs (cache key
+  std::string state_json;  // and request share them)
+  std::string edges_json;
   std::string cache_key;
   int attempt = 0;
   oe_node* instance = nullptr;
@@ -197,10 +201,9 @@ struct NodeRuntime {
   expr::ArgsTemplate args;
   std::vector<expr::Condition> conditions;  // `when` of incoming edges
   std::optional<expr::StatePath> for_each_source;
-  std::string raw_dump;     // the node's spec, canonical JSON
-  std::string config_json;  // what create() receives
+  std::string raw_dump;  // the node's spec, canonical JSON: nodeJson(), while the node can run
   std::optional<std::vector<cache::FileDigest>> files;  // files the node names (D4), lazily
-  Json edge_inputs = Json::object();
+  Json edge_inputs;  // null until a predecessor hands something over (no allocation per node)
   bool main = true;  // false for pipeline stages and loop bodies (they run after the main pass)
   bool selected = true;  // false: outside --from/--only, reused from the cache, never executed
   uint32_t unmet = 0;
@@ -229,10 +232,16 @@ class Run {
   Result<void> prepare(const plugins::PluginRegistry& plugins);
   // definitionPin() from the digests this run computes anyway for its cache keys.
   Json pin() {
-    return buildPin(exp_, [this](size_t i) { return fileDigests(nodes_[i]); });
+    // Not kept per node (dispatch computes them again from the same memo): holding every
+    // node's list from the start would cost memory for the whole run.
+    return buildPin(exp_, [this](size_t i) {
+      return nodes_[i].files ? *nodes_[i].files
+                             : namedFiles(exp_.dir, *nodes_[i].spec, digests_by_path_);
+    });
   }
   RunSummary execute();
   void destroyInstances();
+  void destroyInstances(NodeRuntime& node);
 
   // Called from worker threads through Call.
   void logFromPlugin(const Call& call, oe_log_level level, std::string_view message);
@@ -269,6 +278,12 @@ class Run {
   // order. `settle` returns false when it did not settle the item (it will come back).
   void inItemOrder(Call& call, std::function<bool()> settle);
   const std::vector<cache::FileDigest>& fileDigests(NodeRuntime& node);
+  const std::string& nodeJson(NodeRuntime& node) {
+    if (node.raw_dump.empty()) {
+      node.raw_dump = cache::canonicalJson(node.spec->raw);
+    }
+    return node.raw_dump;
+  }
   void emitLocal(const Json& event) {
     if (options_.on_event) {
       options_.on_event(event);
@@ -414,8 +429,6 @@ Result<void> Run::prepare(const plugins::PluginRegistry& plugins) {
     if (spec.for_each) {
       node.for_each_source = expr::StatePath::parse(spec.for_each->source);
     }
-    node.raw_dump = spec.raw.dump();
-    node.config_json = "{\"experience_dir\":" + experience_dir_json_ + ",\"node\":" + node.raw_dump + "}";
   }
   for (const auto& pipeline : exp_.pipelines) {
     for (const auto& stage : pipeline.stages) {
@@ -579,7 +592,8 @@ void Run::startNode(NodeRuntime& node) {
     pumpForEach(node);
     return;
   }
-  startCall(node, Json::object(), node.edge_inputs,
+  // Moved, not copied: every predecessor is done, so nothing adds to them any more.
+  startCall(node, Json::object(), std::move(node.edge_inputs),
             [this, &node](bool ok, const Json* /*edge_output*/) { finishNode(node, ok); });
 }
 
@@ -613,6 +627,13 @@ void Run::finishNode(NodeRuntime& node, bool ok) {
     ++summary_.failed;
   }
   --nodes_in_flight_;
+  if (node.main) {
+    // A main-pass node never runs again in this run: its plugin instances go now rather than
+    // at the end, so memory does not hold one per node (stages and loop bodies keep theirs).
+    destroyInstances(node);
+    node.raw_dump = {};
+    node.files.reset();
+  }
   releaseSuccessors(node);
   asio::post(io_, [this] { pump(); });
 }
@@ -806,6 +827,9 @@ void Run::startCall(NodeRuntime& node, Json extra_args, Json edge_inputs,
   call->node = &node;
   call->extra_args = std::move(extra_args);
   call->edge_inputs = std::move(edge_inputs);
+  if (call->edge_inputs.is_null()) {
+    call->edge_inputs = Json::object();  // a node no predecessor handed anything to
+  }
   call->done = std::move(done);
   if (node.selected) {
     log_.nodeReady(node.spec->id, node.spec->phase);
@@ -828,14 +852,18 @@ void Run::startCall(NodeRuntime& node, Json extra_args, Json edge_inputs,
   for (auto& [key, value] : call->extra_args.items()) {
     call->args[key] = value;
   }
+  // Dumped once: the same text goes into the cache key and into the plugin's request.
+  call->args_json = cache::canonicalJson(call->args);
+  call->state_json = cache::canonicalJson(call->state_view);
+  call->edges_json = cache::canonicalJson(call->edge_inputs);
 
   if (!node.selected) {
     reuseFromCache(call);
     return;
   }
   if (cache_ != nullptr) {
-    call->cache_key = cache::cacheKey(node.spec->raw, call->state_view, call->edge_inputs,
-                                      call->args, fileDigests(node));
+    call->cache_key = cache::cacheKeyOfText(nodeJson(node), call->state_json, call->edges_json,
+                                            call->args_json, fileDigests(node));
     std::optional<Json> hit;
     if (!force_selected_) {
       hit = cache_->get(call->cache_key);
@@ -892,8 +920,8 @@ void Run::reuseFromCache(const std::shared_ptr<Call>& call) {
   ++summary_.reused;
   std::optional<Json> hit;
   if (cache_ != nullptr) {
-    call->cache_key = cache::cacheKey(node.spec->raw, call->state_view, call->edge_inputs,
-                                      call->args, fileDigests(node));
+    call->cache_key = cache::cacheKeyOfText(nodeJson(node), call->state_json, call->edges_json,
+                                            call->args_json, fileDigests(node));
     hit = cache_->get(call->cache_key);
   }
   Json edge_output;
@@ -927,9 +955,10 @@ Result<oe_node*> Run::acquireInstance(NodeRuntime& node) {
   }
   oe_writer err;
   oe_node* instance = nullptr;
+  const std::string config =
+      "{\"experience_dir\":" + experience_dir_json_ + ",\"node\":" + nodeJson(node) + "}";
   const oe_status status = node.kind->kind->create(
-      node.kind->library->self(), oe_str{node.config_json.data(), node.config_json.size()},
-      nullptr, &instance, &err);
+      node.kind->library->self(), oe_str{config.data(), config.size()}, nullptr, &instance, &err);
   if (status != OE_OK || instance == nullptr) {
     return makeError(err.data.empty() ? "the " + node.spec->kind +
                                             " plugin could not create the node (status " +
@@ -948,12 +977,16 @@ void Run::releaseInstance(NodeRuntime& node, oe_node* instance) {
 
 void Run::destroyInstances() {
   for (auto& node : nodes_) {
-    for (oe_node* instance : node.instances) {
-      node.kind->kind->destroy(instance);
-    }
-    node.instances.clear();
-    node.idle.clear();
+    destroyInstances(node);
   }
+}
+
+void Run::destroyInstances(NodeRuntime& node) {
+  for (oe_node* instance : node.instances) {
+    node.kind->kind->destroy(instance);
+  }
+  node.instances = {};
+  node.idle = {};
 }
 
 void Run::attempt(const std::shared_ptr<Call>& call) {
@@ -969,8 +1002,8 @@ void Run::attempt(const std::shared_ptr<Call>& call) {
   }
   call->instance = *instance;
   const std::string request =
-      "{\"node\":" + node.raw_dump + ",\"args\":" + call->args.dump() +
-      ",\"state_view\":" + call->state_view.dump() + ",\"edge_inputs\":" + call->edge_inputs.dump() +
+      "{\"node\":" + nodeJson(node) + ",\"args\":" + call->args_json +
+      ",\"state_view\":" + call->state_json + ",\"edge_inputs\":" + call->edges_json +
       ",\"context\":{\"run_id\":" + jsonQuoted(log_.runId()) + ",\"node_id\":" + jsonQuoted(node.spec->id) +
       ",\"experience_dir\":" + experience_dir_json_ +
       ",\"attempt\":" + std::to_string(call->attempt) + "}}";

@@ -509,7 +509,9 @@ FieldType fieldType(const std::string& t) {
   return FieldType::kAny;
 }
 
-void fill(Experience& exp) {
+// `take_nodes`: move each node's JSON out of exp.raw into NodeSpec::raw instead of copying it
+// (spec snapshots: nothing reads exp.raw's nodes afterwards).
+void fill(Experience& exp, bool take_nodes = false) {
   const Json& raw = exp.raw;
   exp.name = str(raw, "name");
   exp.description = str(raw, "description");
@@ -584,7 +586,11 @@ void fill(Experience& exp) {
     if (auto args = n.find("args"); args != n.end()) {
       node.args = *args;
     }
-    node.raw = n;
+    if (take_nodes) {
+      node.raw = std::move(exp.raw["graph"]["nodes"][i]);  // `n` is not read after this
+    } else {
+      node.raw = n;
+    }
     node.mark = exp.markOf(pointer);
     exp.node_index.emplace(node.id, i);
     exp.nodes.push_back(std::move(node));
@@ -642,6 +648,8 @@ void fill(Experience& exp) {
 }
 
 }  // namespace
+
+void buildModel(Experience& exp, bool take_nodes) { fill(exp, take_nodes); }
 
 std::filesystem::path resolveExperiencePath(const std::filesystem::path& arg) {
   std::string ext = arg.extension().string();

@@ -31,4 +31,11 @@ struct LoadResult {
 [[nodiscard]] LoadResult loadExperienceText(std::string_view text,
                                             const std::filesystem::path& yaml_path);
 
+// Fills the typed model (name, state, nodes, edges, ...) from `exp.raw`, a document that passed
+// the structural check, using `exp.marks`/`exp.key_marks` for positions and the state fields'
+// declaration order. loadExperienceText does this; spec snapshots (snapshot.hpp) reuse it.
+// `take_nodes`: each node's JSON is moved from exp.raw into NodeSpec::raw, not copied (the
+// graph's nodes in exp.raw are then nulls).
+void buildModel(Experience& exp, bool take_nodes = false);
+
 }  // namespace oe::spec

@@ -1,0 +1,169 @@
+// Spec snapshots (see snapshot.hpp). The file is a short header, then the validation context,
+// the YAML text and the document as JSON (nlohmann parses it ~20x faster than yaml-cpp reads
+// the YAML); the comparison is byte for byte, so a snapshot can never stand for another file.
+#include "oe/spec/snapshot.hpp"
+
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+#include <system_error>
+
+#include "oe/spec/loader.hpp"
+
+namespace oe::spec {
+
+namespace {
+
+constexpr std::string_view kMagic = "oe-spec-snapshot/1\n";
+constexpr std::string_view kStatePointer = "/state/schema/";
+
+bool readWhole(const std::filesystem::path& path, std::string& out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return false;
+  }
+  in.seekg(0, std::ios::end);
+  const std::streamoff size = in.tellg();
+  if (size < 0) {
+    return false;
+  }
+  out.resize(static_cast<size_t>(size));
+  in.seekg(0, std::ios::beg);
+  return static_cast<bool>(in.read(out.data(), static_cast<std::streamsize>(out.size())));
+}
+
+// "<version>\n<context bytes> <yaml bytes> <payload bytes>\n"
+std::string header(size_t context, size_t yaml, size_t payload) {
+  return std::string(kMagic) + OE_VERSION_STRING + "\n" + std::to_string(context) + " " +
+         std::to_string(yaml) + " " + std::to_string(payload) + "\n";
+}
+
+}  // namespace
+
+std::filesystem::path snapshotPath(const std::filesystem::path& yaml_path) {
+  std::error_code ec;
+  std::filesystem::path file = std::filesystem::absolute(yaml_path, ec);
+  if (ec) {
+    file = yaml_path;
+  }
+  return file.parent_path() / ".openexpertise" / (file.filename().string() + ".spec-snapshot");
+}
+
+std::string snapshotContext(const KindCatalog& kinds, bool strict) {
+  std::string out = strict ? "strict\n" : "lenient\n";
+  for (const auto& [name, info] : kinds) {
+    out += name;
+    out += '\n';
+    out += info.schema ? info.schema->dump() : "-";
+    out += '\n';
+  }
+  return out;
+}
+
+std::optional<Experience> readSnapshot(const std::filesystem::path& yaml_path,
+                                       std::string_view yaml_text, std::string_view context) {
+  std::string data;
+  if (!readWhole(snapshotPath(yaml_path), data)) {
+    return std::nullopt;
+  }
+  // Header: magic, version line, then the three sizes; anything else is another format.
+  size_t context_size = 0;
+  size_t yaml_size = 0;
+  size_t payload_size = 0;
+  std::string_view rest(data);
+  if (!rest.starts_with(kMagic)) {
+    return std::nullopt;
+  }
+  rest.remove_prefix(kMagic.size());
+  const std::string version_line = std::string(OE_VERSION_STRING) + "\n";
+  if (!rest.starts_with(version_line)) {
+    return std::nullopt;
+  }
+  rest.remove_prefix(version_line.size());
+  const size_t eol = rest.find('\n');
+  if (eol == std::string_view::npos) {
+    return std::nullopt;
+  }
+  std::istringstream sizes{std::string(rest.substr(0, eol))};
+  if (!(sizes >> context_size >> yaml_size >> payload_size)) {
+    return std::nullopt;
+  }
+  rest.remove_prefix(eol + 1);
+  if (rest.size() != context_size + yaml_size + payload_size ||
+      rest.substr(0, context_size) != context ||
+      rest.substr(context_size, yaml_size) != yaml_text) {
+    return std::nullopt;
+  }
+  Json payload = Json::parse(rest.substr(context_size + yaml_size), nullptr, false);
+  data = {};  // the file's text: not needed any more, and as large as the document
+  if (payload.is_discarded() || !payload.is_object() || !payload.contains("raw")) {
+    return std::nullopt;
+  }
+
+  Experience exp;
+  exp.source_name = yaml_path.string();
+  std::error_code ec;
+  exp.file = std::filesystem::absolute(yaml_path, ec);
+  if (ec) {
+    exp.file = yaml_path;
+  }
+  exp.dir = exp.file.parent_path();
+  exp.raw = std::move(payload["raw"]);
+  // The state fields' key positions give their declaration order (a JSON object is sorted).
+  if (auto marks = payload.find("key_marks"); marks != payload.end() && marks->is_object()) {
+    for (const auto& [pointer, at] : marks->items()) {
+      if (at.is_array() && at.size() == 2 && at[0].is_number_integer() &&
+          at[1].is_number_integer()) {
+        exp.key_marks.emplace(pointer, Mark{at[0].get<int>(), at[1].get<int>()});
+      }
+    }
+  }
+  buildModel(exp, /*take_nodes=*/true);
+  exp.key_marks.clear();
+  return exp;
+}
+
+Result<void> writeSnapshot(const Experience& experience, std::string_view yaml_text,
+                           std::string_view context) {
+  Json key_marks = Json::object();
+  experience.key_marks.forEach([&key_marks](std::string_view pointer, Mark mark) {
+    if (pointer.starts_with(kStatePointer) &&
+        pointer.find('/', kStatePointer.size()) == std::string_view::npos) {
+      key_marks[std::string(pointer)] = Json::array({mark.line, mark.column});
+    }
+  });
+  std::string payload;
+  try {
+    payload = Json{{"raw", experience.raw}, {"key_marks", std::move(key_marks)}}.dump();
+  } catch (const Json::exception& e) {
+    return makeError(std::string("cannot serialise the experience: ") + e.what());
+  }
+  const std::filesystem::path path = snapshotPath(experience.file);
+  std::error_code ec;
+  std::filesystem::create_directories(path.parent_path(), ec);
+  if (ec) {
+    return makeError("cannot create " + path.parent_path().string() + ": " + ec.message());
+  }
+  // A name of its own per process: two runs saving at once do not write into one file.
+  std::filesystem::path tmp = path;
+  tmp += ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << header(context.size(), yaml_text.size(), payload.size()) << context << yaml_text
+        << payload;
+    out.close();
+    if (!out) {
+      std::filesystem::remove(tmp, ec);
+      return makeError("cannot write " + tmp.string());
+    }
+  }
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    std::filesystem::remove(tmp, ec);
+    return makeError("cannot rename the snapshot to " + path.string() + ": " + ec.message());
+  }
+  return {};
+}
+
+}  // namespace oe::spec
