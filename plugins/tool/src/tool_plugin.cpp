@@ -67,6 +67,42 @@ Expected<Flavour> detectFlavour(const ToolIdentity& who) {
   throw sdk::Error(failure.status, std::move(failure.message));
 }
 
+// The general reading of the node configuration (scanNodeConfig could not vouch for it): the
+// node's id and impl and the experience directory, or an error for the user.
+void parseNodeConfig(std::string_view config_json, ToolIdentity& who, std::string& experience_dir) {
+  Json config;
+  try {
+    config = Json::parse(config_json);
+  } catch (const Json::exception& error) {
+    throw sdk::Error(
+        OE_INVALID_ARGUMENT,
+        std::string("tool: the node configuration is not valid JSON: ") + error.what());
+  }
+  const Json* node = nullptr;
+  if (config.is_object()) {
+    if (auto it = config.find("node"); it != config.end() && it->is_object()) {
+      node = &*it;
+    }
+  }
+  if (node == nullptr) {
+    throw sdk::Error(OE_INVALID_ARGUMENT, "tool: the node configuration has no \"node\" object");
+  }
+  if (auto it = node->find("id"); it != node->end() && it->is_string()) {
+    who.id = it->get<std::string>();
+  }
+  auto impl = node->find("impl");
+  if (impl == node->end() || !impl->is_string() || impl->get_ref<const std::string&>().empty()) {
+    throw sdk::Error(OE_INVALID_ARGUMENT,
+                     "Tool \"" + who.id +
+                         "\" has no impl; set impl: to a .mjs module, an executable or a .so "
+                         "library (relative to the experience directory)");
+  }
+  who.impl = impl->get<std::string>();
+  if (auto it = config.find("experience_dir"); it != config.end() && it->is_string()) {
+    experience_dir = it->get<std::string>();
+  }
+}
+
 }  // namespace
 
 class ToolPlugin;
@@ -142,8 +178,22 @@ class ToolPlugin {
   static std::unique_ptr<sdk::Node> create(ToolPlugin& plugin, std::string_view config_json);
 
  private:
+  // How an impl path runs, decided once per path: the host creates a node per graph node, and
+  // detecting the flavour (stat, ELF check, dlopen + dlsym, a PATH search for node) cost more
+  // than the call of a native tool. Only successes are kept: a tool missing at one node's
+  // creation may be written by an earlier node before the next one is created.
+  struct Resolved {
+    std::string path;  // absolute, normalised
+    Flavour flavour = Flavour::kExecutable;
+    oe_tool_invoke_fn native_entry = nullptr;
+  };
+  // `who.impl` relative to `base` (the experience directory) unless absolute.
+  Expected<Resolved> resolve(const ToolIdentity& who, const std::filesystem::path& base);
+
   NodeWorker node_worker_;
   NativeTools native_tools_;
+  std::mutex resolved_mutex_;
+  std::unordered_map<std::string, Resolved> resolved_;  // "<base>\n<impl>" -> how it runs
 };
 
 void ToolNode::invoke(sdk::Call& call) {
@@ -186,69 +236,66 @@ Expected<std::string> ToolNode::run(sdk::Call& call, std::string_view input, Can
 }
 
 std::unique_ptr<sdk::Node> ToolPlugin::create(ToolPlugin& plugin, std::string_view config_json) {
-  Json config;
-  try {
-    config = Json::parse(config_json);
-  } catch (const Json::exception& error) {
-    throw sdk::Error(
-        OE_INVALID_ARGUMENT,
-        std::string("tool: the node configuration is not valid JSON: ") + error.what());
-  }
-  const Json* node = nullptr;
-  if (config.is_object()) {
-    if (auto it = config.find("node"); it != config.end() && it->is_object()) {
-      node = &*it;
-    }
-  }
-  if (node == nullptr) {
-    throw sdk::Error(OE_INVALID_ARGUMENT, "tool: the node configuration has no \"node\" object");
-  }
   ToolIdentity who;
-  if (auto it = node->find("id"); it != node->end() && it->is_string()) {
-    who.id = it->get<std::string>();
+  std::string experience_dir;
+  if (auto scanned = scanNodeConfig(config_json)) {
+    who.id = std::move(scanned->id);
+    who.impl = std::move(scanned->impl);
+    experience_dir = std::move(scanned->experience_dir);
+  } else {
+    parseNodeConfig(config_json, who, experience_dir);
   }
-  auto impl = node->find("impl");
-  if (impl == node->end() || !impl->is_string() || impl->get_ref<const std::string&>().empty()) {
-    throw sdk::Error(OE_INVALID_ARGUMENT,
-                     "Tool \"" + who.id +
-                         "\" has no impl; set impl: to a .mjs module, an executable or a .so "
-                         "library (relative to the experience directory)");
-  }
-  who.impl = impl->get<std::string>();
 
   namespace fs = std::filesystem;
-  std::string experience_dir;
-  if (auto it = config.find("experience_dir"); it != config.end() && it->is_string()) {
-    experience_dir = it->get<std::string>();
-  }
   std::error_code ignored;
   fs::path base = experience_dir.empty() ? fs::current_path(ignored) : fs::path(experience_dir);
-  fs::path declared(who.impl);
-  who.path = (declared.is_absolute() ? declared : base / declared).lexically_normal().string();
   if (experience_dir.empty()) {
     experience_dir = base.string();
   }
+  auto resolved = plugin.resolve(who, base);
+  if (!resolved) {
+    raise(std::move(resolved).failure());
+  }
+  who.path = resolved->path;
+  return std::make_unique<ToolNode>(plugin, std::move(who), resolved->flavour,
+                                    std::move(experience_dir), resolved->native_entry);
+}
 
+Expected<ToolPlugin::Resolved> ToolPlugin::resolve(const ToolIdentity& declared,
+                                                    const std::filesystem::path& base) {
+  std::string key = base.string();
+  key += '\n';
+  key += declared.impl;
+  {
+    std::lock_guard lock(resolved_mutex_);
+    if (auto it = resolved_.find(key); it != resolved_.end()) {
+      return it->second;
+    }
+  }
+  ToolIdentity who = declared;
+  const std::filesystem::path impl(who.impl);
+  who.path = (impl.is_absolute() ? impl : base / impl).lexically_normal().string();
   auto flavour = detectFlavour(who);
   if (!flavour) {
-    raise(std::move(flavour).failure());
+    return std::move(flavour).failure();
   }
-  oe_tool_invoke_fn native_entry = nullptr;
+  Resolved resolved{who.path, *flavour, nullptr};
   if (*flavour == Flavour::kNodeModule) {
     // Fail at creation, not at the first call, when Node.js is missing.
     auto binary = NodeWorker::locateNode(who);
     if (!binary) {
-      raise(std::move(binary).failure());
+      return std::move(binary).failure();
     }
   } else if (*flavour == Flavour::kNative) {
-    auto entry = plugin.nativeTools().load(who);
+    auto entry = native_tools_.load(who);
     if (!entry) {
-      raise(std::move(entry).failure());
+      return std::move(entry).failure();
     }
-    native_entry = *entry;
+    resolved.native_entry = *entry;
   }
-  return std::make_unique<ToolNode>(plugin, std::move(who), *flavour, std::move(experience_dir),
-                                    native_entry);
+  std::lock_guard lock(resolved_mutex_);
+  resolved_.emplace(std::move(key), resolved);
+  return resolved;
 }
 
 namespace {
