@@ -4,11 +4,23 @@
   run_scaling.py --build build/release [--nodes 100,1000,10000,100000]
                  [--shapes chain,fanout,random] [--flavours native,exe,mjs] [--repeat 3]
 
-Prints, per (flavour, shape, N): the median wall time of the whole `oe run` process, wall/N (the
-per-node cost including the tool), and the peak RSS with its growth per node. Each repetition uses
-a fresh experience folder (cold state and cache), as a first run does.
+Per (flavour, shape, N) it times the whole `oe run -q` process twice on one folder, `--repeat`
+times (fresh folder each time), and prints the medians:
+
+  first   the first run of a new experience.yaml: YAML parse and validation included, cold state
+          and cache;
+  rerun   the same experience.yaml run again after deleting its state, cache and logs (so every
+          node executes again), which reuses the spec snapshot the first run saved
+          (.openexpertise/<file>.spec-snapshot) instead of parsing the YAML;
+
+wall / N for both (the per-node cost including the tool), the re-run's CPU time (user + sys of
+oe and its children) / N, which a busy machine inflates far less than the wall time, the peak
+RSS of the re-run and its growth per node over a 3-node run of the same flavour (the process's
+fixed base).
 """
 import argparse
+import glob
+import resource
 import os
 import shutil
 import statistics
@@ -30,7 +42,22 @@ def run_once(oe, exp_dir):
     proc.stderr.close()
     if os.waitstatus_to_exitcode(status) != 0:
         sys.exit("oe run failed in %s:\n%s" % (exp_dir, err[-2000:]))
-    return wall, rusage.ru_maxrss * 1024
+    return wall, rusage.ru_maxrss * 1024, rusage.ru_utime + rusage.ru_stime
+
+
+def forget_run(exp_dir):
+    """Deletes what a run left (state, cache, logs) but keeps the spec snapshot."""
+    ws = os.path.join(exp_dir, ".openexpertise")
+    for path in glob.glob(os.path.join(ws, "state.sqlite*")):
+        os.remove(path)
+    shutil.rmtree(os.path.join(ws, "cache"), ignore_errors=True)
+    shutil.rmtree(os.path.join(ws, "runs"), ignore_errors=True)
+
+
+def generate(d, n, shape, flavour, native, exe):
+    subprocess.check_call([sys.executable, os.path.join(HERE, "gen_experience.py"), d,
+                           "--nodes", str(n), "--shape", shape, "--flavour", flavour,
+                           "--native-lib", native, "--exe-tool", exe])
 
 
 def main():
@@ -51,27 +78,46 @@ def main():
         if not os.path.exists(f):
             sys.exit("missing %s: build the release preset first" % f)
 
-    print("%-7s %-7s %7s %10s %12s %10s %12s" % ("flavour", "shape", "N", "wall_s", "us_per_node",
-                                                "peak_MiB", "B_per_node"))
+    print("%-7s %-7s %7s %9s %9s %9s %9s %9s %9s %10s" % (
+        "flavour", "shape", "N", "first_s", "first_us", "rerun_s", "rerun_us", "cpu_us",
+        "peak_MiB", "B_per_node"))
     for flavour in a.flavours.split(","):
+        base_peaks = []
+        for _ in range(a.repeat):
+            d = tempfile.mkdtemp(prefix="oe-bench-")
+            generate(d, 3, "chain", flavour, native, exe)
+            run_once(oe, d)
+            forget_run(d)
+            base_peaks.append(run_once(oe, d)[1])
+            shutil.rmtree(d, ignore_errors=True)
+        base = statistics.median(base_peaks)
         for shape in a.shapes.split(","):
             for n in [int(x) for x in a.nodes.split(",")]:
                 if flavour == "exe" and n > a.max_nodes_exe:
                     continue
-                walls, peaks = [], []
+                firsts, reruns, peaks, cpus = [], [], [], []
                 for _ in range(a.repeat):
                     d = tempfile.mkdtemp(prefix="oe-bench-")
-                    subprocess.check_call([sys.executable, os.path.join(HERE, "gen_experience.py"), d,
-                                           "--nodes", str(n), "--shape", shape, "--flavour", flavour,
-                                           "--native-lib", native, "--exe-tool", exe])
-                    wall, peak = run_once(oe, d)
-                    walls.append(wall)
+                    generate(d, n, shape, flavour, native, exe)
+                    firsts.append(run_once(oe, d)[0])
+                    forget_run(d)
+                    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+                    wall, peak, cpu = run_once(oe, d)
+                    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+                    # wait4 gives oe's own usage; RUSAGE_CHILDREN grows by oe and every process
+                    # it waited for (tools), so the difference is the whole tree.
+                    tree = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+                    reruns.append(wall)
                     peaks.append(peak)
+                    cpus.append(max(cpu, tree))
                     shutil.rmtree(d, ignore_errors=True)
-                wall = statistics.median(walls)
+                first = statistics.median(firsts)
+                rerun = statistics.median(reruns)
                 peak = statistics.median(peaks)
-                print("%-7s %-7s %7d %10.3f %12.1f %10.1f %12.0f" % (
-                    flavour, shape, n, wall, wall / n * 1e6, peak / 2**20, peak / n), flush=True)
+                cpu = statistics.median(cpus)
+                print("%-7s %-7s %7d %9.3f %9.1f %9.3f %9.1f %9.1f %9.1f %10.0f" % (
+                    flavour, shape, n, first, first / n * 1e6, rerun, rerun / n * 1e6,
+                    cpu / n * 1e6, peak / 2**20, max(0.0, peak - base) / n), flush=True)
 
 
 if __name__ == "__main__":

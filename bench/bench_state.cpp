@@ -1,0 +1,95 @@
+// The state write of one node (StateStore::write: checks, merge, one SQLite transaction on a
+// real state.sqlite in WAL mode), for the delta shapes the scaling benchmark and real graphs use.
+#include <benchmark/benchmark.h>
+
+#include <string>
+
+#include "bench_support.hpp"
+#include "oe/state/state_store.hpp"
+
+namespace {
+
+oe::spec::StateSpec schema(int fields, oe::spec::MergeStrategy merge) {
+  oe::spec::StateSpec spec;
+  for (int i = 0; i < fields; ++i) {
+    oe::spec::FieldSpec f;
+    f.name = "f" + std::to_string(i);
+    f.type = merge == oe::spec::MergeStrategy::kArrayAppend ? oe::spec::FieldType::kArray
+                                                            : oe::spec::FieldType::kNumber;
+    f.merge = merge;
+    spec.index.emplace(f.name, spec.fields.size());
+    spec.fields.push_back(std::move(f));
+  }
+  return spec;
+}
+
+// One last_wins number field per write, as every node of bench/run_scaling.py does.
+void BM_StateWriteOneField(benchmark::State& bench) {
+  oe::bench::ScratchDir dir;
+  auto store =
+      oe::state::StateStore::open(dir.path() / "state.sqlite", schema(16, {})).value();
+  int i = 0;
+  const std::string run_id = "00000000-0000-4000-8000-000000000000";
+  for (auto _ : bench) {
+    const std::string field = "f" + std::to_string(i % 16);
+    auto written = store->write(oe::Json{{field, i}}, {run_id, "n" + std::to_string(i)});
+    if (!written) {
+      bench.SkipWithError(written.error().message.c_str());
+      return;
+    }
+    ++i;
+  }
+}
+BENCHMARK(BM_StateWriteOneField)->UseRealTime();
+
+// Four fields in one transaction: the commit is paid once.
+void BM_StateWriteFourFields(benchmark::State& bench) {
+  oe::bench::ScratchDir dir;
+  auto store =
+      oe::state::StateStore::open(dir.path() / "state.sqlite", schema(16, {})).value();
+  int i = 0;
+  const std::string run_id = "00000000-0000-4000-8000-000000000000";
+  for (auto _ : bench) {
+    oe::Json delta = oe::Json::object();
+    for (int k = 0; k < 4; ++k) {
+      delta["f" + std::to_string((i + k) % 16)] = i;
+    }
+    auto written = store->write(delta, {run_id, "n"});
+    if (!written) {
+      bench.SkipWithError(written.error().message.c_str());
+      return;
+    }
+    ++i;
+  }
+}
+BENCHMARK(BM_StateWriteFourFields)->UseRealTime();
+
+// A set_once field written again with the same value: a no-op, no transaction (D2).
+void BM_StateWriteSetOnceNoop(benchmark::State& bench) {
+  oe::bench::ScratchDir dir;
+  auto store = oe::state::StateStore::open(dir.path() / "state.sqlite",
+                                           schema(1, oe::spec::MergeStrategy::kSetOnce))
+                   .value();
+  const oe::Json delta = {{"f0", 42}};
+  (void)store->write(delta, {"run", "n"});
+  for (auto _ : bench) {
+    benchmark::DoNotOptimize(store->write(delta, {"run", "n"}));
+  }
+}
+BENCHMARK(BM_StateWriteSetOnceNoop);
+
+// The mirror read every `$.path` and every bundle goes through.
+void BM_StateFieldRead(benchmark::State& bench) {
+  oe::bench::ScratchDir dir;
+  auto store =
+      oe::state::StateStore::open(dir.path() / "state.sqlite", schema(16, {})).value();
+  (void)store->write(oe::Json{{"f7", 1}}, {"run", "n"});
+  for (auto _ : bench) {
+    benchmark::DoNotOptimize(store->field("f7"));
+  }
+}
+BENCHMARK(BM_StateFieldRead);
+
+}  // namespace
+
+BENCHMARK_MAIN();
