@@ -8,7 +8,7 @@ namespace {
 constexpr std::string_view kTool =
     "#!/bin/sh\ncat >/dev/null\necho '{\"state_delta\":{\"n\":1}}'\n";
 
-constexpr std::string_view kYaml = R"(name: snap
+constexpr std::string_view kSnapYaml = R"(name: snap
 version: 0.1.0
 state:
   schema:
@@ -23,7 +23,7 @@ class SpecSnapshot : public OeTest {};
 
 TEST_F(SpecSnapshot, ASecondRunReusesItAndAnEditIsCheckedAgain) {
   writeExecutable("tools/one.sh", kTool);
-  writeExperience(kYaml);
+  writeExperience(kSnapYaml);
   const auto snapshot = dir_.path() / ".openexpertise" / "experience.yaml.spec-snapshot";
 
   int code = -1;
@@ -40,7 +40,7 @@ TEST_F(SpecSnapshot, ASecondRunReusesItAndAnEditIsCheckedAgain) {
   EXPECT_EQ(std::filesystem::last_write_time(snapshot), written) << "a hit does not rewrite it";
 
   // The same file with an edge to a node that does not exist: reported, not run.
-  std::string broken(kYaml);
+  std::string broken(kSnapYaml);
   broken.replace(broken.find("edges: []"), 9, "edges:\n    - { from: a, to: ghost }");
   writeExperience(broken);
   auto r = oe({"run", dir_.path().string()});
@@ -48,7 +48,7 @@ TEST_F(SpecSnapshot, ASecondRunReusesItAndAnEditIsCheckedAgain) {
   EXPECT_NE(r.err.find("unknown node id \"ghost\""), std::string::npos) << r.err;
 
   // Back to the original text: runs again (from a fresh snapshot or the old one, either way).
-  writeExperience(kYaml);
+  writeExperience(kSnapYaml);
   auto third = runJson({"--no-cache"}, &code);
   ASSERT_EQ(code, 0) << last_stderr_;
   EXPECT_EQ(third["final_state"]["n"], 1);

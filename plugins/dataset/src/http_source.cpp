@@ -75,12 +75,6 @@ std::string_view reasonPhrase(int status) {
   return {};
 }
 
-std::string lower(std::string text) {
-  std::transform(text.begin(), text.end(), text.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return text;
-}
-
 }  // namespace
 
 Expected<std::string> readHttpSource(const HttpSource& source, const std::string& who,

@@ -9,12 +9,6 @@ namespace oe::dataset {
 
 namespace {
 
-std::string lower(std::string text) {
-  std::transform(text.begin(), text.end(), text.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return text;
-}
-
 // `object[key]` when it is a string, else "".
 std::string stringAt(const Json& object, const char* key) {
   auto it = object.find(key);
@@ -130,6 +124,12 @@ Expected<HttpSource> httpSource(const Json& source, const std::string& who) {
 }
 
 }  // namespace
+
+std::string lower(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return text;
+}
 
 Expected<DatasetSpec> parseDatasetSpec(std::string_view config_json) {
   const Json config = Json::parse(config_json, nullptr, false);

@@ -51,4 +51,7 @@ struct DatasetSpec {
 // Parses create()'s config JSON ({"node": <spec>, "experience_dir": "<abs>"}).
 Expected<DatasetSpec> parseDatasetSpec(std::string_view config_json);
 
+// ASCII lower case (scheme, method and header names).
+std::string lower(std::string text);
+
 }  // namespace oe::dataset

@@ -20,9 +20,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr size_t kStderrKeep = 2048;
+constexpr size_t kExecStderrKeep = 2048;
 constexpr size_t kMaxStdout = size_t{256} << 20U;
-constexpr std::chrono::milliseconds kPollSlice{100};  // how often the host's flag is polled
 constexpr std::chrono::seconds kKillGrace{2};         // SIGTERM -> SIGKILL
 
 enum class Drain { kOpen, kEof };
@@ -93,7 +92,7 @@ Expected<ExecOutcome> runExecutable(const ToolIdentity& who, const std::string& 
   SigpipeBlock sigpipe_guard;
 
   std::string stdout_text;
-  TailBuffer stderr_tail(kStderrKeep);
+  TailBuffer stderr_tail(kExecStderrKeep);
   bool overflow = false;
   auto to_stdout = [&](std::string_view bytes) {
     if (stdout_text.size() + bytes.size() > kMaxStdout) {

@@ -26,9 +26,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr std::chrono::milliseconds kPollSlice{100};  // how often the host's flag is polled
 constexpr std::chrono::seconds kResponsiveGrace{2};   // ping answer after a cancel
-constexpr size_t kStderrKeep = 4096;
+constexpr size_t kWorkerStderrKeep = 4096;
 constexpr size_t kCrashLines = 12;
 constexpr size_t kMaxLogLine = 16384;
 constexpr size_t kStackFrames = 5;
@@ -434,7 +433,7 @@ class NodeWorker::Process {
   std::mutex life_mutex_;  // guards reaped_ and stop_reason_ (no signal after the reap)
   bool reaped_ = false;
   std::optional<std::string> stop_reason_;
-  TailBuffer stderr_tail_{kStderrKeep};  // reader thread only
+  TailBuffer stderr_tail_{kWorkerStderrKeep};  // reader thread only
 };
 
 NodeWorker::NodeWorker(std::function<void(std::string_view)> log_line)

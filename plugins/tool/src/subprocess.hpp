@@ -4,6 +4,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <csignal>
 #include <optional>
 #include <string>
@@ -13,6 +14,9 @@
 #include "expected.hpp"
 
 namespace oe::tool {
+
+// How often a waiting runner (executable or Node.js worker) polls the host's cancel flag.
+inline constexpr std::chrono::milliseconds kPollSlice{100};
 
 // Owns one file descriptor; closes it on destruction.
 class UniqueFd {

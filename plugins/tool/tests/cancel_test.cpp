@@ -11,9 +11,6 @@ namespace {
 
 using CancelTest = ToolPluginTest;
 
-constexpr const char* kPidModule =
-    "export default () => ({ state_delta: { pid: process.pid } });\n";
-
 // Starts an invocation on its own thread with its own call context.
 struct RunningCall {
   std::unique_ptr<FakeContext> ctx;

@@ -9,9 +9,6 @@ namespace {
 
 using NodeModuleTest = ToolPluginTest;
 
-constexpr const char* kPidModule =
-    "export default () => ({ state_delta: { pid: process.pid } });\n";
-
 int64_t workerPid(NodeModuleTest& test, oe_node* node, const std::string& id) {
   const CallResult result = test.call(node, id);
   if (result.status != OE_OK) {

@@ -32,6 +32,10 @@ using oe::test::TempDir;
 
 using oe::test::ScopedEnv;
 
+// A .mjs tool that reports its worker's process id.
+inline constexpr const char* kPidModule =
+    "export default () => ({ state_delta: { pid: process.pid } });\n";
+
 // The read end of a FIFO a tool writes "started" to once it is running: a real handshake, so
 // a test cancels a tool that is really running, without sleeping.
 class StartSignal {

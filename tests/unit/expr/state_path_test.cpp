@@ -8,10 +8,10 @@
 namespace oe::expr {
 namespace {
 
-const Json kState = {
+const Json kPathState = {
     {"pr_id", "PR-1"}, {"nested", {{"count", 3}}}, {"list", {1, 2, 3}}, {"title", "héllo"}};
 
-Json resolveArgs(const Json& args, const Json& state = kState) {
+Json resolveArgs(const Json& args, const Json& state = kPathState) {
   return ArgsTemplate::compile(args).resolve(JsonStateReader(state));
 }
 
@@ -37,7 +37,7 @@ TEST(StatePath, ParsesOnlyWholeStringPaths) {
 }
 
 TEST(StatePath, ResolvesAgainstState) {
-  JsonStateReader reader(kState);
+  JsonStateReader reader(kPathState);
   EXPECT_EQ(StatePath::parse("$.pr_id")->resolve(reader), Json("PR-1"));
   EXPECT_EQ(StatePath::parse("$.nested.count")->resolve(reader), Json(3));
   EXPECT_EQ(StatePath::parse("$.missing")->resolve(reader), std::nullopt);
@@ -81,7 +81,7 @@ TEST(ExpressionsTest, ResolvesRecursively) {
 }
 
 TEST(ExpressionsTest, ResolvedValuesAreCopies) {
-  Json state = kState;
+  Json state = kPathState;
   Json resolved = resolveArgs("$.list", state);
   resolved.push_back(4);
   EXPECT_EQ(state["list"], Json({1, 2, 3}));
@@ -102,7 +102,7 @@ TEST(ArgsTemplate, CompiledOnceResolvedMany) {
 TEST(ArgsTemplate, ConstantArgs) {
   auto t = ArgsTemplate::compile({{"a", 1}, {"b", {"x", "$.notpath!"}}});
   EXPECT_TRUE(t.isConstant());
-  EXPECT_EQ(t.resolve(JsonStateReader(kState)), t.source());
+  EXPECT_EQ(t.resolve(JsonStateReader(kPathState)), t.source());
   EXPECT_TRUE(ArgsTemplate().isConstant());
 }
 

@@ -11,6 +11,7 @@
 #include "oe/cli/commands.hpp"
 #include "oe/cli/common.hpp"
 #include "oe/cli/run_history.hpp"
+#include "oe/run/run.hpp"
 #include "oe/state/state_store.hpp"
 
 namespace oe::cli {
@@ -18,13 +19,6 @@ namespace {
 
 // An unfinished run whose log changed this recently may still be running: never pruned.
 constexpr int64_t kMaybeRunningMs = 10 * 60 * 1000;
-
-std::filesystem::path statePath(const spec::Experience& experience) {
-  if (experience.state.store) {
-    return experience.dir / *experience.state.store;  // D14
-  }
-  return experience.dir / ".openexpertise" / "state.sqlite";
-}
 
 // The database and its WAL: what VACUUM and the checkpoint shrink.
 uint64_t sqliteBytes(const std::filesystem::path& db) {
@@ -70,7 +64,7 @@ int runGc(const GcArgs& a) {
   }
   const auto workspace = experience->dir / ".openexpertise";
   const auto cache_db = workspace / "cache" / "cache.sqlite";
-  const auto state_db = statePath(*experience);
+  const auto state_db = run::statePath(*experience);
 
   // Which runs stay: the newest N and/or those younger than the cutoff, plus any unfinished run
   // that may still be running (deleting its log under it would lose its history).

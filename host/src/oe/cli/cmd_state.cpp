@@ -5,19 +5,10 @@
 #include "oe/cli/app.hpp"
 #include "oe/cli/commands.hpp"
 #include "oe/cli/common.hpp"
+#include "oe/run/run.hpp"
 #include "oe/state/state_store.hpp"
 
 namespace oe::cli {
-namespace {
-
-std::filesystem::path statePath(const spec::Experience& experience) {
-  if (experience.state.store) {
-    return experience.dir / *experience.state.store;
-  }
-  return experience.dir / ".openexpertise" / "state.sqlite";
-}
-
-}  // namespace
 
 void addStateCommand(CLI::App& app, int& exit_code) {
   struct Args {
@@ -36,7 +27,7 @@ void addStateCommand(CLI::App& app, int& exit_code) {
       exit_code = kExitFailed;
       return;
     }
-    const auto db = statePath(*experience);
+    const auto db = run::statePath(*experience);
     std::error_code ec;
     if (!std::filesystem::exists(db, ec)) {
       std::cout << "state file does not exist yet (no runs performed)\n";
@@ -82,7 +73,7 @@ void addResetStateCommand(CLI::App& app, int& exit_code) {
       exit_code = kExitFailed;
       return;
     }
-    const auto db = statePath(*experience);
+    const auto db = run::statePath(*experience);
     std::error_code ec;
     if (!std::filesystem::exists(db, ec)) {
       std::cout << "no state to reset\n";

@@ -6,11 +6,13 @@
 #include <cmath>
 #include <optional>
 
+#include "oe/expr/ident.hpp"
 #include "oe/expr/js_value.hpp"
 
 namespace oe::expr {
 
-namespace {
+// Named, not anonymous: Condition::Parser (external linkage) holds a vector of them.
+namespace condition_tokens {
 
 enum class Tok : uint8_t { kLParen, kRParen, kPath, kString, kNumber, kOp, kNot, kIdent };
 
@@ -20,11 +22,16 @@ struct Token {
   std::string_view text;  // the token as written (a string token: without its quotes)
 };
 
+}  // namespace condition_tokens
+
+namespace {
+
+using condition_tokens::Tok;
+using condition_tokens::Token;
+
 // Deep enough for any hand-written condition; bounds the recursion of the parser.
 constexpr int kMaxDepth = 200;
 
-bool isIdentStart(char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_'; }
-bool isIdentChar(char c) { return isIdentStart(c) || (c >= '0' && c <= '9'); }
 bool isDigit(char c) { return c >= '0' && c <= '9'; }
 
 Error errorAt(size_t pos, const std::string& message) {

@@ -1,14 +1,13 @@
 // Prompt placeholder substitution; see interpolate.hpp.
 #include "oe/expr/interpolate.hpp"
 
+#include "oe/expr/ident.hpp"
 #include "oe/expr/js_value.hpp"
 
 namespace oe::expr {
 
 namespace {
 
-bool isIdentStart(char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_'; }
-bool isIdentChar(char c) { return isIdentStart(c) || (c >= '0' && c <= '9'); }
 bool isSpace(char c) {
   return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
 }

@@ -1,14 +1,9 @@
 // `$.path` parsing and resolution; see state_path.hpp.
 #include "oe/expr/state_path.hpp"
 
+#include "oe/expr/ident.hpp"
+
 namespace oe::expr {
-
-namespace {
-
-bool isIdentStart(char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_'; }
-bool isIdentChar(char c) { return isIdentStart(c) || (c >= '0' && c <= '9'); }
-
-}  // namespace
 
 std::optional<StatePath> StatePath::parse(std::string_view s) {
   if (s.size() < 3 || s[0] != '$' || s[1] != '.') {

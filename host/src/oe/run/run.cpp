@@ -55,6 +55,13 @@ std::filesystem::path workspaceDir(const spec::Experience& experience) {
   return experience.dir / ".openexpertise";
 }
 
+std::filesystem::path statePath(const spec::Experience& experience) {
+  if (experience.state.store) {
+    return experience.dir / *experience.state.store;  // D14
+  }
+  return workspaceDir(experience) / "state.sqlite";
+}
+
 namespace {
 
 namespace asio = boost::asio;
@@ -1297,12 +1304,7 @@ Result<RunSummary> runExperience(const spec::Experience& experience,
   if (ec) {
     return makeError("cannot create " + (workspace / "runs").string() + ": " + ec.message());
   }
-  std::filesystem::path db_path = workspace / "state.sqlite";
-  if (options.state_db) {
-    db_path = *options.state_db;
-  } else if (experience.state.store) {
-    db_path = experience.dir / *experience.state.store;  // D14
-  }
+  const std::filesystem::path db_path = options.state_db ? *options.state_db : statePath(experience);
   auto store = state::StateStore::open(db_path, experience.state);
   if (!store) {
     return store.error();

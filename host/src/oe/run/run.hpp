@@ -63,6 +63,10 @@ Result<RunSummary> runExperience(const spec::Experience& experience,
 // <experience dir>/.openexpertise
 [[nodiscard]] std::filesystem::path workspaceDir(const spec::Experience& experience);
 
+// The experience's state database: `state.store` relative to its folder (D14), else
+// <workspace>/state.sqlite.
+[[nodiscard]] std::filesystem::path statePath(const spec::Experience& experience);
+
 // The definition a run ran (issue 3, pinning): the SHA-256 of the experience file and, per node,
 // of its spec plus the content of every file it names. Written next to the run's log as
 // runs/<run-id>.pin.json by runExperience.
