@@ -659,8 +659,7 @@ std::filesystem::path resolveExperiencePath(const std::filesystem::path& arg) {
   return arg / "experience.yaml";
 }
 
-LoadResult loadExperienceText(std::string_view text, const std::filesystem::path& yaml_path) {
-  LoadResult result;
+Experience experienceAt(const std::filesystem::path& yaml_path) {
   Experience exp;
   exp.source_name = yaml_path.string();
   std::error_code ec;
@@ -669,6 +668,12 @@ LoadResult loadExperienceText(std::string_view text, const std::filesystem::path
     exp.file = yaml_path;
   }
   exp.dir = exp.file.parent_path();
+  return exp;
+}
+
+LoadResult loadExperienceText(std::string_view text, const std::filesystem::path& yaml_path) {
+  LoadResult result;
+  Experience exp = experienceAt(yaml_path);
   // About one value per 8 bytes of YAML in graph-heavy files: no rehash while building.
   exp.marks.reserve(text.size() / 8);
   exp.key_marks.reserve(text.size() / 12);

@@ -38,4 +38,8 @@ struct LoadResult {
 // graph's nodes in exp.raw are then nulls).
 void buildModel(Experience& exp, bool take_nodes = false);
 
+// An empty experience located at `yaml_path`: source_name as given, file absolute (as given
+// when that fails), dir its folder.
+[[nodiscard]] Experience experienceAt(const std::filesystem::path& yaml_path);
+
 }  // namespace oe::spec

@@ -101,14 +101,7 @@ std::optional<Experience> readSnapshot(const std::filesystem::path& yaml_path,
     return std::nullopt;
   }
 
-  Experience exp;
-  exp.source_name = yaml_path.string();
-  std::error_code ec;
-  exp.file = std::filesystem::absolute(yaml_path, ec);
-  if (ec) {
-    exp.file = yaml_path;
-  }
-  exp.dir = exp.file.parent_path();
+  Experience exp = experienceAt(yaml_path);
   exp.raw = std::move(payload["raw"]);
   // The state fields' key positions give their declaration order (a JSON object is sorted).
   if (auto marks = payload.find("key_marks"); marks != payload.end() && marks->is_object()) {
