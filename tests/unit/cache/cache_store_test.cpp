@@ -219,18 +219,76 @@ TEST_F(CacheStoreTest, DeletingTheFolderClearsIt) {
   EXPECT_TRUE(store->list().empty());
 }
 
+// While a store is open its entries go to one journal next to cache.sqlite; closing folds them
+// in. Never a file per entry.
 TEST_F(CacheStoreTest, UsesOneSqliteFileNotAFilePerEntry) {
+  auto names = [this] {
+    std::set<std::string> out;
+    for (const auto& e : std::filesystem::directory_iterator(cache_dir_)) {
+      const std::string name = e.path().filename().string();
+      out.insert(name.starts_with("journal-") && name.ends_with(".jsonl") ? "journal" : name);
+    }
+    return out;
+  };
   auto store = open();
   for (int i = 0; i < 20; ++i) {
     ASSERT_TRUE(store->put("key" + std::to_string(i), "n", "r", output_).ok());
   }
-  std::set<std::string> names;
-  for (const auto& e : std::filesystem::directory_iterator(cache_dir_)) {
-    names.insert(e.path().filename().string());
-  }
-  EXPECT_EQ(names, (std::set<std::string>{"cache.sqlite", "cache.sqlite-shm",
-                                          "cache.sqlite-wal"}));
+  EXPECT_EQ(names(), (std::set<std::string>{"cache.sqlite", "cache.sqlite-shm",
+                                            "cache.sqlite-wal", "journal"}));
   EXPECT_EQ(store->path(), cache_dir_ / "cache.sqlite");
+  EXPECT_EQ(store->get("key7"), output_);  // read back before the fold
+  store.reset();
+  EXPECT_EQ(names().count("journal"), 0u);
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((cache_dir_ / "cache.sqlite").c_str(), &db), SQLITE_OK);
+  sqlite3_stmt* count = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM cache_entries", -1, &count, nullptr),
+            SQLITE_OK);
+  ASSERT_EQ(sqlite3_step(count), SQLITE_ROW);
+  EXPECT_EQ(sqlite3_column_int(count, 0), 20);
+  sqlite3_finalize(count);
+  sqlite3_close(db);
+}
+
+// A store killed before it closed leaves its journal: the next open() folds the complete lines
+// (a torn last line is a node that never finished) and removes the journal.
+TEST_F(CacheStoreTest, TheJournalOfAKilledStoreIsFoldedByTheNextOpen) {
+  open().reset();  // creates the folder and cache.sqlite
+  const auto journal = cache_dir_ / "journal-1-0123456789abcdef.jsonl";
+  {
+    std::ofstream out(journal, std::ios::binary);
+    out << R"({"k":"a","n":"node-a","r":"run-1","t":"2026-11-22T10:00:00.000Z","o":{"v":1}})"
+        << '\n'
+        << R"({"k":"b","n":"node-b","r":"run-1","t":"2026-11-22T10:00:01.000Z","o":[1,"x"]})"
+        << '\n'
+        << R"({"k":"c","n":"node-c","r":"run-1","t":"2026-11-22T10:00:02.000Z","o":{"v)";
+  }
+  auto store = open();
+  EXPECT_FALSE(std::filesystem::exists(journal));
+  EXPECT_EQ(store->get("a"), (Json{{"v", 1}}));
+  EXPECT_EQ(store->get("b"), (Json{1, "x"}));
+  EXPECT_FALSE(store->get("c").has_value());
+  const auto entries = store->list();
+  ASSERT_EQ(entries.size(), 2u);
+  EXPECT_EQ(entries[0].node_id, "node-a");
+  EXPECT_EQ(entries[1].created_at, "2026-11-22T10:00:01.000Z");
+}
+
+// Another store's journal while that store is open (a run going on in another process) is
+// left alone, and listed.
+TEST_F(CacheStoreTest, ALiveJournalIsListedButNotFolded) {
+  auto running = open();
+  ASSERT_TRUE(running->put("live", "node-l", "run-live", output_).ok());
+  auto other = open();
+  const auto entries = other->list();
+  ASSERT_EQ(entries.size(), 1u);
+  EXPECT_EQ(entries[0].key, "live");
+  EXPECT_EQ(entries[0].run_id, "run-live");
+  EXPECT_EQ(entries[0].size_bytes, output_.dump().size());
+  running.reset();  // folds its own
+  EXPECT_EQ(other->get("live"), output_);
+  EXPECT_EQ(other->list().size(), 1u);
 }
 
 TEST_F(CacheStoreTest, ListShowsEntryMetadata) {

@@ -1,12 +1,19 @@
 // Cache keys (OpenSSL SHA-256 over canonical JSON) and the SQLite-backed CacheStore.
 #include "oe/cache/cache_store.hpp"
 
+#include <fcntl.h>
 #include <openssl/evp.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <cerrno>
 #include <fstream>
+#include <iterator>
+#include <map>
+#include <random>
 #include <system_error>
 
 #include "oe/common/sqlite.hpp"
@@ -35,6 +42,76 @@ constexpr std::string_view kTouchSql =
 constexpr const char* kUnreferenced =
     " FROM cache_entries WHERE run_id NOT IN (SELECT run_id FROM temp.gc_keep) AND "
     "(last_used_run IS NULL OR last_used_run NOT IN (SELECT run_id FROM temp.gc_keep))";
+
+// Journals: `journal-<pid>-<nonce>.jsonl`, one entry per line,
+// {"k":key,"n":node_id,"r":run_id,"t":created_at,"o":output}.
+constexpr std::string_view kJournalPrefix = "journal-";
+constexpr std::string_view kJournalSuffix = ".jsonl";
+
+bool isJournal(const std::filesystem::path& p) {
+  const std::string name = p.filename().string();
+  return name.size() > kJournalPrefix.size() + kJournalSuffix.size() &&
+         name.starts_with(kJournalPrefix) && name.ends_with(kJournalSuffix);
+}
+
+std::string quoted(std::string_view text) {
+  return Json(std::string(text)).dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+struct JournalEntry {
+  std::string key;
+  std::string node_id;
+  std::string run_id;
+  std::string created_at;
+  std::string output;  // JSON text
+};
+
+// Every complete entry of a journal. A line that does not parse (the torn last line of a
+// killed store) is skipped: its node never reached node.finished, so nothing relies on it.
+std::vector<JournalEntry> readJournal(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<JournalEntry> out;
+  size_t at = 0;
+  while (at < text.size()) {
+    size_t end = text.find('\n', at);
+    if (end == std::string::npos) {
+      end = text.size();
+    }
+    const Json line = Json::parse(std::string_view(text).substr(at, end - at), nullptr, false);
+    at = end + 1;
+    if (!line.is_object()) {
+      continue;
+    }
+    auto field = [&line](const char* name) -> const std::string* {
+      auto it = line.find(name);
+      return it != line.end() && it->is_string() ? it->get_ptr<const std::string*>() : nullptr;
+    };
+    const auto* key = field("k");
+    const auto* node_id = field("n");
+    const auto* run_id = field("r");
+    const auto* created_at = field("t");
+    const auto output = line.find("o");
+    if (key == nullptr || node_id == nullptr || run_id == nullptr || created_at == nullptr ||
+        output == line.end()) {
+      continue;
+    }
+    out.push_back(JournalEntry{*key, *node_id, *run_id, *created_at, output->dump()});
+  }
+  return out;
+}
+
+std::string nonceHex() {
+  std::random_device device;
+  std::mt19937_64 gen((static_cast<uint64_t>(device()) << 32) ^ device());
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (uint64_t v = gen(), i = 0; i < 16; ++i, v >>= 4) {
+    out += kHex[v & 0xF];
+  }
+  return out;
+}
+
 
 struct MdCtxFree {
   void operator()(EVP_MD_CTX* ctx) const noexcept { EVP_MD_CTX_free(ctx); }
@@ -233,7 +310,19 @@ struct CacheStore::Sql {
 
 CacheStore::CacheStore(const Private&) : sql_(std::make_unique<Sql>()) {}
 
-CacheStore::~CacheStore() = default;
+CacheStore::~CacheStore() {
+  if (journal_fd_ < 0) {
+    return;
+  }
+  std::lock_guard lock(mutex_);
+  // Folded, then unlinked while still locked; on failure the journal stays and the next open()
+  // folds it.
+  if (foldJournal(journal_path_)) {
+    std::error_code ec;
+    std::filesystem::remove(journal_path_, ec);
+  }
+  ::close(journal_fd_);
+}
 
 Result<std::unique_ptr<CacheStore>> CacheStore::open(const std::filesystem::path& cache_dir) {
   auto store = std::make_unique<CacheStore>(Private{});
@@ -273,11 +362,94 @@ Result<void> CacheStore::init(const std::filesystem::path& cache_dir) {
     }
     *slot = std::move(*stmt);
   }
+  foldOrphanJournals();
   return {};
+}
+
+Result<void> CacheStore::openJournal() {
+  const auto dir = path_.parent_path();
+  journal_path_ = dir / (std::string(kJournalPrefix) + std::to_string(::getpid()) + "-" +
+                         nonceHex() + std::string(kJournalSuffix));
+  const int fd =
+      ::open(journal_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    return makeError("cannot create the cache journal " + journal_path_.string() + ": " +
+                     std::error_code(errno, std::generic_category()).message());
+  }
+  // Held for the store's life: it is how another open() tells a live journal from an orphan.
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    ::close(fd);
+    return makeError("cannot lock the cache journal " + journal_path_.string() + ": " +
+                     std::error_code(err, std::generic_category()).message());
+  }
+  journal_fd_ = fd;
+  return {};
+}
+
+Result<void> CacheStore::foldJournal(const std::filesystem::path& journal) {
+  const auto entries = readJournal(journal);
+  if (entries.empty()) {
+    return {};
+  }
+  sqlite3* h = sql_->db.get();
+  auto fail = [&](const std::string& message) -> Result<void> {
+    (void)sqlite::exec(h, "ROLLBACK");
+    return makeError("cannot fold the cache journal " + journal.string() + " into " +
+                     path_.string() + ": " + message);
+  };
+  if (auto r = sqlite::exec(h, "BEGIN IMMEDIATE"); !r) {
+    return fail(r.error().message);
+  }
+  sqlite3_stmt* stmt = sql_->put.get();
+  for (const JournalEntry& e : entries) {
+    sqlite::StmtScope scope(stmt);
+    sqlite::bindText(stmt, 1, e.key);
+    sqlite::bindText(stmt, 2, e.node_id);
+    sqlite::bindText(stmt, 3, e.run_id);
+    sqlite::bindText(stmt, 4, e.created_at);
+    sqlite::bindText(stmt, 5, e.output);
+    if (sqlite3_step(stmt) != SQLITE_DONE) {
+      return fail(sqlite::errorOf(h));
+    }
+  }
+  if (auto r = sqlite::exec(h, "COMMIT"); !r) {
+    return fail(r.error().message);
+  }
+  return {};
+}
+
+void CacheStore::foldOrphanJournals() {
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(path_.parent_path(), ec), end; !ec && it != end;
+       it.increment(ec)) {
+    const auto& journal = it->path();
+    if (!isJournal(journal) || journal == journal_path_) {
+      continue;
+    }
+    const int fd = ::open(journal.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      continue;  // folded and removed by another process meanwhile
+    }
+    struct stat st {};
+    // Locked: its store is alive. Unlinked once we hold it: another process folded it first.
+    if (::flock(fd, LOCK_EX | LOCK_NB) == 0 && ::fstat(fd, &st) == 0 && st.st_nlink > 0 &&
+        foldJournal(journal)) {
+      std::error_code removed;
+      std::filesystem::remove(journal, removed);
+    }
+    ::close(fd);
+  }
 }
 
 std::optional<Json> CacheStore::get(std::string_view key) {
   std::lock_guard lock(mutex_);
+  if (!pending_.empty()) {
+    if (auto it = pending_.find(std::string(key)); it != pending_.end()) {
+      Json output = Json::parse(it->second, nullptr, false);
+      return output.is_discarded() ? std::nullopt : std::optional<Json>(std::move(output));
+    }
+  }
   sqlite3_stmt* stmt = sql_->get.get();
   sqlite::StmtScope scope(stmt);
   sqlite::bindText(stmt, 1, key);
@@ -301,23 +473,68 @@ Result<void> CacheStore::put(std::string_view key, std::string_view node_id,
                      "\": " + e.what());
   }
   const std::string created_at = sqlite::isoNow();
+  std::string line;
+  line.reserve(text.size() + key.size() + node_id.size() + run_id.size() + 64);
+  line += "{\"k\":";
+  line += quoted(key);
+  line += ",\"n\":";
+  line += quoted(node_id);
+  line += ",\"r\":";
+  line += quoted(run_id);
+  line += ",\"t\":\"";
+  line += created_at;
+  line += "\",\"o\":";
+  line += text;
+  line += "}\n";
   std::lock_guard lock(mutex_);
-  sqlite3_stmt* stmt = sql_->put.get();
-  sqlite::StmtScope scope(stmt);
-  sqlite::bindText(stmt, 1, key);
-  sqlite::bindText(stmt, 2, node_id);
-  sqlite::bindText(stmt, 3, run_id);
-  sqlite::bindText(stmt, 4, created_at);
-  sqlite::bindText(stmt, 5, text);
-  if (sqlite3_step(stmt) != SQLITE_DONE) {
-    return makeError("cannot store the cache entry of node \"" + std::string(node_id) +
-                     "\" in " + path_.string() + ": " + sqlite::errorOf(sql_->db.get()));
+  if (journal_fd_ < 0) {
+    if (auto r = openJournal(); !r) {
+      return makeError("cannot store the cache entry of node \"" + std::string(node_id) +
+                       "\": " + r.error().message);
+    }
   }
+  // One write(2) of the whole line (O_APPEND): in the file once it returns, whatever kills the
+  // process next.
+  for (size_t done = 0; done < line.size();) {
+    const ssize_t n = ::write(journal_fd_, line.data() + done, line.size() - done);
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    if (n <= 0) {
+      const std::string message = std::error_code(errno, std::generic_category()).message();
+      // A part of a line may be in the file: later entries go to a new journal, so the torn
+      // line can only cost itself.
+      ::close(journal_fd_);
+      journal_fd_ = -1;
+      return makeError("cannot store the cache entry of node \"" + std::string(node_id) +
+                       "\" in " + journal_path_.string() + ": " + message);
+    }
+    done += static_cast<size_t>(n);
+  }
+  pending_.insert_or_assign(std::string(key), std::move(text));
+  return {};
+}
+
+Result<void> CacheStore::flushJournal() {
+  if (journal_fd_ < 0 || pending_.empty()) {
+    return {};
+  }
+  if (auto r = foldJournal(journal_path_); !r) {
+    return r;
+  }
+  // Folded: start the journal again (a kill before this only means folding it twice, and
+  // folding is an upsert of the same rows).
+  if (::ftruncate(journal_fd_, 0) != 0) {
+    return makeError("cannot empty the cache journal " + journal_path_.string() + ": " +
+                     std::error_code(errno, std::generic_category()).message());
+  }
+  pending_.clear();
   return {};
 }
 
 std::vector<CacheEntry> CacheStore::list() {
   std::lock_guard lock(mutex_);
+  (void)flushJournal();  // on failure its entries are still listed from the journal below
   sqlite3_stmt* stmt = sql_->list.get();
   sqlite::StmtScope scope(stmt);
   std::vector<CacheEntry> out;
@@ -332,6 +549,33 @@ std::vector<CacheEntry> CacheStore::list() {
     e.last_used_at = sqlite::columnText(stmt, 6);
     out.push_back(std::move(e));
   }
+  // Entries still in journals: this store's when the fold failed, and those of runs going on
+  // now in other processes. A journal entry is newer than a row with the same key.
+  std::map<std::string, size_t> index;
+  for (size_t i = 0; i < out.size(); ++i) {
+    index.emplace(out[i].key, i);
+  }
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(path_.parent_path(), ec), end; !ec && it != end;
+       it.increment(ec)) {
+    if (!isJournal(it->path())) {
+      continue;
+    }
+    for (JournalEntry& j : readJournal(it->path())) {
+      CacheEntry e{j.key, j.node_id, j.run_id, j.created_at, j.output.size(), {}, {}};
+      if (auto at = index.find(j.key); at != index.end()) {
+        e.last_used_run = out[at->second].last_used_run;
+        e.last_used_at = out[at->second].last_used_at;
+        out[at->second] = std::move(e);
+      } else {
+        index.emplace(j.key, out.size());
+        out.push_back(std::move(e));
+      }
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const CacheEntry& a, const CacheEntry& b) {
+    return a.created_at != b.created_at ? a.created_at < b.created_at : a.key < b.key;
+  });
   return out;
 }
 
@@ -341,6 +585,9 @@ Result<void> CacheStore::touch(const std::vector<std::string>& keys, std::string
   }
   const std::string used_at = sqlite::isoNow();
   std::lock_guard lock(mutex_);
+  if (auto r = flushJournal(); !r) {
+    return r;
+  }
   sqlite3* h = sql_->db.get();
   if (auto r = sqlite::exec(h, "BEGIN IMMEDIATE"); !r) {
     return makeError("cannot record the cache entries run " + std::string(run_id) +
@@ -370,6 +617,9 @@ Result<void> CacheStore::touch(const std::vector<std::string>& keys, std::string
 Result<PruneStats> CacheStore::prune(const std::unordered_set<std::string>& keep_runs,
                                      bool dry_run) {
   std::lock_guard lock(mutex_);
+  if (auto r = flushJournal(); !r) {
+    return r.error();
+  }
   sqlite3* h = sql_->db.get();
   // One transaction, so what is counted is what is deleted even if a run writes meanwhile.
   auto fail = [&](const std::string& message) -> Result<PruneStats> {
@@ -406,6 +656,9 @@ Result<PruneStats> CacheStore::prune(const std::unordered_set<std::string>& keep
 
 Result<void> CacheStore::compact() {
   std::lock_guard lock(mutex_);
+  if (auto r = flushJournal(); !r) {
+    return r;
+  }
   sqlite3* h = sql_->db.get();
   int64_t free_pages = 0;
   if (auto pragma = sqlite::prepare(h, "PRAGMA freelist_count");

@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -63,9 +64,14 @@ struct PruneStats {
   uint64_t output_bytes = 0;  // sum of the stored outputs' sizes
 };
 
-// One SQLite file (`cache.sqlite`, WAL) holds every entry: creating a file per entry costs 30 µs
-// to 850 µs on this filesystem (machine-limits), a row costs one ~27 µs commit. Thread-safe (one
-// lock around the connection). There is no expiry; deleting the folder clears the cache.
+// One SQLite file (`cache.sqlite`, WAL) holds the entries: creating a file per entry costs 30 µs
+// to 850 µs on this filesystem (machine-limits), a row costs one ~27 µs commit. A run does not
+// pay that commit per node: put() appends the entry to this store's journal
+// (`journal-<pid>-<nonce>.jsonl` in the same folder, one write(2), as durable against a kill as
+// the event log) and the journal is folded into cache.sqlite in one transaction when the store
+// closes. A journal whose store died (no flock on it any more) is folded by the next open(), so
+// an entry written before a kill is found by the resume. list() shows journal entries too.
+// Thread-safe (one lock). There is no expiry; deleting the folder clears the cache.
 class CacheStore {
  public:
   struct Private;  // lets open() use make_unique on the private constructor
@@ -106,9 +112,18 @@ class CacheStore {
   struct Sql;
   Result<void> init(const std::filesystem::path& cache_dir);
 
+  Result<void> openJournal();                          // lazily, on the first put()
+  Result<void> foldJournal(const std::filesystem::path& journal);  // into cache.sqlite
+  void foldOrphanJournals();                           // journals whose store is gone
+  Result<void> flushJournal();  // folds this store's journal now and empties it
+
   std::filesystem::path path_;
   std::mutex mutex_;
   std::unique_ptr<Sql> sql_;
+  std::filesystem::path journal_path_;
+  int journal_fd_ = -1;
+  // This store's journal entries by key (output JSON text): get() sees them before the fold.
+  std::unordered_map<std::string, std::string> pending_;
 };
 
 }  // namespace oe::cache
