@@ -23,38 +23,21 @@ oe::spec::StateSpec schema(int fields, oe::spec::MergeStrategy merge) {
   return spec;
 }
 
-// One last_wins number field per write, as every node of bench/run_scaling.py does.
-void BM_StateWriteOneField(benchmark::State& bench) {
+// One node's delta of N last_wins number fields (the argument), one transaction: 1 is what
+// every node of bench/run_scaling.py writes; 4 shows the commit being paid once.
+void BM_StateWrite(benchmark::State& bench) {
   oe::bench::ScratchDir dir;
   auto store =
       oe::state::StateStore::open(dir.path() / "state.sqlite", schema(16, {})).value();
-  int i = 0;
-  const std::string run_id = "00000000-0000-4000-8000-000000000000";
-  for (auto _ : bench) {
-    const std::string field = "f" + std::to_string(i % 16);
-    auto written = store->write(oe::Json{{field, i}}, {run_id, "n" + std::to_string(i)});
-    if (!written) {
-      bench.SkipWithError(written.error().message.c_str());
-      return;
-    }
-    ++i;
-  }
-}
-BENCHMARK(BM_StateWriteOneField)->UseRealTime();
-
-// Four fields in one transaction: the commit is paid once.
-void BM_StateWriteFourFields(benchmark::State& bench) {
-  oe::bench::ScratchDir dir;
-  auto store =
-      oe::state::StateStore::open(dir.path() / "state.sqlite", schema(16, {})).value();
+  const auto fields = static_cast<int>(bench.range(0));
   int i = 0;
   const std::string run_id = "00000000-0000-4000-8000-000000000000";
   for (auto _ : bench) {
     oe::Json delta = oe::Json::object();
-    for (int k = 0; k < 4; ++k) {
+    for (int k = 0; k < fields; ++k) {
       delta["f" + std::to_string((i + k) % 16)] = i;
     }
-    auto written = store->write(delta, {run_id, "n"});
+    auto written = store->write(delta, {run_id, "n" + std::to_string(i)});
     if (!written) {
       bench.SkipWithError(written.error().message.c_str());
       return;
@@ -62,7 +45,7 @@ void BM_StateWriteFourFields(benchmark::State& bench) {
     ++i;
   }
 }
-BENCHMARK(BM_StateWriteFourFields)->UseRealTime();
+BENCHMARK(BM_StateWrite)->Arg(1)->Arg(4)->UseRealTime();
 
 // A set_once field written again with the same value: a no-op, no transaction (D2).
 void BM_StateWriteSetOnceNoop(benchmark::State& bench) {

@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <openssl/evp.h>
+#include <openssl/rand.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -11,11 +12,10 @@
 #include <array>
 #include <cerrno>
 #include <fstream>
-#include <iterator>
 #include <map>
-#include <random>
 #include <system_error>
 
+#include "oe/common/file.hpp"
 #include "oe/common/sqlite.hpp"
 
 namespace oe::cache {
@@ -54,10 +54,6 @@ bool isJournal(const std::filesystem::path& p) {
          name.starts_with(kJournalPrefix) && name.ends_with(kJournalSuffix);
 }
 
-std::string quoted(std::string_view text) {
-  return Json(std::string(text)).dump(-1, ' ', false, Json::error_handler_t::replace);
-}
-
 struct JournalEntry {
   std::string key;
   std::string node_id;
@@ -69,8 +65,7 @@ struct JournalEntry {
 // Every complete entry of a journal. A line that does not parse (the torn last line of a
 // killed store) is skipped: its node never reached node.finished, so nothing relies on it.
 std::vector<JournalEntry> readJournal(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string text = readFile(p).value_or(std::string());
   std::vector<JournalEntry> out;
   size_t at = 0;
   while (at < text.size()) {
@@ -101,16 +96,6 @@ std::vector<JournalEntry> readJournal(const std::filesystem::path& p) {
   return out;
 }
 
-std::string nonceHex() {
-  std::random_device device;
-  std::mt19937_64 gen((static_cast<uint64_t>(device()) << 32) ^ device());
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (uint64_t v = gen(), i = 0; i < 16; ++i, v >>= 4) {
-    out += kHex[v & 0xF];
-  }
-  return out;
-}
 
 
 struct MdCtxFree {
@@ -368,8 +353,13 @@ Result<void> CacheStore::init(const std::filesystem::path& cache_dir) {
 
 Result<void> CacheStore::openJournal() {
   const auto dir = path_.parent_path();
+  std::array<unsigned char, 8> nonce{};
+  if (RAND_bytes(nonce.data(), static_cast<int>(nonce.size())) != 1) {
+    return makeError("cannot draw a random name for the cache journal (OpenSSL)");
+  }
   journal_path_ = dir / (std::string(kJournalPrefix) + std::to_string(::getpid()) + "-" +
-                         nonceHex() + std::string(kJournalSuffix));
+                         toHex(nonce.data(), static_cast<unsigned int>(nonce.size())) +
+                         std::string(kJournalSuffix));
   const int fd =
       ::open(journal_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
   if (fd < 0) {
@@ -476,11 +466,11 @@ Result<void> CacheStore::put(std::string_view key, std::string_view node_id,
   std::string line;
   line.reserve(text.size() + key.size() + node_id.size() + run_id.size() + 64);
   line += "{\"k\":";
-  line += quoted(key);
+  line += jsonQuoted(key);
   line += ",\"n\":";
-  line += quoted(node_id);
+  line += jsonQuoted(node_id);
   line += ",\"r\":";
-  line += quoted(run_id);
+  line += jsonQuoted(run_id);
   line += ",\"t\":\"";
   line += created_at;
   line += "\",\"o\":";

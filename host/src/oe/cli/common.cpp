@@ -1,11 +1,10 @@
 // Shared command helpers (see common.hpp).
 #include "oe/cli/common.hpp"
 
-#include <fstream>
 #include <iostream>
-#include <iterator>
 
 #include "oe/common/diagnostic.hpp"
+#include "oe/common/file.hpp"
 #include "oe/spec/snapshot.hpp"
 
 namespace oe::cli {
@@ -81,39 +80,29 @@ void dropLoadOnlyParts(spec::Experience& experience) {
   }
 }
 
-bool readFile(const std::filesystem::path& path, std::string& out) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) {
-    return false;
-  }
-  std::ifstream in(path, std::ios::binary);
-  out.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  return !in.bad();
-}
-
 }  // namespace
 
 std::optional<spec::Experience> loadValidated(const std::filesystem::path& path_arg,
                                               plugins::PluginRegistry& registry, bool strict,
                                               bool for_run) {
   const auto yaml_path = spec::resolveExperiencePath(path_arg);
-  std::string text;
+  std::optional<std::string> text;
   std::string context;
   std::optional<spec::KindCatalog> catalog;
   spec::LoadResult loaded;
-  if (for_run && readFile(yaml_path, text)) {
+  if (for_run && (text = readFile(yaml_path))) {
     // The plugins come first here: the snapshot is only good for the same kinds and schemas.
     std::error_code ec;
     const auto file = std::filesystem::absolute(yaml_path, ec);
     loadPlugins(registry, (ec ? yaml_path : file).parent_path());
     catalog = kindCatalog(registry);
     context = spec::snapshotContext(*catalog, strict);
-    if (auto snapshot = spec::readSnapshot(yaml_path, text, context)) {
+    if (auto snapshot = spec::readSnapshot(yaml_path, *text, context)) {
       reportPluginProblems(registry);
       dropLoadOnlyParts(*snapshot);
       return snapshot;
     }
-    loaded = spec::loadExperienceText(text, yaml_path);
+    loaded = spec::loadExperienceText(*text, yaml_path);
   } else {
     loaded = spec::loadExperience(yaml_path);
   }
@@ -143,7 +132,7 @@ std::optional<spec::Experience> loadValidated(const std::filesystem::path& path_
   if (for_run && catalog) {
     if (diagnostics.empty()) {
       // A cache: failing to save it only costs the next run the YAML parse.
-      (void)spec::writeSnapshot(*loaded.experience, text, context);
+      (void)spec::writeSnapshot(*loaded.experience, *text, context);
     }
     dropLoadOnlyParts(*loaded.experience);
   }

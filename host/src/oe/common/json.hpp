@@ -4,6 +4,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include <string>
+#include <string_view>
+
 namespace oe {
 using Json = nlohmann::json;
+
+// `s` as a JSON string literal, quotes included; invalid UTF-8 is replaced, not thrown on.
+inline std::string jsonQuoted(std::string_view s) {
+  return Json(std::string(s)).dump(-1, ' ', false, Json::error_handler_t::replace);
+}
 }  // namespace oe

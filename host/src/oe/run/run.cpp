@@ -70,7 +70,6 @@ using Clock = std::chrono::steady_clock;
 constexpr size_t kMaxPoolThreads = 64;
 
 // JSON string literal for s (quotes included).
-std::string jsonQuoted(std::string_view s) { return Json(std::string(s)).dump(); }
 
 enum class Outcome { kPending, kRunning, kSucceeded, kFailed, kSkipped };
 

@@ -16,6 +16,7 @@
 #include <memory>
 #include <streambuf>
 
+#include "oe/common/file.hpp"
 #include "oe/expr/js_value.hpp"
 #include "oe/spec/locate.hpp"
 #include "oe/spec/schema_check.hpp"
@@ -735,12 +736,8 @@ LoadResult loadExperienceText(std::string_view text, const std::filesystem::path
 }
 
 LoadResult loadExperience(const std::filesystem::path& yaml_path) {
-  std::error_code ec;
-  std::ifstream in;
-  if (std::filesystem::is_regular_file(yaml_path, ec)) {
-    in.open(yaml_path, std::ios::binary);
-  }
-  if (!in.is_open()) {
+  const std::optional<std::string> text = readFile(yaml_path);
+  if (!text) {
     LoadResult result;
     Diagnostic d;
     d.file = yaml_path.string();
@@ -749,12 +746,7 @@ LoadResult loadExperience(const std::filesystem::path& yaml_path) {
     result.diagnostics.push_back(std::move(d));
     return result;
   }
-  std::string text;
-  in.seekg(0, std::ios::end);
-  text.resize(static_cast<size_t>(std::max<std::streamoff>(0, in.tellg())));
-  in.seekg(0, std::ios::beg);
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  return loadExperienceText(text, yaml_path);
+  return loadExperienceText(*text, yaml_path);
 }
 
 }  // namespace oe::spec

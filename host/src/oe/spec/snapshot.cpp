@@ -9,6 +9,7 @@
 #include <sstream>
 #include <system_error>
 
+#include "oe/common/file.hpp"
 #include "oe/spec/loader.hpp"
 
 namespace oe::spec {
@@ -17,21 +18,6 @@ namespace {
 
 constexpr std::string_view kMagic = "oe-spec-snapshot/1\n";
 constexpr std::string_view kStatePointer = "/state/schema/";
-
-bool readWhole(const std::filesystem::path& path, std::string& out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return false;
-  }
-  in.seekg(0, std::ios::end);
-  const std::streamoff size = in.tellg();
-  if (size < 0) {
-    return false;
-  }
-  out.resize(static_cast<size_t>(size));
-  in.seekg(0, std::ios::beg);
-  return static_cast<bool>(in.read(out.data(), static_cast<std::streamsize>(out.size())));
-}
 
 // "<version>\n<context bytes> <yaml bytes> <payload bytes>\n"
 std::string header(size_t context, size_t yaml, size_t payload) {
@@ -63,10 +49,11 @@ std::string snapshotContext(const KindCatalog& kinds, bool strict) {
 
 std::optional<Experience> readSnapshot(const std::filesystem::path& yaml_path,
                                        std::string_view yaml_text, std::string_view context) {
-  std::string data;
-  if (!readWhole(snapshotPath(yaml_path), data)) {
+  std::optional<std::string> file = readFile(snapshotPath(yaml_path));
+  if (!file) {
     return std::nullopt;
   }
+  std::string data = std::move(*file);
   // Header: magic, version line, then the three sizes; anything else is another format.
   size_t context_size = 0;
   size_t yaml_size = 0;
