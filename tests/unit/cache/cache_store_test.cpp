@@ -5,10 +5,12 @@
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <set>
 
+#include "oe/common/file.hpp"
 #include "support/temp_dir.hpp"
 
 namespace oe::cache {
@@ -249,6 +251,41 @@ TEST_F(CacheStoreTest, UsesOneSqliteFileNotAFilePerEntry) {
   EXPECT_EQ(sqlite3_column_int(count, 0), 20);
   sqlite3_finalize(count);
   sqlite3_close(db);
+}
+
+// A long run does not hold its entries in memory: every kFoldEntries puts are committed and the
+// journal starts again; a get() finds entries on either side of a commit.
+TEST_F(CacheStoreTest, EveryFullBatchIsCommittedAndTheJournalEmptied) {
+  auto store = open();
+  const size_t n = CacheStore::kFoldEntries + 3;
+  for (size_t i = 0; i < n; ++i) {
+    ASSERT_TRUE(store->put("key" + std::to_string(i), "n", "r", output_).ok());
+  }
+  auto committed = [this] {
+    sqlite3* db = nullptr;
+    EXPECT_EQ(sqlite3_open((cache_dir_ / "cache.sqlite").c_str(), &db), SQLITE_OK);
+    sqlite3_stmt* count = nullptr;
+    EXPECT_EQ(sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM cache_entries", -1, &count, nullptr),
+              SQLITE_OK);
+    EXPECT_EQ(sqlite3_step(count), SQLITE_ROW);
+    const int rows = sqlite3_column_int(count, 0);
+    sqlite3_finalize(count);
+    sqlite3_close(db);
+    return rows;
+  };
+  EXPECT_EQ(committed(), static_cast<int>(CacheStore::kFoldEntries));
+  size_t journal_lines = 0;
+  for (const auto& e : std::filesystem::directory_iterator(cache_dir_)) {
+    if (e.path().filename().string().starts_with("journal-")) {
+      const std::string text = readFile(e.path()).value_or("");
+      journal_lines += static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
+    }
+  }
+  EXPECT_EQ(journal_lines, 3u);
+  EXPECT_EQ(store->get("key0"), output_);
+  EXPECT_EQ(store->get("key" + std::to_string(n - 1)), output_);
+  ASSERT_TRUE(store->flush().ok());
+  EXPECT_EQ(committed(), static_cast<int>(n));
 }
 
 // A store killed before it closed leaves its journal: the next open() folds the complete lines

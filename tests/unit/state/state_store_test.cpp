@@ -5,8 +5,13 @@
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
 #include <fstream>
 #include <regex>
+#include <thread>
 
 #include "support/temp_dir.hpp"
 
@@ -91,6 +96,20 @@ class StateStoreTest : public ::testing::Test {
     return store.ok() ? std::move(*store) : nullptr;
   }
 
+  // Counts the group-commit journals beside the database; `remove` deletes them too.
+  size_t removeJournals(bool remove) {
+    size_t n = 0;
+    for (const auto& e : std::filesystem::directory_iterator(db_path_.parent_path())) {
+      if (e.path().filename().string().starts_with("state.sqlite-oe-journal-")) {
+        ++n;
+        if (remove) {
+          std::filesystem::remove(e.path());
+        }
+      }
+    }
+    return n;
+  }
+
   test::TempDir dir_;
   std::filesystem::path db_path_ = dir_ / ".openexpertise/state.sqlite";
 };
@@ -121,6 +140,7 @@ TEST_F(StateStoreTest, CreatesParentFoldersAndUsesWal) {
   EXPECT_EQ(raw.rows("PRAGMA journal_mode"), std::vector<std::string>{"wal"});
 }
 
+// Upstream's tables and indexes exactly, plus oe's own oe_journal_folds (group commit).
 TEST_F(StateStoreTest, CreatesExactlyTheUpstreamTablesAndIndexes) {
   auto store = open(defaultSchema());
   RawDb raw(db_path_);
@@ -128,6 +148,7 @@ TEST_F(StateStoreTest, CreatesExactlyTheUpstreamTablesAndIndexes) {
                      "'sqlite_%' ORDER BY name"),
             (std::vector<std::string>{"index|idx_history_field|state_history",
                                       "index|idx_history_run|state_history",
+                                      "table|oe_journal_folds|oe_journal_folds",
                                       "table|state_history|state_history",
                                       "table|state_snapshot|state_snapshot"}));
   EXPECT_EQ(raw.rows("SELECT name, type, \"notnull\", pk FROM pragma_table_info('state_snapshot')"),
@@ -205,6 +226,7 @@ TEST_F(StateStoreTest, NullIsStoredAsJsonNullWithoutATypeCheck) {  // D10
   ASSERT_NE(store->field("count"), nullptr);
   EXPECT_TRUE(store->field("count")->is_null());
   EXPECT_EQ(store->snapshot(), (Json{{"count", nullptr}}));
+  ASSERT_TRUE(store->flush().ok());  // committed, not only journaled
   RawDb raw(db_path_);
   EXPECT_EQ(raw.rows("SELECT value FROM state_snapshot WHERE field = 'count'"),
             std::vector<std::string>{"null"});
@@ -219,6 +241,7 @@ TEST_F(StateStoreTest, ArrayAppendConcatenates) {
   ASSERT_TRUE(store->write({{"items", Json::array({Json{{"k", "v,]"}}})}}, meta()).ok());
   const Json expected = Json::array({1, 2, 3, Json{{"k", "v,]"}}});
   EXPECT_EQ(*store->field("items"), expected);
+  ASSERT_TRUE(store->flush().ok());  // committed, not only journaled
   RawDb raw(db_path_);
   EXPECT_EQ(raw.rows("SELECT value FROM state_snapshot WHERE field = 'items'"),
             std::vector<std::string>{expected.dump()});
@@ -235,6 +258,7 @@ TEST_F(StateStoreTest, ArrayAppendOntoAnEmptyOrNonArrayValue) {
   ASSERT_TRUE(store->write({{"log", Json::array({"a"})}}, meta()).ok());
   EXPECT_EQ(*store->field("log"), Json::array({"a"}));
   // An existing value that is not an array counts as [] (upstream).
+  ASSERT_TRUE(store->flush().ok());  // committed, not only journaled
   RawDb raw(db_path_);
   raw.exec("UPDATE state_snapshot SET value = '\"scalar\"' WHERE field = 'log'");
   store.reset();
@@ -368,31 +392,138 @@ TEST_F(StateStoreTest, AnyErrorAppliesNothing) {
   EXPECT_EQ(store->snapshot(), (Json{{"greeting", "before"}}));
 }
 
-TEST_F(StateStoreTest, ASqliteFailureMidTransactionRollsBackEverything) {
+TEST_F(StateStoreTest, ASqliteFailureMidCommitRollsBackTheBatchAndKeepsItForLater) {
   auto store = open(defaultSchema());
   ASSERT_TRUE(store->write({{"greeting", "before"}}, meta()).ok());
+  ASSERT_TRUE(store->flush().ok());
   {
     RawDb raw(db_path_);
     raw.exec("CREATE TRIGGER boom BEFORE INSERT ON state_history WHEN NEW.field = 'greeting' "
              "BEGIN SELECT RAISE(ABORT, 'injected failure'); END");
   }
-  // "count" is written first (sorted), then "greeting" fails inside SQLite.
-  auto r = store->write({{"count", 5}, {"greeting", "after"}}, meta("r2", "n2"));
+  // The write is journaled (durable), so it succeeds; "count" is committed first (sorted), then
+  // "greeting" fails inside SQLite and the whole commit rolls back.
+  ASSERT_TRUE(store->write({{"count", 5}, {"greeting", "after"}}, meta("r2", "n2")).ok());
+  EXPECT_EQ(*store->field("greeting"), "after");
+  auto r = store->flush();
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().message.find("injected failure"), std::string::npos) << r.error().message;
   EXPECT_NE(r.error().message.find("field \"greeting\""), std::string::npos);
   EXPECT_NE(r.error().message.find("node \"n2\""), std::string::npos);
-  EXPECT_EQ(store->field("count"), nullptr);
-  EXPECT_EQ(*store->field("greeting"), "before");
+  EXPECT_NE(r.error().message.find("-oe-journal-"), std::string::npos) << r.error().message;
   {
     RawDb raw(db_path_);
     EXPECT_EQ(raw.rows("SELECT field FROM state_snapshot"), std::vector<std::string>{"greeting"});
     EXPECT_EQ(raw.rows("SELECT count(*) FROM state_history"), std::vector<std::string>{"1"});
+    raw.exec("DROP TRIGGER boom");
   }
-  // The store is still usable afterwards.
-  auto ok = store->write({{"count", 6}}, meta("r3"));
-  ASSERT_TRUE(ok.ok()) << ok.error().message;
-  EXPECT_EQ(*store->field("count"), 6);
+  // Nothing was lost: the next commit has both rows.
+  ASSERT_TRUE(store->flush().ok());
+  RawDb raw(db_path_);
+  EXPECT_EQ(raw.rows("SELECT field, value FROM state_snapshot ORDER BY field"),
+            (std::vector<std::string>{"count|5", "greeting|\"after\""}));
+  EXPECT_EQ(raw.rows("SELECT count(*) FROM state_history"), std::vector<std::string>{"3"});
+}
+
+// Group commit: the journal and the batch (see state_store.hpp).
+
+TEST_F(StateStoreTest, WritesReachSqliteOnFlushAndWithinTheFoldDelay) {
+  auto store = open(defaultSchema());
+  ASSERT_TRUE(store->write({{"count", 1}}, meta()).ok());
+  ASSERT_TRUE(store->flush().ok());
+  EXPECT_EQ(RawDb(db_path_).rows("SELECT value FROM state_snapshot WHERE field = 'count'"),
+            std::vector<std::string>{"1"});
+  // Without a flush, the timer commits the batch while this thread does something else. Polled
+  // for up to 20 s (a loaded CI machine), not timed.
+  ASSERT_TRUE(store->write({{"count", 2}}, meta()).ok());
+  std::vector<std::string> seen;
+  for (int i = 0; i < 2000; ++i) {
+    seen = RawDb(db_path_).rows("SELECT value FROM state_snapshot WHERE field = 'count'");
+    if (seen == std::vector<std::string>{"2"}) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(seen, std::vector<std::string>{"2"});
+}
+
+TEST_F(StateStoreTest, AFullBatchIsCommittedWithoutAFlush) {
+  auto store = open(defaultSchema());
+  for (size_t i = 0; i < StateStore::kFoldRows; ++i) {
+    ASSERT_TRUE(store->write({{"count", i}}, meta()).ok());
+  }
+  // Committed by the write that filled the batch, whatever the timer did.
+  EXPECT_EQ(RawDb(db_path_).rows("SELECT count(*) FROM state_history"),
+            std::vector<std::string>{std::to_string(StateStore::kFoldRows)});
+}
+
+TEST_F(StateStoreTest, CloseCommitsEverythingAndRemovesTheJournal) {
+  {
+    auto store = open(defaultSchema());
+    ASSERT_TRUE(store->write({{"greeting", "hi"}, {"count", 3}}, meta()).ok());
+    EXPECT_EQ(removeJournals(false), 1u);
+  }
+  EXPECT_EQ(removeJournals(false), 0u);
+  RawDb raw(db_path_);
+  EXPECT_EQ(raw.rows("SELECT count(*) FROM state_history"), std::vector<std::string>{"2"});
+  EXPECT_TRUE(raw.rows("SELECT * FROM oe_journal_folds").empty());
+}
+
+// A store killed with rows in its journal: the next open() commits each of them exactly once,
+// also those after a part of the journal was already committed.
+TEST_F(StateStoreTest, TheJournalOfAKilledStoreIsFoldedExactlyOnceByTheNextOpen) {
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    auto store = StateStore::open(db_path_, defaultSchema());
+    bool ok = store.ok() && (*store)->write({{"count", 1}}, meta("r1", "a")).ok() &&
+              (*store)->write({{"greeting", "x"}}, meta("r1", "b")).ok() && (*store)->flush().ok() &&
+              (*store)->write({{"count", 2}, {"items", Json::array({7})}}, meta("r1", "c")).ok() &&
+              (*store)->write({{"items", Json::array({8})}}, meta("r1", "d")).ok();
+    ::_exit(ok ? 0 : 1);  // no destructor: as a SIGKILL would leave it
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  // a and b are committed; c and d only in the journal (unless the timer got to them first).
+  ASSERT_EQ(removeJournals(false), 1u);
+
+  auto store = open(defaultSchema());
+  EXPECT_EQ(store->snapshot(),
+            (Json{{"count", 2}, {"greeting", "x"}, {"items", Json::array({7, 8})}}));
+  EXPECT_EQ(removeJournals(false), 0u);  // folded and removed
+  RawDb raw(db_path_);
+  EXPECT_EQ(raw.rows("SELECT field, COALESCE(value_old, '-'), value_new, node_id FROM "
+                     "state_history ORDER BY id"),
+            (std::vector<std::string>{"count|-|1|a", "greeting|-|\"x\"|b", "count|1|2|c",
+                                      "items|-|[7]|c", "items|[7]|[7,8]|d"}));
+  EXPECT_TRUE(raw.rows("SELECT * FROM oe_journal_folds").empty());
+  store.reset();
+  open(defaultSchema());  // and again: nothing is folded twice
+  EXPECT_EQ(RawDb(db_path_).rows("SELECT count(*) FROM state_history"),
+            std::vector<std::string>{"5"});
+}
+
+TEST_F(StateStoreTest, ATornLastJournalLineIsSkipped) {
+  std::filesystem::create_directories(db_path_.parent_path());
+  std::ofstream(db_path_.string() + "-oe-journal-1-00.jsonl")
+      << R"({"n":"a","r":"r1","t":"2026-01-01T00:00:00.000Z","w":[["count",null,1]]})" "\n"
+      << R"({"n":"b","r":"r1","t":"2026-01-01T00:00:00.001Z","w":[["count",1,)";
+  auto store = open(defaultSchema());
+  EXPECT_EQ(store->snapshot(), (Json{{"count", 1}}));
+  EXPECT_EQ(RawDb(db_path_).rows("SELECT node_id FROM state_history"),
+            std::vector<std::string>{"a"});
+}
+
+TEST_F(StateStoreTest, ALiveStoresJournalIsNotFoldedByAnotherOpen) {
+  auto writer = open(defaultSchema());
+  ASSERT_TRUE(writer->write({{"count", 1}}, meta()).ok());
+  // A second store on the file (as `oe state` during a run): the writer's journal is locked.
+  open(defaultSchema());
+  EXPECT_EQ(removeJournals(false), 1u);
+  writer.reset();
+  EXPECT_EQ(RawDb(db_path_).rows("SELECT count(*) FROM state_history"),
+            std::vector<std::string>{"1"});
 }
 
 TEST_F(StateStoreTest, NonObjectDeltaFails) {
@@ -496,7 +627,9 @@ TEST_F(StateStoreTest, RemoveStateFilesDeletesDbWalAndShm) {  // D11
   // SQLite deletes -wal/-shm when the last connection closes cleanly; a killed run leaves them.
   std::ofstream(db_path_.string() + "-wal") << "x";
   std::ofstream(db_path_.string() + "-shm") << "x";
+  std::ofstream(db_path_.string() + "-oe-journal-1-00.jsonl") << "{}\n";  // a killed run's
   ASSERT_TRUE(removeStateFiles(db_path_).ok());
+  EXPECT_EQ(removeJournals(false), 0u);
   EXPECT_FALSE(std::filesystem::exists(db_path_));
   EXPECT_FALSE(std::filesystem::exists(db_path_.string() + "-wal"));
   EXPECT_FALSE(std::filesystem::exists(db_path_.string() + "-shm"));
@@ -517,6 +650,7 @@ TEST_F(StateStoreTest, ManyAppendsStayCorrect) {
     expected.push_back(std::to_string(i));
   }
   EXPECT_EQ(*store->field("log"), expected);
+  ASSERT_TRUE(store->flush().ok());  // committed, not only journaled
   RawDb raw(db_path_);
   EXPECT_EQ(raw.rows("SELECT value FROM state_snapshot"),
             std::vector<std::string>{expected.dump()});

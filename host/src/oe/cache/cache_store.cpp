@@ -1,12 +1,7 @@
 // Cache keys (OpenSSL SHA-256 over canonical JSON) and the SQLite-backed CacheStore.
 #include "oe/cache/cache_store.hpp"
 
-#include <fcntl.h>
 #include <openssl/evp.h>
-#include <openssl/rand.h>
-#include <sys/file.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -43,40 +38,18 @@ constexpr const char* kUnreferenced =
     " FROM cache_entries WHERE run_id NOT IN (SELECT run_id FROM temp.gc_keep) AND "
     "(last_used_run IS NULL OR last_used_run NOT IN (SELECT run_id FROM temp.gc_keep))";
 
-// Journals: `journal-<pid>-<nonce>.jsonl`, one entry per line,
+// Journals: `journal-<pid>-<random>.jsonl`, one entry per line,
 // {"k":key,"n":node_id,"r":run_id,"t":created_at,"o":output}.
 constexpr std::string_view kJournalPrefix = "journal-";
-constexpr std::string_view kJournalSuffix = ".jsonl";
 
-bool isJournal(const std::filesystem::path& p) {
-  const std::string name = p.filename().string();
-  return name.size() > kJournalPrefix.size() + kJournalSuffix.size() &&
-         name.starts_with(kJournalPrefix) && name.ends_with(kJournalSuffix);
-}
-
-struct JournalEntry {
-  std::string key;
-  std::string node_id;
-  std::string run_id;
-  std::string created_at;
-  std::string output;  // JSON text
-};
-
-// Every complete entry of a journal. A line that does not parse (the torn last line of a
+// Every complete entry of a journal's text. A line that does not parse (the torn last line of a
 // killed store) is skipped: its node never reached node.finished, so nothing relies on it.
-std::vector<JournalEntry> readJournal(const std::filesystem::path& p) {
-  const std::string text = readFile(p).value_or(std::string());
+std::vector<JournalEntry> parseJournal(std::string_view text) {
   std::vector<JournalEntry> out;
-  size_t at = 0;
-  while (at < text.size()) {
-    size_t end = text.find('\n', at);
-    if (end == std::string::npos) {
-      end = text.size();
-    }
-    const Json line = Json::parse(std::string_view(text).substr(at, end - at), nullptr, false);
-    at = end + 1;
+  Journal::forEachLine(text, [&out](std::string_view text_line) {
+    const Json line = Json::parse(text_line, nullptr, false);
     if (!line.is_object()) {
-      continue;
+      return;
     }
     auto field = [&line](const char* name) -> const std::string* {
       auto it = line.find(name);
@@ -89,14 +62,12 @@ std::vector<JournalEntry> readJournal(const std::filesystem::path& p) {
     const auto output = line.find("o");
     if (key == nullptr || node_id == nullptr || run_id == nullptr || created_at == nullptr ||
         output == line.end()) {
-      continue;
+      return;
     }
     out.push_back(JournalEntry{*key, *node_id, *run_id, *created_at, output->dump()});
-  }
+  });
   return out;
 }
-
-
 
 struct MdCtxFree {
   void operator()(EVP_MD_CTX* ctx) const noexcept { EVP_MD_CTX_free(ctx); }
@@ -296,17 +267,11 @@ struct CacheStore::Sql {
 CacheStore::CacheStore(const Private&) : sql_(std::make_unique<Sql>()) {}
 
 CacheStore::~CacheStore() {
-  if (journal_fd_ < 0) {
-    return;
-  }
   std::lock_guard lock(mutex_);
-  // Folded, then unlinked while still locked; on failure the journal stays and the next open()
-  // folds it.
-  if (foldJournal(journal_path_)) {
-    std::error_code ec;
-    std::filesystem::remove(journal_path_, ec);
+  // Committed, then the journal goes; on failure it stays and the next open() folds it.
+  if (journal_.isOpen() && flushLocked()) {
+    journal_.remove();
   }
-  ::close(journal_fd_);
 }
 
 Result<std::unique_ptr<CacheStore>> CacheStore::open(const std::filesystem::path& cache_dir) {
@@ -347,46 +312,20 @@ Result<void> CacheStore::init(const std::filesystem::path& cache_dir) {
     }
     *slot = std::move(*stmt);
   }
-  foldOrphanJournals();
+  Journal::foldOrphans(cache_dir, kJournalPrefix,
+                       [this](const std::filesystem::path& journal, std::string_view text) {
+                         return foldOrphan(journal, text);
+                       });
   return {};
 }
 
-Result<void> CacheStore::openJournal() {
-  const auto dir = path_.parent_path();
-  std::array<unsigned char, 8> nonce{};
-  if (RAND_bytes(nonce.data(), static_cast<int>(nonce.size())) != 1) {
-    return makeError("cannot draw a random name for the cache journal (OpenSSL)");
-  }
-  journal_path_ = dir / (std::string(kJournalPrefix) + std::to_string(::getpid()) + "-" +
-                         toHex(nonce.data(), static_cast<unsigned int>(nonce.size())) +
-                         std::string(kJournalSuffix));
-  const int fd =
-      ::open(journal_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    return makeError("cannot create the cache journal " + journal_path_.string() + ": " +
-                     std::error_code(errno, std::generic_category()).message());
-  }
-  // Held for the store's life: it is how another open() tells a live journal from an orphan.
-  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    const int err = errno;
-    ::close(fd);
-    return makeError("cannot lock the cache journal " + journal_path_.string() + ": " +
-                     std::error_code(err, std::generic_category()).message());
-  }
-  journal_fd_ = fd;
-  return {};
-}
-
-Result<void> CacheStore::foldJournal(const std::filesystem::path& journal) {
-  const auto entries = readJournal(journal);
-  if (entries.empty()) {
-    return {};
-  }
+Result<void> CacheStore::commitEntries(const std::vector<JournalEntry>& entries,
+                                      const std::string& where) {
   sqlite3* h = sql_->db.get();
   auto fail = [&](const std::string& message) -> Result<void> {
     (void)sqlite::exec(h, "ROLLBACK");
-    return makeError("cannot fold the cache journal " + journal.string() + " into " +
-                     path_.string() + ": " + message);
+    return makeError("cannot fold the cache journal " + where + " into " + path_.string() +
+                     ": " + message);
   };
   if (auto r = sqlite::exec(h, "BEGIN IMMEDIATE"); !r) {
     return fail(r.error().message);
@@ -409,34 +348,16 @@ Result<void> CacheStore::foldJournal(const std::filesystem::path& journal) {
   return {};
 }
 
-void CacheStore::foldOrphanJournals() {
-  std::error_code ec;
-  for (std::filesystem::directory_iterator it(path_.parent_path(), ec), end; !ec && it != end;
-       it.increment(ec)) {
-    const auto& journal = it->path();
-    if (!isJournal(journal) || journal == journal_path_) {
-      continue;
-    }
-    const int fd = ::open(journal.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-      continue;  // folded and removed by another process meanwhile
-    }
-    struct stat st {};
-    // Locked: its store is alive. Unlinked once we hold it: another process folded it first.
-    if (::flock(fd, LOCK_EX | LOCK_NB) == 0 && ::fstat(fd, &st) == 0 && st.st_nlink > 0 &&
-        foldJournal(journal)) {
-      std::error_code removed;
-      std::filesystem::remove(journal, removed);
-    }
-    ::close(fd);
-  }
+bool CacheStore::foldOrphan(const std::filesystem::path& journal, std::string_view text) {
+  const auto entries = parseJournal(text);
+  return entries.empty() || commitEntries(entries, journal.string());
 }
 
 std::optional<Json> CacheStore::get(std::string_view key) {
   std::lock_guard lock(mutex_);
-  if (!pending_.empty()) {
-    if (auto it = pending_.find(std::string(key)); it != pending_.end()) {
-      Json output = Json::parse(it->second, nullptr, false);
+  if (!batch_index_.empty()) {
+    if (auto it = batch_index_.find(std::string(key)); it != batch_index_.end()) {
+      Json output = Json::parse(batch_[it->second].output, nullptr, false);
       return output.is_discarded() ? std::nullopt : std::optional<Json>(std::move(output));
     }
   }
@@ -462,9 +383,10 @@ Result<void> CacheStore::put(std::string_view key, std::string_view node_id,
     return makeError("cannot cache the output of node \"" + std::string(node_id) +
                      "\": " + e.what());
   }
-  const std::string created_at = sqlite::isoNow();
+  JournalEntry entry{std::string(key), std::string(node_id), std::string(run_id),
+                     sqlite::isoNow(), std::move(text)};
   std::string line;
-  line.reserve(text.size() + key.size() + node_id.size() + run_id.size() + 64);
+  line.reserve(entry.output.size() + key.size() + node_id.size() + run_id.size() + 64);
   line += "{\"k\":";
   line += jsonQuoted(key);
   line += ",\"n\":";
@@ -472,59 +394,63 @@ Result<void> CacheStore::put(std::string_view key, std::string_view node_id,
   line += ",\"r\":";
   line += jsonQuoted(run_id);
   line += ",\"t\":\"";
-  line += created_at;
+  line += entry.created_at;
   line += "\",\"o\":";
-  line += text;
+  line += entry.output;
   line += "}\n";
   std::lock_guard lock(mutex_);
-  if (journal_fd_ < 0) {
-    if (auto r = openJournal(); !r) {
+  if (!journal_.isOpen()) {
+    auto journal = Journal::create(path_.parent_path(), kJournalPrefix);
+    if (!journal) {
       return makeError("cannot store the cache entry of node \"" + std::string(node_id) +
-                       "\": " + r.error().message);
+                       "\": " + journal.error().message);
     }
+    journal_ = std::move(*journal);
   }
-  // One write(2) of the whole line (O_APPEND): in the file once it returns, whatever kills the
-  // process next.
-  for (size_t done = 0; done < line.size();) {
-    const ssize_t n = ::write(journal_fd_, line.data() + done, line.size() - done);
-    if (n < 0 && errno == EINTR) {
-      continue;
-    }
-    if (n <= 0) {
-      const std::string message = std::error_code(errno, std::generic_category()).message();
-      // A part of a line may be in the file: later entries go to a new journal, so the torn
-      // line can only cost itself.
-      ::close(journal_fd_);
-      journal_fd_ = -1;
-      return makeError("cannot store the cache entry of node \"" + std::string(node_id) +
-                       "\" in " + journal_path_.string() + ": " + message);
-    }
-    done += static_cast<size_t>(n);
+  if (auto r = journal_.append(line); !r) {
+    // A part of the line may be in the file: the journal closed, and the next put() starts a
+    // new one, so the torn line can only cost itself.
+    return makeError("cannot store the cache entry of node \"" + std::string(node_id) +
+                     "\": " + r.error().message);
   }
-  pending_.insert_or_assign(std::string(key), std::move(text));
+  if (auto it = batch_index_.find(entry.key); it != batch_index_.end()) {
+    batch_[it->second] = std::move(entry);
+  } else {
+    batch_index_.emplace(entry.key, batch_.size());
+    batch_.push_back(std::move(entry));
+  }
+  if (batch_.size() >= kFoldEntries) {
+    (void)flushLocked();  // on failure the entries stay batched and journaled: retried later
+  }
   return {};
 }
 
-Result<void> CacheStore::flushJournal() {
-  if (journal_fd_ < 0 || pending_.empty()) {
+Result<void> CacheStore::flushLocked() {
+  if (batch_.empty()) {
     return {};
   }
-  if (auto r = foldJournal(journal_path_); !r) {
+  if (auto r = commitEntries(batch_, journal_.path().string()); !r) {
     return r;
   }
-  // Folded: start the journal again (a kill before this only means folding it twice, and
-  // folding is an upsert of the same rows).
-  if (::ftruncate(journal_fd_, 0) != 0) {
-    return makeError("cannot empty the cache journal " + journal_path_.string() + ": " +
-                     std::error_code(errno, std::generic_category()).message());
+  // Committed: start the journal again (a kill before this only means folding it twice, and
+  // folding is an upsert of the same rows). If it cannot be emptied it goes, and the next put()
+  // opens a new one.
+  if (!journal_.clear()) {
+    journal_.remove();
   }
-  pending_.clear();
+  batch_.clear();
+  batch_index_.clear();
   return {};
+}
+
+Result<void> CacheStore::flush() {
+  std::lock_guard lock(mutex_);
+  return flushLocked();
 }
 
 std::vector<CacheEntry> CacheStore::list() {
   std::lock_guard lock(mutex_);
-  (void)flushJournal();  // on failure its entries are still listed from the journal below
+  (void)flushLocked();  // on failure its entries are still listed from the journal below
   sqlite3_stmt* stmt = sql_->list.get();
   sqlite::StmtScope scope(stmt);
   std::vector<CacheEntry> out;
@@ -545,13 +471,8 @@ std::vector<CacheEntry> CacheStore::list() {
   for (size_t i = 0; i < out.size(); ++i) {
     index.emplace(out[i].key, i);
   }
-  std::error_code ec;
-  for (std::filesystem::directory_iterator it(path_.parent_path(), ec), end; !ec && it != end;
-       it.increment(ec)) {
-    if (!isJournal(it->path())) {
-      continue;
-    }
-    for (JournalEntry& j : readJournal(it->path())) {
+  for (const auto& journal : Journal::list(path_.parent_path(), kJournalPrefix)) {
+    for (JournalEntry& j : parseJournal(readFile(journal).value_or(std::string()))) {
       CacheEntry e{j.key, j.node_id, j.run_id, j.created_at, j.output.size(), {}, {}};
       if (auto at = index.find(j.key); at != index.end()) {
         e.last_used_run = out[at->second].last_used_run;
@@ -575,7 +496,7 @@ Result<void> CacheStore::touch(const std::vector<std::string>& keys, std::string
   }
   const std::string used_at = sqlite::isoNow();
   std::lock_guard lock(mutex_);
-  if (auto r = flushJournal(); !r) {
+  if (auto r = flushLocked(); !r) {
     return r;
   }
   sqlite3* h = sql_->db.get();
@@ -607,7 +528,7 @@ Result<void> CacheStore::touch(const std::vector<std::string>& keys, std::string
 Result<PruneStats> CacheStore::prune(const std::unordered_set<std::string>& keep_runs,
                                      bool dry_run) {
   std::lock_guard lock(mutex_);
-  if (auto r = flushJournal(); !r) {
+  if (auto r = flushLocked(); !r) {
     return r.error();
   }
   sqlite3* h = sql_->db.get();
@@ -646,7 +567,7 @@ Result<PruneStats> CacheStore::prune(const std::unordered_set<std::string>& keep
 
 Result<void> CacheStore::compact() {
   std::lock_guard lock(mutex_);
-  if (auto r = flushJournal(); !r) {
+  if (auto r = flushLocked(); !r) {
     return r;
   }
   sqlite3* h = sql_->db.get();

@@ -14,6 +14,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "oe/common/journal.hpp"
 #include "oe/common/json.hpp"
 #include "oe/common/result.hpp"
 
@@ -58,6 +59,15 @@ struct CacheEntry {
   std::string last_used_at;
 };
 
+// An entry as a cache journal line and the store's batch hold it.
+struct JournalEntry {
+  std::string key;
+  std::string node_id;
+  std::string run_id;
+  std::string created_at;
+  std::string output;  // JSON text
+};
+
 // What prune() removed (or, dry run, would remove).
 struct PruneStats {
   size_t entries = 0;
@@ -67,14 +77,18 @@ struct PruneStats {
 // One SQLite file (`cache.sqlite`, WAL) holds the entries: creating a file per entry costs 30 µs
 // to 850 µs on this filesystem (machine-limits), a row costs one ~27 µs commit. A run does not
 // pay that commit per node: put() appends the entry to this store's journal
-// (`journal-<pid>-<nonce>.jsonl` in the same folder, one write(2), as durable against a kill as
-// the event log) and the journal is folded into cache.sqlite in one transaction when the store
-// closes. A journal whose store died (no flock on it any more) is folded by the next open(), so
-// an entry written before a kill is found by the resume. list() shows journal entries too.
-// Thread-safe (one lock). There is no expiry; deleting the folder clears the cache.
+// (`journal-<pid>-<random>.jsonl` in the same folder, one write(2), as durable against a kill as
+// the event log, see common/journal.hpp) and batches it; the batch goes into cache.sqlite in one
+// transaction every kFoldEntries entries, on flush() and when the store closes. A journal whose
+// store died is folded by the next open() (folding is an upsert, so folding a line twice is
+// harmless), so an entry written before a kill is found by the resume. list() shows the entries
+// of live journals too. Thread-safe (one lock). There is no expiry; deleting the folder clears
+// the cache.
 class CacheStore {
  public:
   struct Private;  // lets open() use make_unique on the private constructor
+
+  static constexpr size_t kFoldEntries = 512;
 
   static Result<std::unique_ptr<CacheStore>> open(const std::filesystem::path& cache_dir);
 
@@ -91,6 +105,8 @@ class CacheStore {
                    const Json& output);
   // Oldest first.
   std::vector<CacheEntry> list();
+  // Commits the batched entries now (they stay in the journal on failure).
+  Result<void> flush();
 
   // Records that `run_id` replayed the entries `keys` (its cache hits), in ONE transaction. Call
   // it once at the end of a run, not per hit: a commit costs ~27 µs and the hot path must not
@@ -112,18 +128,17 @@ class CacheStore {
   struct Sql;
   Result<void> init(const std::filesystem::path& cache_dir);
 
-  Result<void> openJournal();                          // lazily, on the first put()
-  Result<void> foldJournal(const std::filesystem::path& journal);  // into cache.sqlite
-  void foldOrphanJournals();                           // journals whose store is gone
-  Result<void> flushJournal();  // folds this store's journal now and empties it
+  Result<void> commitEntries(const std::vector<JournalEntry>& entries, const std::string& where);
+  bool foldOrphan(const std::filesystem::path& journal, std::string_view text);
+  Result<void> flushLocked();  // mutex_ held
 
   std::filesystem::path path_;
   std::mutex mutex_;
   std::unique_ptr<Sql> sql_;
-  std::filesystem::path journal_path_;
-  int journal_fd_ = -1;
-  // This store's journal entries by key (output JSON text): get() sees them before the fold.
-  std::unordered_map<std::string, std::string> pending_;
+  Journal journal_;
+  std::vector<JournalEntry> batch_;
+  // The batch's outputs by key: get() sees them before they are committed.
+  std::unordered_map<std::string, size_t> batch_index_;
 };
 
 }  // namespace oe::cache

@@ -12,6 +12,23 @@ using Json = nlohmann::json;
 
 // `s` as a JSON string literal, quotes included; invalid UTF-8 is replaced, not thrown on.
 inline std::string jsonQuoted(std::string_view s) {
+  // The common case (ids, keys, timestamps) needs no escaping: the same text as the dump below.
+  bool plain = true;
+  for (const char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u >= 0x80 || c == '"' || c == '\\') {
+      plain = false;
+      break;
+    }
+  }
+  if (plain) {
+    std::string out;
+    out.reserve(s.size() + 2);
+    out += '"';
+    out += s;
+    out += '"';
+    return out;
+  }
   return Json(std::string(s)).dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 }  // namespace oe

@@ -808,11 +808,23 @@ void Run::finishRun() {
       extra["usage_total"] = summary_.usage_total.toJson();
     }
   }
+  // The batched state rows and cache entries reach SQLite before run.finished, so a reader
+  // that sees the run finished sees all it wrote. A failure loses nothing: the rows stay in
+  // their journals, which the next open folds.
+  auto warn = [this](const std::string& message) {
+    emitLocal(Json{{"type", "node.log"}, {"node_id", ""}, {"level", "warn"},
+                   {"message", message}});
+  };
+  if (auto flushed = store_.flush(); !flushed) {
+    warn(flushed.error().message);
+  }
   // One transaction for all the run's hits, so `oe gc` keeps what this run replayed.
   if (cache_ != nullptr) {
+    if (auto flushed = cache_->flush(); !flushed) {
+      warn(flushed.error().message);
+    }
     if (auto touched = cache_->touch(cache_hits_, log_.runId()); !touched) {
-      emitLocal(Json{{"type", "node.log"}, {"node_id", ""}, {"level", "warn"},
-                     {"message", touched.error().message}});
+      warn(touched.error().message);
     }
   }
   log_.runFinished(toString(summary_.status), extra);

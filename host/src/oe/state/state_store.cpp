@@ -1,4 +1,4 @@
-// StateStore: type checks, merges and one SQLite transaction per write; reads from the mirror.
+// StateStore: type checks and merges, the group-commit journal, SQLite; reads from the mirror.
 #include "oe/state/state_store.hpp"
 
 #include <system_error>
@@ -16,7 +16,10 @@ constexpr const char* kSchemaSql =
     "field TEXT NOT NULL, value_old TEXT, value_new TEXT NOT NULL, node_id TEXT NOT NULL, "
     "run_id TEXT NOT NULL, ts TEXT NOT NULL);"
     "CREATE INDEX IF NOT EXISTS idx_history_field ON state_history(field);"
-    "CREATE INDEX IF NOT EXISTS idx_history_run ON state_history(run_id);";
+    "CREATE INDEX IF NOT EXISTS idx_history_run ON state_history(run_id);"
+    // oe's own (not upstream's): how far each group-commit journal is folded.
+    "CREATE TABLE IF NOT EXISTS oe_journal_folds (journal TEXT PRIMARY KEY, "
+    "folded_bytes INTEGER NOT NULL);";
 
 constexpr std::string_view kUpsertSql =
     "INSERT INTO state_snapshot (field, value, updated_at, updated_by_node, updated_by_run) "
@@ -29,11 +32,25 @@ constexpr std::string_view kHistorySql =
 constexpr std::string_view kByFieldSql =
     "SELECT id, field, value_old, value_new, node_id, run_id, ts FROM state_history "
     "WHERE field = ?1 ORDER BY id";
+constexpr std::string_view kFoldedSql =
+    "INSERT INTO oe_journal_folds (journal, folded_bytes) VALUES (?1, ?2) "
+    "ON CONFLICT(journal) DO UPDATE SET folded_bytes = excluded.folded_bytes";
+constexpr std::string_view kFoldedBytesSql =
+    "SELECT folded_bytes FROM oe_journal_folds WHERE journal = ?1";
 constexpr std::string_view kByRunSql =
     "SELECT id, field, value_old, value_new, node_id, run_id, ts FROM state_history "
     "WHERE run_id = ?1 ORDER BY id";
 
 constexpr size_t kMaxJsonInMessage = 200;
+
+// The journals of the database at `db`: `<db file name>-oe-journal-<pid>-<random>.jsonl`.
+std::string journalPrefix(const std::filesystem::path& db) {
+  return db.filename().string() + "-oe-journal-";
+}
+
+std::filesystem::path dirOf(const std::filesystem::path& db) {
+  return db.has_parent_path() ? db.parent_path() : std::filesystem::path(".");
+}
 
 const char* typeName(spec::FieldType type) {
   switch (type) {
@@ -121,6 +138,7 @@ struct StateStore::Sql {
   sqlite::Stmt rollback;
   sqlite::Stmt upsert;
   sqlite::Stmt insert_history;
+  sqlite::Stmt folded;
   sqlite::Stmt by_field;
   sqlite::Stmt by_run;
 };
@@ -153,7 +171,25 @@ StateStore::StateStore(const Private&, std::filesystem::path db_path,
   }
 }
 
-StateStore::~StateStore() = default;
+StateStore::~StateStore() {
+  timer_.reset();  // no fold from the timer's thread from here on
+  std::lock_guard lock(mutex_);
+  if (!journal_.isOpen()) {
+    return;
+  }
+  // Committed, then the journal goes; on failure it stays and the next open() folds it.
+  if (foldLocked()) {
+    const std::string name = journal_.path().filename().string();
+    journal_.remove();
+    sqlite3_stmt* stmt = nullptr;
+    if (sqlite3_prepare_v2(sql_->db.get(), "DELETE FROM oe_journal_folds WHERE journal = ?1",
+                           -1, &stmt, nullptr) == SQLITE_OK) {
+      sqlite::bindText(stmt, 1, name);
+      sqlite3_step(stmt);
+    }
+    sqlite3_finalize(stmt);
+  }
+}
 
 Result<std::unique_ptr<StateStore>> StateStore::open(const std::filesystem::path& db_path,
                                                      const spec::StateSpec& schema) {
@@ -192,6 +228,7 @@ Result<void> StateStore::init() {
   for (const Want& w : {Want{&sql_->begin, "BEGIN IMMEDIATE"}, Want{&sql_->commit, "COMMIT"},
                         Want{&sql_->rollback, "ROLLBACK"}, Want{&sql_->upsert, kUpsertSql},
                         Want{&sql_->insert_history, kHistorySql},
+                        Want{&sql_->folded, kFoldedSql},
                         Want{&sql_->by_field, kByFieldSql}, Want{&sql_->by_run, kByRunSql}}) {
     auto stmt = sqlite::prepare(h, w.sql);
     if (!stmt) {
@@ -199,6 +236,13 @@ Result<void> StateStore::init() {
     }
     *w.slot = std::move(*stmt);
   }
+
+  // What killed stores left in their journals goes in before the mirror is loaded.
+  Journal::foldOrphans(dirOf(path_), journalPrefix(path_),
+                       [this](const std::filesystem::path& journal, std::string_view text) {
+                         return foldOrphan(journal, text);
+                       });
+  forgetFoldedJournals();
 
   // Load the mirror: declared fields only (rows of fields no longer declared stay in the file,
   // unseen, as upstream's snapshot() hides them).
@@ -344,55 +388,66 @@ Result<std::vector<std::string>> StateStore::write(const Json& delta, const Writ
     return written;
   }
 
-  // Phase 2: one transaction. All rows share one ts (upstream does the same).
-  sqlite3* h = sql_->db.get();
+  // Phase 2: one journal line, {"n":node,"r":run,"t":ts,"w":[[field,old,new],...]} with old
+  // and new as stored (old null when unset), appended with one write(2): from here the write
+  // survives a kill. All rows share one ts (upstream does the same).
   const std::string ts = sqlite::isoNow();
-  if (auto r = stepDone(h, sql_->begin.get()); !r) {
-    return makeError("cannot start a state transaction in " + path_.string() + ": " +
-                     r.error().message);
+  std::string line;
+  line.reserve(64 + node.size() + meta.run_id.size() + pending.size() * 32);
+  line += "{\"n\":";
+  line += jsonQuoted(node);
+  line += ",\"r\":";
+  line += jsonQuoted(meta.run_id);
+  line += ",\"t\":\"";
+  line += ts;
+  line += "\",\"w\":[";
+  for (size_t i = 0; i < pending.size(); ++i) {
+    const Pending& p = pending[i];
+    line += i == 0 ? "[" : ",[";
+    line += jsonQuoted(p.slot->name);
+    line += ',';
+    line += p.slot->value ? std::string_view(p.slot->text) : std::string_view("null");
+    line += ',';
+    line += p.text;
+    line += ']';
   }
-  for (const Pending& p : pending) {
-    Result<void> r;
-    {
-      sqlite3_stmt* up = sql_->upsert.get();
-      sqlite::StmtScope scope(up);
-      sqlite::bindText(up, 1, p.slot->name);
-      sqlite::bindText(up, 2, p.text);
-      sqlite::bindText(up, 3, ts);
-      sqlite::bindText(up, 4, meta.node_id);
-      sqlite::bindText(up, 5, meta.run_id);
-      r = stepDone(h, up);
-    }
-    if (r) {
-      sqlite3_stmt* hist = sql_->insert_history.get();
-      sqlite::StmtScope scope(hist);
-      sqlite::bindText(hist, 1, p.slot->name);
-      if (p.slot->value) {
-        sqlite::bindText(hist, 2, p.slot->text);
-      } else {
-        sqlite3_bind_null(hist, 2);
+  line += "]}\n";
+  {
+    std::lock_guard lock(mutex_);
+    if (!journal_.isOpen()) {
+      auto journal = Journal::create(dirOf(path_), journalPrefix(path_));
+      if (!journal) {
+        return makeError("cannot write the state of node " + inQuotes(node) + ": " +
+                         journal.error().message + ". Nothing of the node's output was applied.");
       }
-      sqlite::bindText(hist, 3, p.text);
-      sqlite::bindText(hist, 4, meta.node_id);
-      sqlite::bindText(hist, 5, meta.run_id);
-      sqlite::bindText(hist, 6, ts);
-      r = stepDone(h, hist);
+      journal_ = std::move(*journal);
     }
-    if (!r) {
-      (void)stepDone(h, sql_->rollback.get());
-      return makeError("cannot write state field " + inQuotes(p.slot->name) + " for node " +
-                       inQuotes(node) + " to " + path_.string() + ": " + r.error().message +
-                       ". Nothing of the node's output was applied.");
+    if (auto r = journal_.append(line); !r) {
+      return makeError("cannot write the state of node " + inQuotes(node) + ": " +
+                       r.error().message + ". Nothing of the node's output was applied.");
     }
-  }
-  if (auto r = stepDone(h, sql_->commit.get()); !r) {
-    (void)stepDone(h, sql_->rollback.get());
-    return makeError("cannot commit the state written by node " + inQuotes(node) + " to " +
-                     path_.string() + ": " + r.error().message +
-                     ". Nothing of the node's output was applied.");
+    const bool first = batch_.empty();
+    for (const Pending& p : pending) {
+      batch_.push_back(Row{p.slot->name,
+                           p.slot->value ? std::optional<std::string>(p.slot->text) : std::nullopt,
+                           p.text, std::string(node), std::string(meta.run_id), ts});
+    }
+    if (batch_.size() >= kFoldRows) {
+      // A failed fold keeps the rows (journal and batch): the next fold retries; the write
+      // itself is already durable.
+      (void)foldLocked();
+    } else if (first) {
+      if (!timer_) {
+        timer_ = std::make_unique<FoldTimer>(kFoldDelay, [this] {
+          std::lock_guard timed(mutex_);
+          (void)foldLocked();
+        });
+      }
+      timer_->arm();
+    }
   }
 
-  // Phase 3: committed; update the mirror (cannot fail).
+  // Phase 3: journaled; update the mirror (cannot fail).
   written.reserve(pending.size());
   for (Pending& p : pending) {
     Slot& slot = *p.slot;
@@ -407,7 +462,154 @@ Result<std::vector<std::string>> StateStore::write(const Json& delta, const Writ
   return written;
 }
 
-std::vector<HistoryRow> StateStore::queryHistory(std::string_view key, bool by_run) const {
+Result<void> StateStore::commitRows(const std::vector<Row>& rows, const std::string& journal,
+                                    uint64_t folded_bytes) {
+  sqlite3* h = sql_->db.get();
+  if (auto r = stepDone(h, sql_->begin.get()); !r) {
+    return makeError("cannot start a state transaction in " + path_.string() + ": " +
+                     r.error().message);
+  }
+  Result<void> r;
+  for (const Row& row : rows) {
+    {
+      sqlite3_stmt* up = sql_->upsert.get();
+      sqlite::StmtScope scope(up);
+      sqlite::bindText(up, 1, row.field);
+      sqlite::bindText(up, 2, row.new_text);
+      sqlite::bindText(up, 3, row.ts);
+      sqlite::bindText(up, 4, row.node_id);
+      sqlite::bindText(up, 5, row.run_id);
+      r = stepDone(h, up);
+    }
+    if (r) {
+      sqlite3_stmt* hist = sql_->insert_history.get();
+      sqlite::StmtScope scope(hist);
+      sqlite::bindText(hist, 1, row.field);
+      if (row.old_text) {
+        sqlite::bindText(hist, 2, *row.old_text);
+      } else {
+        sqlite3_bind_null(hist, 2);
+      }
+      sqlite::bindText(hist, 3, row.new_text);
+      sqlite::bindText(hist, 4, row.node_id);
+      sqlite::bindText(hist, 5, row.run_id);
+      sqlite::bindText(hist, 6, row.ts);
+      r = stepDone(h, hist);
+    }
+    if (!r) {
+      r = makeError("cannot write state field " + inQuotes(row.field) + " for node " +
+                    inQuotes(row.node_id) + ": " + r.error().message);
+      break;
+    }
+  }
+  if (r) {
+    sqlite3_stmt* folded = sql_->folded.get();
+    sqlite::StmtScope scope(folded);
+    sqlite::bindText(folded, 1, journal);
+    sqlite3_bind_int64(folded, 2, static_cast<sqlite3_int64>(folded_bytes));
+    r = stepDone(h, folded);
+  }
+  if (r) {
+    r = stepDone(h, sql_->commit.get());
+  }
+  if (!r) {
+    (void)stepDone(h, sql_->rollback.get());
+    return makeError("cannot commit state rows to " + path_.string() + ": " + r.error().message +
+                     ". They are kept in " + journal + " and committed later.");
+  }
+  return {};
+}
+
+Result<void> StateStore::foldLocked() {
+  if (batch_.empty()) {
+    return {};
+  }
+  if (timer_) {
+    timer_->disarm();
+  }
+  if (auto r = commitRows(batch_, journal_.path().filename().string(), journal_.size()); !r) {
+    fold_error_ = r.error().message;
+    return r;
+  }
+  batch_.clear();
+  fold_error_.clear();
+  return {};
+}
+
+Result<void> StateStore::flush() {
+  std::lock_guard lock(mutex_);
+  if (auto r = foldLocked(); !r) {
+    return r;
+  }
+  return {};
+}
+
+bool StateStore::foldOrphan(const std::filesystem::path& journal, std::string_view text) {
+  const std::string name = journal.filename().string();
+  uint64_t from = 0;
+  if (auto stmt = sqlite::prepare(sql_->db.get(), kFoldedBytesSql); stmt) {
+    sqlite::bindText(stmt->get(), 1, name);
+    if (sqlite3_step(stmt->get()) == SQLITE_ROW) {
+      from = static_cast<uint64_t>(sqlite3_column_int64(stmt->get(), 0));
+    }
+  }
+  std::vector<Row> rows;
+  if (from < text.size()) {
+    // A line that does not parse (the torn last line of a killed store) is skipped: its node
+    // never reached node.finished, so nothing relies on it.
+    Journal::forEachLine(text.substr(from), [&rows](std::string_view line) {
+      const Json entry = Json::parse(line, nullptr, false);
+      if (!entry.is_object()) {
+        return;
+      }
+      const auto node = entry.find("n");
+      const auto run = entry.find("r");
+      const auto ts = entry.find("t");
+      const auto writes = entry.find("w");
+      if (node == entry.end() || !node->is_string() || run == entry.end() ||
+          !run->is_string() || ts == entry.end() || !ts->is_string() ||
+          writes == entry.end() || !writes->is_array()) {
+        return;
+      }
+      for (const Json& w : *writes) {
+        if (!w.is_array() || w.size() != 3 || !w[0].is_string()) {
+          continue;
+        }
+        rows.push_back(Row{w[0].get<std::string>(),
+                           w[1].is_null() ? std::nullopt : std::optional<std::string>(w[1].dump()),
+                           w[2].dump(), node->get<std::string>(), run->get<std::string>(),
+                           ts->get<std::string>()});
+      }
+    });
+  }
+  return rows.empty() || commitRows(rows, name, text.size());
+}
+
+void StateStore::forgetFoldedJournals() {
+  sqlite3* h = sql_->db.get();
+  auto names = sqlite::prepare(h, "SELECT journal FROM oe_journal_folds");
+  if (!names) {
+    return;
+  }
+  std::vector<std::string> gone;
+  while (sqlite3_step(names->get()) == SQLITE_ROW) {
+    std::string name = sqlite::columnText(names->get(), 0);
+    std::error_code ec;
+    if (!std::filesystem::exists(dirOf(path_) / name, ec)) {
+      gone.push_back(std::move(name));
+    }
+  }
+  for (const std::string& name : gone) {
+    if (auto stmt = sqlite::prepare(h, "DELETE FROM oe_journal_folds WHERE journal = ?1"); stmt) {
+      sqlite::bindText(stmt->get(), 1, name);
+      sqlite3_step(stmt->get());
+    }
+  }
+}
+
+std::vector<HistoryRow> StateStore::queryHistory(std::string_view key, bool by_run) {
+  std::lock_guard lock(mutex_);
+  (void)foldLocked();  // on failure the batch's rows are missing from the answer
   sqlite3_stmt* stmt = by_run ? sql_->by_run.get() : sql_->by_field.get();
   sqlite::StmtScope scope(stmt);
   sqlite::bindText(stmt, 1, key);
@@ -428,11 +630,11 @@ std::vector<HistoryRow> StateStore::queryHistory(std::string_view key, bool by_r
   return rows;
 }
 
-std::vector<HistoryRow> StateStore::history(std::string_view field) const {
+std::vector<HistoryRow> StateStore::history(std::string_view field) {
   return queryHistory(field, false);
 }
 
-std::vector<HistoryRow> StateStore::historyForRun(std::string_view run_id) const {
+std::vector<HistoryRow> StateStore::historyForRun(std::string_view run_id) {
   return queryHistory(run_id, true);
 }
 
@@ -513,9 +715,13 @@ Result<HistoryPruneStats> pruneHistory(const std::filesystem::path& db_path,
 }
 
 Result<void> removeStateFiles(const std::filesystem::path& db_path) {
+  std::vector<std::filesystem::path> files = Journal::list(dirOf(db_path), journalPrefix(db_path));
   for (const char* suffix : {"", "-wal", "-shm", "-journal"}) {
     std::filesystem::path p = db_path;
     p += suffix;
+    files.push_back(std::move(p));
+  }
+  for (const std::filesystem::path& p : files) {
     std::error_code ec;
     std::filesystem::remove(p, ec);
     if (ec && ec != std::errc::no_such_file_or_directory) {

@@ -2,10 +2,12 @@
 // checks and merge strategies (§3.6, D2, D10), and an in-memory mirror that serves every read.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -13,6 +15,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "oe/common/journal.hpp"
 #include "oe/common/json.hpp"
 #include "oe/common/result.hpp"
 #include "oe/expr/state_reader.hpp"
@@ -35,16 +38,30 @@ struct HistoryRow {
   std::string ts;
 };
 
-// One store per run, used from ONE thread (the scheduler's): it holds the only connection and
-// the mirror without locks. Reads never touch SQLite: the mirror holds every declared field's
-// value, loaded once at open and updated after each committed write. The mirror assumes this
-// store is the only writer of the file while it is open (another process writing the same
-// state.sqlite concurrently is not seen).
+// One store per run, used from ONE thread (the scheduler's): the mirror and write() have no
+// locks. Reads never touch SQLite: the mirror holds every declared field's value, loaded once at
+// open and updated after each write. The mirror assumes this store is the only writer of the
+// file while it is open (another process writing the same state.sqlite concurrently is not
+// seen).
+//
+// Group commit: write() appends the node's rows to this store's journal
+// (`<db>-oe-journal-<pid>-<random>.jsonl` beside the database, one write(2), as durable against
+// a kill as a SQLite commit with synchronous=NORMAL) and batches them; the batch is committed to
+// SQLite in one transaction when it reaches kFoldRows rows, kFoldDelay after its first row (on
+// a timer thread, so a long node does not hold it back), on flush() and on close. Each commit
+// records how far into the journal it got (table oe_journal_folds, in the same transaction), so
+// the journal of a killed store is folded exactly once, from there on, by the next open().
+// Until a batch is committed, another process reading state.sqlite sees the state as of the
+// previous commit: at most kFoldDelay old.
 class StateStore : public expr::StateReader {
  public:
   struct Private;  // lets open() use make_unique on the private constructor
 
-  // Opens or creates the database (and its parent folders), WAL mode, upstream tables.
+  static constexpr size_t kFoldRows = 512;
+  static constexpr std::chrono::milliseconds kFoldDelay{100};
+
+  // Opens or creates the database (and its parent folders), WAL mode, upstream tables, and
+  // folds the journals that killed stores left.
   static Result<std::unique_ptr<StateStore>> open(const std::filesystem::path& db_path,
                                                   const spec::StateSpec& schema);
 
@@ -65,9 +82,14 @@ class StateStore : public expr::StateReader {
   // skipped, D2). On any error nothing is applied: not in the file, not in the mirror.
   Result<std::vector<std::string>> write(const Json& delta, const WriteMeta& meta);
 
-  // Rows ordered by id (oldest first).
-  std::vector<HistoryRow> history(std::string_view field) const;
-  std::vector<HistoryRow> historyForRun(std::string_view run_id) const;
+  // Commits the batched rows now. An error leaves them in the journal (and the batch), for a
+  // later flush, the close or the next open() to commit.
+  Result<void> flush();
+
+  // Rows ordered by id (oldest first), this store's batch included.
+  // (Non-const: the batch is committed first.)
+  std::vector<HistoryRow> history(std::string_view field);
+  std::vector<HistoryRow> historyForRun(std::string_view run_id);
 
   const std::filesystem::path& path() const { return path_; }
 
@@ -86,16 +108,38 @@ class StateStore : public expr::StateReader {
     }
   };
   struct Sql;
+  // A history row (and the snapshot row it sets) not yet committed to SQLite.
+  struct Row {
+    std::string field;
+    std::optional<std::string> old_text;  // nullopt: the field had no value before
+    std::string new_text;
+    std::string node_id;
+    std::string run_id;
+    std::string ts;
+  };
 
   Result<void> init();
+  // Commits `rows` and records that `journal` is folded up to `folded_bytes`, in ONE
+  // transaction. Call with mutex_ held.
+  Result<void> commitRows(const std::vector<Row>& rows, const std::string& journal,
+                          uint64_t folded_bytes);
+  Result<void> foldLocked();  // the batch; mutex_ held
+  bool foldOrphan(const std::filesystem::path& journal, std::string_view text);
+  void forgetFoldedJournals();  // rows of oe_journal_folds whose journal is gone
   Slot* find(std::string_view name);
   const Slot* find(std::string_view name) const;
-  std::vector<HistoryRow> queryHistory(std::string_view key, bool by_run) const;
+  std::vector<HistoryRow> queryHistory(std::string_view key, bool by_run);
 
   std::filesystem::path path_;
   std::vector<Slot> slots_;  // declaration order
   std::unordered_map<std::string, size_t, NameHash, std::equal_to<>> by_name_;
+  // Guards sql_, journal_ and batch_, which the fold timer's thread uses too.
+  std::mutex mutex_;
   std::unique_ptr<Sql> sql_;
+  Journal journal_;
+  std::vector<Row> batch_;
+  std::string fold_error_;  // the last failed fold's message, reported by flush()
+  std::unique_ptr<FoldTimer> timer_;  // declared last: stopped before the rest goes
 };
 
 // What pruneHistory() removed (or, dry run, would remove).
@@ -114,7 +158,8 @@ Result<HistoryPruneStats> pruneHistory(const std::filesystem::path& db_path,
                                        const std::unordered_set<std::string>& keep_runs,
                                        bool dry_run);
 
-// D11 (`oe reset-state`): removes the database and its -wal, -shm (and -journal) side files.
+// D11 (`oe reset-state`): removes the database and its -wal, -shm (and -journal) side files,
+// and the group-commit journals of stores that are gone.
 // Files that do not exist are fine. Close every StateStore on the file first.
 Result<void> removeStateFiles(const std::filesystem::path& db_path);
 

@@ -1,0 +1,95 @@
+// Journal (flock-owned append-only file) and FoldTimer against a real folder.
+#include "oe/common/journal.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <fstream>
+#include <thread>
+
+#include "oe/common/file.hpp"
+#include "support/temp_dir.hpp"
+
+namespace oe {
+namespace {
+
+TEST(Journal, AppendsLinesAndClears) {
+  test::TempDir dir;
+  auto journal = Journal::create(dir.path(), "j-");
+  ASSERT_TRUE(journal.ok()) << journal.error().message;
+  EXPECT_TRUE(journal->path().filename().string().starts_with("j-"));
+  EXPECT_EQ(journal->path().extension(), ".jsonl");
+  ASSERT_TRUE(journal->append("{\"a\":1}\n").ok());
+  ASSERT_TRUE(journal->append("{\"b\":2}\n").ok());
+  EXPECT_EQ(journal->size(), 16u);
+  EXPECT_EQ(readFile(journal->path()), "{\"a\":1}\n{\"b\":2}\n");
+  ASSERT_TRUE(journal->clear().ok());
+  EXPECT_EQ(journal->size(), 0u);
+  EXPECT_EQ(readFile(journal->path()), "");
+  const auto path = journal->path();
+  journal->remove();
+  EXPECT_FALSE(journal->isOpen());
+  EXPECT_FALSE(std::filesystem::exists(path));
+}
+
+TEST(Journal, CreateInAMissingFolderSaysWhere) {
+  test::TempDir dir;
+  auto journal = Journal::create(dir.path() / "missing", "j-");
+  ASSERT_FALSE(journal.ok());
+  EXPECT_NE(journal.error().message.find("missing"), std::string::npos)
+      << journal.error().message;
+}
+
+TEST(Journal, ForEachLineYieldsATornLastLineToo) {
+  std::vector<std::string> lines;
+  Journal::forEachLine("a\nbb\nc", [&](std::string_view l) { lines.emplace_back(l); });
+  EXPECT_EQ(lines, (std::vector<std::string>{"a", "bb", "c"}));
+  lines.clear();
+  Journal::forEachLine("", [&](std::string_view l) { lines.emplace_back(l); });
+  EXPECT_TRUE(lines.empty());
+}
+
+// Only journals whose owner is gone are folded; a live one (locked) is left alone, and one whose
+// fold fails stays for the next try.
+TEST(Journal, FoldOrphansFoldsOnlyUnlockedJournals) {
+  test::TempDir dir;
+  auto live = Journal::create(dir.path(), "j-");
+  ASSERT_TRUE(live.ok());
+  ASSERT_TRUE(live->append("live\n").ok());
+  std::ofstream(dir.path() / "j-1-aa.jsonl") << "orphan\n";
+  std::ofstream(dir.path() / "j-2-bb.jsonl") << "kept\n";
+  std::ofstream(dir.path() / "other-3.jsonl") << "not ours\n";
+  std::vector<std::string> folded;
+  Journal::foldOrphans(dir.path(), "j-", [&](const std::filesystem::path&, std::string_view text) {
+    folded.emplace_back(text);
+    return text != "kept\n";  // a fold that fails
+  });
+  std::sort(folded.begin(), folded.end());
+  EXPECT_EQ(folded, (std::vector<std::string>{"kept\n", "orphan\n"}));
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "j-1-aa.jsonl"));
+  EXPECT_TRUE(std::filesystem::exists(dir.path() / "j-2-bb.jsonl"));
+  EXPECT_TRUE(std::filesystem::exists(live->path()));
+  EXPECT_EQ(Journal::list(dir.path(), "j-").size(), 2u);
+}
+
+TEST(FoldTimer, FoldsOnceAfterArmingAndNotAfterADisarm) {
+  std::atomic<int> folds{0};
+  {
+    FoldTimer timer(std::chrono::milliseconds(1), [&] { ++folds; });
+    timer.arm();
+    timer.arm();  // already armed: one fold
+    // Polled for up to 20 s (a loaded CI machine), not timed.
+    for (int i = 0; i < 2000 && folds.load() == 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    EXPECT_EQ(folds.load(), 1);
+  }
+  FoldTimer idle(std::chrono::hours(1), [&] { ++folds; });
+  idle.arm();
+  idle.disarm();
+}  // destructors join without folding again
+
+}  // namespace
+}  // namespace oe
