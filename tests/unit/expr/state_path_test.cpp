@@ -99,6 +99,17 @@ TEST(ArgsTemplate, CompiledOnceResolvedMany) {
   EXPECT_EQ(t.resolve(reader), (Json{{"k", "fixed"}}));
 }
 
+TEST(ArgsTemplate, AViewResolvesLikeACompiledTemplateWithoutACopy) {
+  const Json args = {{"n", "$.count"}, {"k", Json::array({"fixed", "$.missing"})}};
+  const auto viewed = ArgsTemplate::view(args);
+  EXPECT_EQ(&viewed.source(), &args);
+  const Json state = {{"count", 3}};
+  EXPECT_EQ(viewed.resolve(JsonStateReader(state)),
+            ArgsTemplate::compile(args).resolve(JsonStateReader(state)));
+  EXPECT_EQ(viewed.resolve(JsonStateReader(state)),
+            (Json{{"n", 3}, {"k", Json::array({"fixed", nullptr})}}));
+}
+
 TEST(ArgsTemplate, ConstantArgs) {
   auto t = ArgsTemplate::compile({{"a", 1}, {"b", {"x", "$.notpath!"}}});
   EXPECT_TRUE(t.isConstant());

@@ -26,12 +26,30 @@ spec::Experience graphOf(const std::vector<std::string>& ids,
   return exp;
 }
 
+uint32_t at(const spec::Experience& exp, std::string_view id) {
+  return static_cast<uint32_t>(exp.findNode(id) - exp.nodes.data());
+}
+
+std::vector<uint32_t> list(std::span<const uint32_t> values) {
+  return {values.begin(), values.end()};
+}
+
 std::vector<std::string> order(const spec::Experience& exp, const Dag& dag) {
   std::vector<std::string> out;
   for (uint32_t i : dag.topo) {
     out.push_back(exp.nodes[i].id);
   }
   return out;
+}
+
+TEST(Adjacency, KeepsEachListInPairOrderAndEmptyListsEmpty) {
+  const auto a = Adjacency::build(4, {{2, 7}, {0, 1}, {2, 5}, {0, 3}});
+  ASSERT_EQ(a.size(), 4u);
+  EXPECT_EQ(list(a[0]), (std::vector<uint32_t>{1, 3}));
+  EXPECT_TRUE(a[1].empty());
+  EXPECT_EQ(list(a[2]), (std::vector<uint32_t>{7, 5}));
+  EXPECT_TRUE(a[3].empty());
+  EXPECT_EQ(Adjacency().size(), 0u);
 }
 
 TEST(DagTest, LinearOrder) {
@@ -66,11 +84,11 @@ TEST(DagTest, Predecessors) {
   auto exp = graphOf({"a", "b", "c"}, {{"a", "c"}, {"b", "c"}});
   auto dag = buildDag(exp);
   ASSERT_TRUE(dag.ok());
-  const uint32_t c = dag->index.at("c");
-  EXPECT_EQ(dag->preds[c], (std::vector<uint32_t>{dag->index.at("a"), dag->index.at("b")}));
-  EXPECT_EQ(dag->in_edges[c], (std::vector<uint32_t>{0, 1}));
-  EXPECT_EQ(dag->succs[dag->index.at("a")], (std::vector<uint32_t>{c}));
-  EXPECT_TRUE(dag->preds[dag->index.at("a")].empty());
+  const uint32_t c = at(exp, "c");
+  EXPECT_EQ(list(dag->preds[c]), (std::vector<uint32_t>{at(exp, "a"), at(exp, "b")}));
+  EXPECT_EQ(list(dag->in_edges[c]), (std::vector<uint32_t>{0, 1}));
+  EXPECT_EQ(list(dag->succs[at(exp, "a")]), (std::vector<uint32_t>{c}));
+  EXPECT_TRUE(dag->preds[at(exp, "a")].empty());
 }
 
 TEST(DagTest, IsolatedNodesAllAppear) {

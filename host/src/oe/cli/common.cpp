@@ -71,6 +71,7 @@ namespace {
 // only) and the raw JSON of every node and edge (NodeSpec::raw and EdgeSpec hold them). For a
 // 10,000-node graph that is about 2 KiB per node of the run's peak memory.
 void dropLoadOnlyParts(spec::Experience& experience) {
+  spec::compactNodes(experience);
   experience.marks.clear();
   experience.key_marks.clear();
   if (auto graph = experience.raw.find("graph"); graph != experience.raw.end() &&

@@ -31,11 +31,19 @@ ArgsTemplate ArgsTemplate::compile(const Json& args) {
   return t;
 }
 
+ArgsTemplate ArgsTemplate::view(const Json& args) {
+  ArgsTemplate t;
+  t.viewed_ = &args;
+  std::vector<Step> steps;
+  collect(args, steps, t.leaves_);
+  return t;
+}
+
 Json ArgsTemplate::resolve(const StateReader& state) const {
   if (leaves_.empty()) {
-    return constant_;
+    return source();
   }
-  Json out = constant_;
+  Json out = source();
   for (const Leaf& leaf : leaves_) {
     std::optional<Json> value = leaf.path.resolve(state);
     if (leaf.steps.empty()) {

@@ -17,6 +17,9 @@ class ArgsTemplate {
 
   // Finds every string leaf that is a whole `$.path` (recursively through arrays and objects).
   static ArgsTemplate compile(const Json& args);
+  // The same over `args` without a copy of it: `args` must outlive the template (a run's
+  // templates view the node specs, which outlive the run).
+  static ArgsTemplate view(const Json& args);
 
   // A fresh value with every path leaf replaced by a deep copy of the state value. An object
   // member whose path is undefined is omitted, an array element becomes null (JSON.stringify
@@ -25,7 +28,7 @@ class ArgsTemplate {
 
   // No path anywhere: resolve() always returns the same value.
   [[nodiscard]] bool isConstant() const { return leaves_.empty(); }
-  [[nodiscard]] const Json& source() const { return constant_; }
+  [[nodiscard]] const Json& source() const { return viewed_ != nullptr ? *viewed_ : constant_; }
 
  private:
   struct Step {
@@ -40,7 +43,8 @@ class ArgsTemplate {
 
   static void collect(const Json& value, std::vector<Step>& steps, std::vector<Leaf>& leaves);
 
-  Json constant_;
+  Json constant_;                  // the args, owned (compile)
+  const Json* viewed_ = nullptr;   // or viewed (view)
   std::vector<Leaf> leaves_;
 };
 

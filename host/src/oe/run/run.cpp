@@ -34,6 +34,7 @@
 #include "oe/graph/dag.hpp"
 #include "oe/llm/llm_service.hpp"
 #include "oe/plugins/host_context.hpp"
+#include "oe/spec/loader.hpp"
 #include "oe/state/state_store.hpp"
 
 namespace oe::run {
@@ -73,72 +74,59 @@ constexpr size_t kMaxPoolThreads = 64;
 
 enum class Outcome { kPending, kRunning, kSucceeded, kFailed, kSkipped };
 
-// The most strings of one node looked at as possible paths, and how deep: a node is a small
-// document, and every candidate costs a stat().
-constexpr size_t kMaxPathCandidates = 256;
-constexpr int kMaxPathDepth = 8;
-
-void collectPathStrings(const Json& value, int depth, std::vector<const std::string*>& out) {
-  if (out.size() >= kMaxPathCandidates || depth > kMaxPathDepth) {
-    return;
-  }
-  if (value.is_string()) {
-    const std::string& text = value.get_ref<const std::string&>();
-    // `$.path` values and multi-line text (inline prompts) are never paths.
-    if (!text.empty() && text.size() <= 4096 && text.front() != '$' &&
-        text.find('\n') == std::string::npos) {
-      out.push_back(&text);
-    }
-  } else if (value.is_array() || value.is_object()) {
-    for (const auto& [key, child] : value.items()) {
-      // A JSON Schema (agent, cli-agent) holds type names and patterns, not paths.
-      if (value.is_object() && key == "schema") {
-        continue;
-      }
-      collectPathStrings(child, depth + 1, out);
-    }
-  }
-}
-
 // D4: the files a node names (impl, prompt, a dataset's source.uri, a skill folder) with their
 // content digests (fileDigest: a folder through its SKILL.md, else its files). The host knows no
 // kind, so any string of the node's definition, at any depth, that names an existing path
-// counts (not its args: see below). `memo` maps a path to its digest, so a
-// file many nodes name is hashed once.
-std::vector<cache::FileDigest> namedFiles(const std::filesystem::path& dir,
-                                          const spec::NodeSpec& node,
-                                          std::unordered_map<std::string, std::string>& memo) {
-  // `args` is data handed to the node, and the files it names are as often the node's outputs
-  // (a report it writes, a log it appends to) as its inputs: digesting them would make such a
-  // node miss the cache on every run. The node's definition is the rest.
-  static constexpr std::array<std::string_view, 6> kNotPaths = {"id",    "kind",   "phase",
-                                                                "model", "schema", "args"};
-  std::vector<const std::string*> candidates;
-  for (const auto& [key, value] : node.raw.items()) {
-    if (std::find(kNotPaths.begin(), kNotPaths.end(), key) == kNotPaths.end()) {
-      collectPathStrings(value, 1, candidates);  // nested too: a dataset's source.uri
-    }
-  }
-  std::vector<cache::FileDigest> files;
-  for (const std::string* text : candidates) {
-    std::filesystem::path path(*text);
-    if (path.is_relative()) {
-      path = dir / path;
-    }
-    // A file hashed once stays as it was for the run: no stat again for the next node.
-    auto it = memo.find(path.string());
-    if (it == memo.end()) {
-      std::error_code ec;
-      if (!std::filesystem::exists(path, ec)) {
-        continue;
+// counts (not its args: see below). One table per run (or per pin): a file many nodes name is
+// hashed once and stored once, and a node keeps only the indices of its files.
+class FileTable {
+ public:
+  explicit FileTable(std::filesystem::path dir) : dir_(std::move(dir)) {}
+
+  std::vector<uint32_t> idsOf(const spec::NodeSpec& node) {
+    // A run's nodes carry their candidates (spec::compactNodes); others have their DOM.
+    const std::vector<std::string> from_dom =
+        node.raw.is_null() ? std::vector<std::string>() : spec::pathCandidates(node.raw);
+    const std::vector<std::string>& candidates = node.raw.is_null() ? node.path_candidates
+                                                                    : from_dom;
+    std::vector<uint32_t> ids;
+    for (const std::string& candidate : candidates) {
+      const std::string* text = &candidate;
+      // By the text as written (relative to one folder): a file hashed once stays as it was
+      // for the run, with no path built and no stat again for the next node.
+      auto it = by_text_.find(*text);
+      if (it == by_text_.end()) {
+        std::filesystem::path path(*text);
+        if (path.is_relative()) {
+          path = dir_ / path;
+        }
+        std::error_code ec;
+        if (!std::filesystem::exists(path, ec)) {
+          continue;  // names no file (yet): looked at again for the next node that has it
+        }
+        auto digest = cache::fileDigest(path);
+        files_.push_back(cache::FileDigest{*text, digest ? *digest : std::string("unreadable")});
+        it = by_text_.emplace(*text, static_cast<uint32_t>(files_.size() - 1)).first;
       }
-      auto digest = cache::fileDigest(path);
-      it = memo.emplace(path.string(), digest ? *digest : std::string("unreadable")).first;
+      ids.push_back(it->second);
     }
-    files.push_back(cache::FileDigest{*text, it->second});
+    return ids;
   }
-  return files;
-}
+
+  std::vector<cache::FileDigest> filesOf(const std::vector<uint32_t>& ids) const {
+    std::vector<cache::FileDigest> out;
+    out.reserve(ids.size());
+    for (uint32_t id : ids) {
+      out.push_back(files_[id]);
+    }
+    return out;
+  }
+
+ private:
+  std::filesystem::path dir_;
+  std::vector<cache::FileDigest> files_;
+  std::unordered_map<std::string, uint32_t> by_text_;
+};
 
 // The pin of an experience (see definitionPin), with each node's files from `files_of`.
 template <class FilesOf>
@@ -148,7 +136,8 @@ Json buildPin(const spec::Experience& experience, FilesOf&& files_of) {
   Json order = Json::array();
   for (size_t i = 0; i < experience.nodes.size(); ++i) {
     const spec::NodeSpec& node = experience.nodes[i];
-    std::string material = node.raw.dump();
+    // The same text either way (sorted keys, compact; a YAML document is valid UTF-8).
+    std::string material = node.text.empty() ? node.raw.dump() : node.text;
     for (const cache::FileDigest& file : files_of(i)) {
       material += "\n" + file.path + "=" + file.sha256;
     }
@@ -206,9 +195,10 @@ struct NodeRuntime {
   const plugins::LoadedKind* kind = nullptr;
   expr::ArgsTemplate args;
   std::vector<expr::Condition> conditions;  // `when` of incoming edges
-  std::optional<expr::StatePath> for_each_source;
-  std::string raw_dump;  // the node's spec, canonical JSON: nodeJson(), while the node can run
-  std::optional<std::vector<cache::FileDigest>> files;  // files the node names (D4), lazily
+  // nodeJson() of a node kept as a DOM only (a run's nodes have their text), while it can run.
+  std::unique_ptr<std::string> raw_dump;
+  std::vector<uint32_t> file_ids;  // the files the node names (D4), in the run's FileTable
+  bool files_known = false;
   Json edge_inputs;  // null until a predecessor hands something over (no allocation per node)
   bool main = true;  // false for pipeline stages and loop bodies (they run after the main pass)
   bool selected = true;  // false: outside --from/--only, reused from the cache, never executed
@@ -217,16 +207,21 @@ struct NodeRuntime {
   // Node instances: one shared instance for reentrant kinds, else a free list.
   std::vector<oe_node*> instances;
   std::vector<oe_node*> idle;
-  // for_each bookkeeping
-  Json items;
-  size_t next_item = 0;
-  size_t items_done = 0;
-  size_t items_in_flight = 0;
-  bool any_item_failed = false;
-  // D16 (runtime.deterministic): item outcomes waiting for the items before them; the function
-  // applies one and says whether it consumed the slot (a failed cache replay runs live instead).
-  size_t next_apply = 0;
-  std::map<size_t, std::function<bool()>> parked;
+  // for_each bookkeeping, only for a node that has for_each (most have not: ~130 bytes saved
+  // per node of the run).
+  struct ForEachRun {
+    Json items;
+    size_t next_item = 0;
+    size_t items_done = 0;
+    size_t items_in_flight = 0;
+    bool any_item_failed = false;
+    // D16 (runtime.deterministic): item outcomes waiting for the items before them; the
+    // function applies one and says whether it consumed the slot (a failed cache replay runs
+    // live instead).
+    size_t next_apply = 0;
+    std::map<size_t, std::function<bool()>> parked;
+  };
+  std::unique_ptr<ForEachRun> each;
 };
 
 class Run {
@@ -238,12 +233,7 @@ class Run {
   Result<void> prepare(const plugins::PluginRegistry& plugins);
   // definitionPin() from the digests this run computes anyway for its cache keys.
   Json pin() {
-    // Not kept per node (dispatch computes them again from the same memo): holding every
-    // node's list from the start would cost memory for the whole run.
-    return buildPin(exp_, [this](size_t i) {
-      return nodes_[i].files ? *nodes_[i].files
-                             : namedFiles(exp_.dir, *nodes_[i].spec, digests_by_path_);
-    });
+    return buildPin(exp_, [this](size_t i) { return fileDigests(nodes_[i]); });
   }
   RunSummary execute();
   void destroyInstances();
@@ -283,12 +273,23 @@ class Run {
   // before it has settled, so array_append fields fill in item order whatever the completion
   // order. `settle` returns false when it did not settle the item (it will come back).
   void inItemOrder(Call& call, std::function<bool()> settle);
-  const std::vector<cache::FileDigest>& fileDigests(NodeRuntime& node);
-  const std::string& nodeJson(NodeRuntime& node) {
-    if (node.raw_dump.empty()) {
-      node.raw_dump = cache::canonicalJson(node.spec->raw);
+  std::vector<cache::FileDigest> fileDigests(NodeRuntime& node);
+  // The position of node `id` in exp_.nodes (and nodes_).
+  [[nodiscard]] std::optional<uint32_t> indexOf(std::string_view id) const {
+    const spec::NodeSpec* node = exp_.findNode(id);
+    if (node == nullptr) {
+      return std::nullopt;
     }
-    return node.raw_dump;
+    return static_cast<uint32_t>(node - exp_.nodes.data());
+  }
+  const std::string& nodeJson(NodeRuntime& node) {
+    if (!node.spec->text.empty()) {
+      return node.spec->text;
+    }
+    if (!node.raw_dump) {
+      node.raw_dump = std::make_unique<std::string>(cache::canonicalJson(node.spec->raw));
+    }
+    return *node.raw_dump;
   }
   void emitLocal(const Json& event) {
     if (options_.on_event) {
@@ -328,7 +329,7 @@ class Run {
   bool any_success_ = false;
   bool any_failure_ = false;
   std::vector<std::string> cache_hits_;  // keys replayed, recorded once at the end (touch)
-  std::unordered_map<std::string, std::string> digests_by_path_;  // file -> SHA-256, per run
+  FileTable file_table_{exp_.dir};
   bool force_selected_ = false;  // --from/--only: selected nodes execute even on a cache hit
 };
 
@@ -419,7 +420,7 @@ Result<void> Run::prepare(const plugins::PluginRegistry& plugins) {
       return makeError("node \"" + spec.id + "\": no loaded plugin provides kind \"" + spec.kind +
                        "\"; run `oe plugins` to see the installed kinds");
     }
-    node.args = expr::ArgsTemplate::compile(spec.args);
+    node.args = expr::ArgsTemplate::view(spec.args);  // the spec outlives the run
     for (uint32_t edge_index : dag_.in_edges[i]) {
       const auto& edge = exp_.edges[edge_index];
       if (!edge.when) {
@@ -432,29 +433,26 @@ Result<void> Run::prepare(const plugins::PluginRegistry& plugins) {
       }
       node.conditions.push_back(std::move(condition).value());
     }
-    if (spec.for_each) {
-      node.for_each_source = expr::StatePath::parse(spec.for_each->source);
-    }
   }
   for (const auto& pipeline : exp_.pipelines) {
     for (const auto& stage : pipeline.stages) {
-      auto it = dag_.index.find(stage);
-      if (it == dag_.index.end()) {
+      auto it = indexOf(stage);
+      if (!it) {
         return makeError("Pipeline \"" + pipeline.id + "\" references unknown stage node \"" +
                          stage + "\"");
       }
-      nodes_[it->second].main = false;
+      nodes_[*it].main = false;
     }
   }
   for (const auto& loop : exp_.loops) {
-    auto it = dag_.index.find(loop.body);
-    if (it == dag_.index.end()) {
+    auto it = indexOf(loop.body);
+    if (!it) {
       return makeError("Loop \"" + loop.id + "\" references unknown body node \"" + loop.body + "\"");
     }
     if (!loop.until && !loop.max_iters) {
       return makeError("Loop \"" + loop.id + "\" must declare at least one of: until, max_iters");
     }
-    nodes_[it->second].main = false;
+    nodes_[*it].main = false;
   }
   for (uint32_t i = 0; i < nodes_.size(); ++i) {
     for (uint32_t pred : dag_.preds[i]) {
@@ -466,8 +464,8 @@ Result<void> Run::prepare(const plugins::PluginRegistry& plugins) {
 
   const std::string& pick = !options_.only_node.empty() ? options_.only_node : options_.from_node;
   if (!pick.empty()) {
-    auto it = dag_.index.find(pick);
-    if (it == dag_.index.end()) {
+    auto it = indexOf(pick);
+    if (!it) {
       return makeError(std::string(options_.only_node.empty() ? "--from" : "--only") +
                        ": no node \"" + pick + "\" in " + exp_.file.string());
     }
@@ -475,7 +473,7 @@ Result<void> Run::prepare(const plugins::PluginRegistry& plugins) {
       node.selected = false;
     }
     // --from: the node and everything downstream of it (successors in the graph).
-    std::vector<uint32_t> stack = {it->second};
+    std::vector<uint32_t> stack = {*it};
     while (!stack.empty()) {
       const uint32_t i = stack.back();
       stack.pop_back();
@@ -582,19 +580,16 @@ void Run::startNode(NodeRuntime& node) {
   ++nodes_in_flight_;
   if (node.spec->for_each) {
     std::optional<Json> items;
-    if (node.for_each_source) {
-      items = node.for_each_source->resolve(store_);
+    if (auto source = expr::StatePath::parse(node.spec->for_each->source)) {
+      items = source->resolve(store_);
     }
     if (!items || !items->is_array() || items->empty()) {
       // Not an array: zero iterations, no events, successors run (reference §3.5).
       finishNode(node, true);
       return;
     }
-    node.items = std::move(*items);
-    node.next_item = 0;
-    node.items_done = 0;
-    node.items_in_flight = 0;
-    node.any_item_failed = false;
+    node.each = std::make_unique<NodeRuntime::ForEachRun>();
+    node.each->items = std::move(*items);
     pumpForEach(node);
     return;
   }
@@ -605,18 +600,20 @@ void Run::startNode(NodeRuntime& node) {
 
 void Run::pumpForEach(NodeRuntime& node) {
   const size_t limit = static_cast<size_t>(std::max(1, node.spec->for_each->concurrency));
-  while (!cancelling_ && node.next_item < node.items.size() && node.items_in_flight < limit) {
-    const size_t i = node.next_item++;
-    ++node.items_in_flight;
-    Json extra = {{"$item", node.items[i]}, {"$index", i}};
+  NodeRuntime::ForEachRun& each = *node.each;
+  while (!cancelling_ && each.next_item < each.items.size() && each.items_in_flight < limit) {
+    const size_t i = each.next_item++;
+    ++each.items_in_flight;
+    Json extra = {{"$item", each.items[i]}, {"$index", i}};
     startCall(node, std::move(extra), node.edge_inputs, [this, &node](bool ok, const Json*) {
-      --node.items_in_flight;
-      ++node.items_done;
+      NodeRuntime::ForEachRun& done = *node.each;
+      --done.items_in_flight;
+      ++done.items_done;
       if (!ok) {
-        node.any_item_failed = true;
+        done.any_item_failed = true;
       }
-      if (node.items_done == node.items.size() || (cancelling_ && node.items_in_flight == 0)) {
-        finishNode(node, !node.any_item_failed);
+      if (done.items_done == done.items.size() || (cancelling_ && done.items_in_flight == 0)) {
+        finishNode(node, !done.any_item_failed);
       } else {
         pumpForEach(node);
       }
@@ -637,8 +634,8 @@ void Run::finishNode(NodeRuntime& node, bool ok) {
     // A main-pass node never runs again in this run: its plugin instances go now rather than
     // at the end, so memory does not hold one per node (stages and loop bodies keep theirs).
     destroyInstances(node);
-    node.raw_dump = {};
-    node.files.reset();
+    node.raw_dump.reset();
+    node.file_ids = {};
   }
   releaseSuccessors(node);
   asio::post(io_, [this] { pump(); });
@@ -714,7 +711,7 @@ void Run::runPipelineItem(size_t pipeline_index, size_t item_index, size_t stage
     runPipelineItem(pipeline_index, item_index + 1, 0, nullptr, items);
     return;
   }
-  NodeRuntime& stage = nodes_[dag_.index.at(pipeline.stages[stage_index])];
+  NodeRuntime& stage = nodes_[*indexOf(pipeline.stages[stage_index])];
   Json edge_inputs = Json::object();
   if (stage_index > 0) {
     edge_inputs[pipeline.stages[stage_index - 1]] = std::move(prev_output);
@@ -758,7 +755,7 @@ void Run::runLoop(size_t loop_index, int iteration) {
     runLoop(loop_index + 1, 0);
     return;
   }
-  NodeRuntime& body = nodes_[dag_.index.at(loop.body)];
+  NodeRuntime& body = nodes_[*indexOf(loop.body)];
   Json extra = {{"$iter", iteration}, {"$loop", loop.id}};
   startCall(body, std::move(extra), body.edge_inputs,
             [this, loop_index, iteration, &body](bool ok, const Json*) {
@@ -831,11 +828,12 @@ void Run::finishRun() {
   finished_ = true;
 }
 
-const std::vector<cache::FileDigest>& Run::fileDigests(NodeRuntime& node) {
-  if (!node.files) {
-    node.files = namedFiles(exp_.dir, *node.spec, digests_by_path_);
+std::vector<cache::FileDigest> Run::fileDigests(NodeRuntime& node) {
+  if (!node.files_known) {
+    node.file_ids = file_table_.idsOf(*node.spec);
+    node.files_known = true;
   }
-  return *node.files;
+  return file_table_.filesOf(node.file_ids);
 }
 
 void Run::startCall(NodeRuntime& node, Json extra_args, Json edge_inputs,
@@ -918,18 +916,20 @@ void Run::startCall(NodeRuntime& node, Json extra_args, Json edge_inputs,
 
 void Run::inItemOrder(Call& call, std::function<bool()> settle) {
   NodeRuntime& node = *call.node;
-  if (!exp_.runtime.deterministic || !node.spec->for_each || !call.extra_args.contains("$index")) {
+  if (!exp_.runtime.deterministic || !node.spec->for_each || !node.each ||
+      !call.extra_args.contains("$index")) {
     settle();
     return;
   }
-  node.parked.emplace(call.extra_args["$index"].get<size_t>(), std::move(settle));
-  while (!node.parked.empty() && node.parked.begin()->first == node.next_apply) {
-    auto next = std::move(node.parked.begin()->second);
-    node.parked.erase(node.parked.begin());
+  NodeRuntime::ForEachRun& each = *node.each;
+  each.parked.emplace(call.extra_args["$index"].get<size_t>(), std::move(settle));
+  while (!each.parked.empty() && each.parked.begin()->first == each.next_apply) {
+    auto next = std::move(each.parked.begin()->second);
+    each.parked.erase(each.parked.begin());
     if (!next()) {
       break;  // the item runs live and comes back to this slot
     }
-    ++node.next_apply;
+    ++each.next_apply;
   }
 }
 
@@ -1279,9 +1279,9 @@ void Run::cancelAll(std::string reason) {
 }  // namespace
 
 Json definitionPin(const spec::Experience& experience) {
-  std::unordered_map<std::string, std::string> memo;
+  FileTable table(experience.dir);
   return buildPin(experience, [&](size_t i) {
-    return namedFiles(experience.dir, experience.nodes[i], memo);
+    return table.filesOf(table.idsOf(experience.nodes[i]));
   });
 }
 

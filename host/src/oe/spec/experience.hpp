@@ -102,7 +102,13 @@ struct NodeSpec {
   std::optional<ForEach> for_each;
   std::optional<int64_t> timeout_ms;  // oe extension for every kind (cli-agent already had it)
   Json args = Json::object();         // unresolved; may contain `$.path` strings
-  Json raw;                           // the whole node as JSON, passed to the plugin
+  Json raw;                           // the whole node as JSON (null once compacted)
+  // The whole node as canonical JSON (sorted keys, compact): what the plugin, the cache key and
+  // the pin see. Set by compactNodes(), which drops `raw` for a run: a DOM per node costs
+  // ~1 KiB of the run's memory, its text a third of that.
+  std::string text;
+  // With `text`: pathCandidates() of the definition, the strings that may name a file (D4).
+  std::vector<std::string> path_candidates;
   Mark mark;                          // position of the node's mapping
 };
 

@@ -8,6 +8,7 @@
 #include <yaml-cpp/parser.h>
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <fstream>
@@ -510,9 +511,72 @@ FieldType fieldType(const std::string& t) {
   return FieldType::kAny;
 }
 
-// `take_nodes`: move each node's JSON out of exp.raw into NodeSpec::raw instead of copying it
-// (spec snapshots: nothing reads exp.raw's nodes afterwards).
-void fill(Experience& exp, bool take_nodes = false) {
+constexpr size_t kMaxPathCandidates = 256;
+constexpr int kMaxPathDepth = 8;
+
+void collectPathStrings(const Json& value, int depth, std::vector<std::string>& out) {
+  if (out.size() >= kMaxPathCandidates || depth > kMaxPathDepth) {
+    return;
+  }
+  if (value.is_string()) {
+    const std::string& text = value.get_ref<const std::string&>();
+    if (!text.empty() && text.size() <= 4096 && text.front() != '$' &&
+        text.find('\n') == std::string::npos) {
+      out.push_back(text);
+    }
+  } else if (value.is_array() || value.is_object()) {
+    for (const auto& [key, child] : value.items()) {
+      if (value.is_object() && key == "schema") {
+        continue;
+      }
+      collectPathStrings(child, depth + 1, out);
+    }
+  }
+}
+
+std::string canonicalText(const Json& node) {
+  return node.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+// The typed fields of node `i` of the graph, from its JSON `n` (raw and text are the caller's).
+NodeSpec nodeFrom(const Experience& exp, const Json& n, size_t i) {
+  const std::string pointer = "/graph/nodes/" + std::to_string(i);
+  NodeSpec node;
+  node.id = str(n, "id");
+  node.kind = str(n, "kind");
+  node.phase = optStr(n, "phase");
+  node.reads = strings(n, "reads");
+  node.writes = strings(n, "writes");
+  if (auto oe = n.find("on_error"); oe != n.end()) {
+    std::string policy = str(*oe, "policy");
+    if (policy == "fail_run") {
+      node.on_error.policy = ErrorPolicy::kFailRun;
+    } else if (policy == "retry") {
+      node.on_error.policy = ErrorPolicy::kRetry;
+      node.on_error.attempts = optInt<int>(*oe, "attempts").value_or(1);
+      node.on_error.backoff =
+          str(*oe, "backoff") == "exponential" ? Backoff::kExponential : Backoff::kLinear;
+      node.on_error.base_ms = optInt<int64_t>(*oe, "base_ms").value_or(100);
+    }
+  }
+  if (auto fe = n.find("for_each"); fe != n.end()) {
+    ForEach f;
+    f.source = str(*fe, "source");
+    f.concurrency = optInt<int>(*fe, "concurrency").value_or(1);
+    f.mark = exp.markOf(pointer + "/for_each/source");
+    node.for_each = std::move(f);
+  }
+  node.timeout_ms = optInt<int64_t>(n, "timeout_ms");
+  if (auto args = n.find("args"); args != n.end()) {
+    node.args = *args;
+  }
+  node.mark = exp.markOf(pointer);
+  return node;
+}
+
+// `node_lines`: the nodes as lines of canonical JSON (spec snapshots) instead of
+// exp.raw's graph.nodes. False when one of them is not a JSON object.
+bool fill(Experience& exp, const std::vector<std::string_view>* node_lines = nullptr) {
   const Json& raw = exp.raw;
   exp.name = str(raw, "name");
   exp.description = str(raw, "description");
@@ -551,51 +615,34 @@ void fill(Experience& exp, bool take_nodes = false) {
   }
 
   const Json& graph = raw["graph"];
-  const Json& nodes = graph["nodes"];
-  exp.nodes.reserve(nodes.size());
-  exp.node_index.reserve(nodes.size());
-  std::string pointer;
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    const Json& n = nodes[i];
-    pointer = "/graph/nodes/" + std::to_string(i);
-    NodeSpec node;
-    node.id = str(n, "id");
-    node.kind = str(n, "kind");
-    node.phase = optStr(n, "phase");
-    node.reads = strings(n, "reads");
-    node.writes = strings(n, "writes");
-    if (auto oe = n.find("on_error"); oe != n.end()) {
-      std::string policy = str(*oe, "policy");
-      if (policy == "fail_run") {
-        node.on_error.policy = ErrorPolicy::kFailRun;
-      } else if (policy == "retry") {
-        node.on_error.policy = ErrorPolicy::kRetry;
-        node.on_error.attempts = optInt<int>(*oe, "attempts").value_or(1);
-        node.on_error.backoff =
-            str(*oe, "backoff") == "exponential" ? Backoff::kExponential : Backoff::kLinear;
-        node.on_error.base_ms = optInt<int64_t>(*oe, "base_ms").value_or(100);
+  if (node_lines != nullptr) {
+    // A spec snapshot: each node is a line of canonical JSON, parsed one at a time (a DOM of
+    // the whole graph at once would be the run's peak memory) and kept as that text.
+    exp.nodes.reserve(node_lines->size());
+    exp.node_index.reserve(node_lines->size());
+    for (size_t i = 0; i < node_lines->size(); ++i) {
+      const Json n = Json::parse((*node_lines)[i], nullptr, false);
+      if (!n.is_object()) {
+        return false;
       }
+      NodeSpec node = nodeFrom(exp, n, i);
+      node.text = std::string((*node_lines)[i]);
+      node.path_candidates = pathCandidates(n);
+      exp.node_index.emplace(node.id, i);
+      exp.nodes.push_back(std::move(node));
     }
-    if (auto fe = n.find("for_each"); fe != n.end()) {
-      ForEach f;
-      f.source = str(*fe, "source");
-      f.concurrency = optInt<int>(*fe, "concurrency").value_or(1);
-      f.mark = exp.markOf(pointer + "/for_each/source");
-      node.for_each = std::move(f);
+  } else {
+    const Json& nodes = graph["nodes"];
+    exp.nodes.reserve(nodes.size());
+    exp.node_index.reserve(nodes.size());
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      NodeSpec node = nodeFrom(exp, nodes[i], i);
+      node.raw = nodes[i];
+      exp.node_index.emplace(node.id, i);
+      exp.nodes.push_back(std::move(node));
     }
-    node.timeout_ms = optInt<int64_t>(n, "timeout_ms");
-    if (auto args = n.find("args"); args != n.end()) {
-      node.args = *args;
-    }
-    if (take_nodes) {
-      node.raw = std::move(exp.raw["graph"]["nodes"][i]);  // `n` is not read after this
-    } else {
-      node.raw = n;
-    }
-    node.mark = exp.markOf(pointer);
-    exp.node_index.emplace(node.id, i);
-    exp.nodes.push_back(std::move(node));
   }
+  std::string pointer;
 
   const Json& edges = graph["edges"];
   exp.edges.reserve(edges.size());
@@ -646,11 +693,39 @@ void fill(Experience& exp, bool take_nodes = false) {
       exp.runtime.deterministic = det->get<bool>();
     }
   }
+  return true;
 }
 
 }  // namespace
 
-void buildModel(Experience& exp, bool take_nodes) { fill(exp, take_nodes); }
+bool buildModel(Experience& exp, const std::vector<std::string_view>* node_lines) {
+  return fill(exp, node_lines);
+}
+
+std::vector<std::string> pathCandidates(const Json& node) {
+  static constexpr std::array<std::string_view, 8> kNotPaths = {
+      "id", "kind", "phase", "model", "schema", "args", "reads", "writes"};
+  std::vector<std::string> out;
+  if (!node.is_object()) {
+    return out;
+  }
+  for (const auto& [key, value] : node.items()) {
+    if (std::find(kNotPaths.begin(), kNotPaths.end(), key) == kNotPaths.end()) {
+      collectPathStrings(value, 1, out);
+    }
+  }
+  return out;
+}
+
+void compactNodes(Experience& exp) {
+  for (NodeSpec& node : exp.nodes) {
+    if (!node.raw.is_null()) {
+      node.text = canonicalText(node.raw);
+      node.path_candidates = pathCandidates(node.raw);
+    }
+    node.raw = Json();
+  }
+}
 
 std::filesystem::path resolveExperiencePath(const std::filesystem::path& arg) {
   std::string ext = arg.extension().string();

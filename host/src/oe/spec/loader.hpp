@@ -34,9 +34,21 @@ struct LoadResult {
 // Fills the typed model (name, state, nodes, edges, ...) from `exp.raw`, a document that passed
 // the structural check, using `exp.marks`/`exp.key_marks` for positions and the state fields'
 // declaration order. loadExperienceText does this; spec snapshots (snapshot.hpp) reuse it.
-// `take_nodes`: each node's JSON is moved from exp.raw into NodeSpec::raw, not copied (the
-// graph's nodes in exp.raw are then nulls).
-void buildModel(Experience& exp, bool take_nodes = false);
+// `node_lines` (spec snapshots): the graph's nodes as lines of canonical JSON, used instead of
+// exp.raw's graph.nodes and kept as NodeSpec::text (NodeSpec::raw stays null); false when one
+// is not a JSON object.
+bool buildModel(Experience& exp, const std::vector<std::string_view>* node_lines = nullptr);
+
+// For a run, after validation: each node's NodeSpec::raw becomes its NodeSpec::text and
+// NodeSpec::path_candidates.
+void compactNodes(Experience& exp);
+
+// D4: the strings of a node's definition that may name a file the node depends on (impl,
+// prompt, a dataset's source.uri, a skill folder). The host knows no kind, so any string at any
+// depth counts, except under id, kind, phase, model, reads and writes (state field names) and
+// args (data handed to the node, whose files are as often its outputs), inside a `schema` (type names and patterns), `$.path`
+// values and multi-line text. At most 256 strings, 8 levels deep: each costs a stat().
+std::vector<std::string> pathCandidates(const Json& node);
 
 // An empty experience located at `yaml_path`: source_name as given, file absolute (as given
 // when that fails), dir its folder.

@@ -1,6 +1,8 @@
 // Spec snapshots (see snapshot.hpp). The file is a short header, then the validation context,
 // the YAML text and the document as JSON (nlohmann parses it ~20x faster than yaml-cpp reads
-// the YAML); the comparison is byte for byte, so a snapshot can never stand for another file.
+// the YAML): one line with the document but its graph's nodes, then one line per node in
+// canonical JSON, so that loading parses one node at a time and keeps its line as the node's
+// text. The comparison is byte for byte, so a snapshot can never stand for another file.
 #include "oe/spec/snapshot.hpp"
 
 #include <unistd.h>
@@ -10,13 +12,14 @@
 #include <system_error>
 
 #include "oe/common/file.hpp"
+#include "oe/common/journal.hpp"
 #include "oe/spec/loader.hpp"
 
 namespace oe::spec {
 
 namespace {
 
-constexpr std::string_view kMagic = "oe-spec-snapshot/1\n";
+constexpr std::string_view kMagic = "oe-spec-snapshot/2\n";
 constexpr std::string_view kStatePointer = "/state/schema/";
 
 // "<version>\n<context bytes> <yaml bytes> <payload bytes>\n"
@@ -82,9 +85,22 @@ std::optional<Experience> readSnapshot(const std::filesystem::path& yaml_path,
       rest.substr(context_size, yaml_size) != yaml_text) {
     return std::nullopt;
   }
-  Json payload = Json::parse(rest.substr(context_size + yaml_size), nullptr, false);
-  data = {};  // the file's text: not needed any more, and as large as the document
-  if (payload.is_discarded() || !payload.is_object() || !payload.contains("raw")) {
+  std::string_view payload_text = rest.substr(context_size + yaml_size);
+  const size_t head_end = payload_text.find('\n');
+  if (head_end == std::string_view::npos) {
+    return std::nullopt;
+  }
+  Json payload = Json::parse(payload_text.substr(0, head_end), nullptr, false);
+  if (payload.is_discarded() || !payload.is_object() || !payload.contains("raw") ||
+      !payload.contains("nodes") || !payload["nodes"].is_number_unsigned()) {
+    return std::nullopt;
+  }
+  std::vector<std::string_view> node_lines;
+  node_lines.reserve(payload["nodes"].get<size_t>());
+  Journal::forEachLine(payload_text.substr(head_end + 1), [&node_lines](std::string_view line) {
+    node_lines.push_back(line);
+  });
+  if (node_lines.size() != payload["nodes"].get<size_t>()) {
     return std::nullopt;
   }
 
@@ -99,7 +115,9 @@ std::optional<Experience> readSnapshot(const std::filesystem::path& yaml_path,
       }
     }
   }
-  buildModel(exp, /*take_nodes=*/true);
+  if (!buildModel(exp, &node_lines)) {
+    return std::nullopt;
+  }
   exp.key_marks.clear();
   return exp;
 }
@@ -113,9 +131,37 @@ Result<void> writeSnapshot(const Experience& experience, std::string_view yaml_t
       key_marks[std::string(pointer)] = Json::array({mark.line, mark.column});
     }
   });
+  // The document without its graph's nodes, then a line per node.
+  Json head = Json::object();
+  const Json* nodes = nullptr;
+  for (const auto& [key, value] : experience.raw.items()) {
+    if (key != "graph" || !value.is_object()) {
+      head[key] = value;
+      continue;
+    }
+    Json& graph = head[key] = Json::object();
+    for (const auto& [graph_key, graph_value] : value.items()) {
+      if (graph_key == "nodes" && graph_value.is_array()) {
+        nodes = &graph_value;
+      } else {
+        graph[graph_key] = graph_value;
+      }
+    }
+  }
   std::string payload;
   try {
-    payload = Json{{"raw", experience.raw}, {"key_marks", std::move(key_marks)}}.dump();
+    payload = Json{{"raw", std::move(head)},
+                   {"key_marks", std::move(key_marks)},
+                   {"nodes", nodes != nullptr ? nodes->size() : 0}}
+                  .dump();
+    payload += '\n';
+    if (nodes != nullptr) {
+      for (const Json& node : *nodes) {
+        // Canonical (as NodeSpec::text), and never a raw newline: strings escape theirs.
+        payload += node.dump(-1, ' ', false, Json::error_handler_t::replace);
+        payload += '\n';
+      }
+    }
   } catch (const Json::exception& e) {
     return makeError(std::string("cannot serialise the experience: ") + e.what());
   }
