@@ -172,7 +172,14 @@ StateStore::StateStore(const Private&, std::filesystem::path db_path,
 }
 
 StateStore::~StateStore() {
-  timer_.reset();  // no fold from the timer's thread from here on
+  std::unique_ptr<FoldTimer> timer;
+  {
+    std::lock_guard lock(mutex_);
+    timer = std::move(timer_);
+  }
+  // Joined without mutex_ held: a fold it is running takes mutex_. No fold from its thread
+  // after this.
+  timer.reset();
   std::lock_guard lock(mutex_);
   if (!journal_.isOpen()) {
     return;
