@@ -17,8 +17,9 @@
 // kernel's page cache, as before) before the commit is visible to any reader and before
 // COMMIT returns; a kill before that loses only a transaction that had not committed
 // (recovery reads the WAL file, never this buffer). Only the connection holding the WAL write
-// lock ever has buffered bytes, so flushing another connection's empty buffer for the same
-// file never races with its owner.
+// lock ever has buffered bytes. A connection can be used from another thread than a second
+// connection to the same file (the state store commits from its fold timer's thread), so each
+// WAL file's buffer has its own mutex, and a main file looks only at the WALs of its own name.
 #pragma once
 
 #include <sqlite3.h>
@@ -45,6 +46,7 @@ struct File {
   std::string pending;   // WAL file: bytes not yet written, from offset `pending_at`
   sqlite3_int64 pending_at;
   bool commit_page_next;  // WAL file: the last write was a commit frame's header
+  std::mutex buffer_mutex;  // guards pending, pending_at and commit_page_next
 };
 
 // A WAL frame header: page number, then the database size in pages, non-zero only in the last
@@ -78,7 +80,7 @@ inline sqlite3_vfs* root() {
 inline File* self(sqlite3_file* f) { return reinterpret_cast<File*>(f); }  // NOLINT
 inline sqlite3_file* real(sqlite3_file* f) { return self(f)->real; }
 
-inline int flushWal(File& wal) {
+inline int flushWalLocked(File& wal) {
   if (wal.pending.empty()) {
     return SQLITE_OK;
   }
@@ -86,6 +88,11 @@ inline int flushWal(File& wal) {
                                              static_cast<int>(wal.pending.size()), wal.pending_at);
   wal.pending.clear();
   return rc;
+}
+
+inline int flushWal(File& wal) {
+  std::lock_guard lock(wal.buffer_mutex);
+  return flushWalLocked(wal);
 }
 
 // Before anything else happens to `f`: its own buffer (a WAL file) or its WAL's (a main file).
@@ -101,7 +108,7 @@ inline int flushFor(sqlite3_file* f) {
   std::lock_guard lock(reg.mutex);
   int rc = SQLITE_OK;
   for (File* wal : reg.wals) {
-    if (!wal->pending.empty() && wal->name == file.name) {
+    if (wal->name == file.name) {  // names never change after xOpen
       const int r = flushWal(*wal);
       rc = rc == SQLITE_OK ? r : rc;
     }
@@ -127,9 +134,10 @@ inline int xWrite(sqlite3_file* f, const void* data, int amount, sqlite3_int64 o
   if (!file.is_wal) {
     return file.real->pMethods->xWrite(file.real, data, amount, offset);
   }
+  std::lock_guard lock(file.buffer_mutex);
   const auto end = file.pending_at + static_cast<sqlite3_int64>(file.pending.size());
   if (!file.pending.empty() && offset != end) {
-    if (const int rc = flushWal(file); rc != SQLITE_OK) {
+    if (const int rc = flushWalLocked(file); rc != SQLITE_OK) {
       return rc;
     }
   }
@@ -140,7 +148,8 @@ inline int xWrite(sqlite3_file* f, const void* data, int amount, sqlite3_int64 o
   // The page after a commit frame's header ends the transaction's frames: write them now.
   const bool commit_complete = file.commit_page_next;
   file.commit_page_next = isCommitFrameHeader(data, amount);
-  return commit_complete || file.pending.size() >= kMaxBuffered ? flushWal(file) : SQLITE_OK;
+  return commit_complete || file.pending.size() >= kMaxBuffered ? flushWalLocked(file)
+                                                                 : SQLITE_OK;
 }
 
 inline int xRead(sqlite3_file* f, void* data, int amount, sqlite3_int64 offset) {
@@ -236,7 +245,8 @@ inline int xOpen(sqlite3_vfs* /*vfs*/, const char* name, sqlite3_file* f, int fl
   } else if ((flags & SQLITE_OPEN_MAIN_DB) != 0 && name != nullptr) {
     file_name = std::string(name) + "-wal";
   }
-  File* file = new (f) File{{&kMethods}, real_file, is_wal, std::move(file_name), {}, 0, false};
+  File* file =
+      new (f) File{{&kMethods}, real_file, is_wal, std::move(file_name), {}, 0, false, {}};
   if (is_wal) {
     Registry& reg = registry();
     std::lock_guard lock(reg.mutex);
