@@ -61,8 +61,8 @@ void BM_CacheGetMiss(benchmark::State& bench) {
 }
 BENCHMARK(BM_CacheGetMiss);
 
-// One entry per call: what a node's cache put costs (a line appended to the store's journal;
-// the fold into cache.sqlite happens once, when the store closes, outside the timed loop).
+// One entry per call: what a node's cache put costs (a line appended to the store's journal,
+// and its share of the commits into cache.sqlite, one per 512 entries).
 void BM_CachePut(benchmark::State& bench) {
   oe::bench::ScratchDir dir;
   auto cache = oe::cache::CacheStore::open(dir.path() / "cache").value();

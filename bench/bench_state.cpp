@@ -1,5 +1,6 @@
-// The state write of one node (StateStore::write: checks, merge, one SQLite transaction on a
-// real state.sqlite in WAL mode), for the delta shapes the scaling benchmark and real graphs use.
+// The state write of one node (StateStore::write: checks, merge, one journal line, and its share
+// of the batched commits to a real state.sqlite in WAL mode), for the delta shapes the scaling
+// benchmark and real graphs use.
 #include <benchmark/benchmark.h>
 
 #include <string>
@@ -23,8 +24,8 @@ oe::spec::StateSpec schema(int fields, oe::spec::MergeStrategy merge) {
   return spec;
 }
 
-// One node's delta of N last_wins number fields (the argument), one transaction: 1 is what
-// every node of bench/run_scaling.py writes; 4 shows the commit being paid once.
+// One node's delta of N last_wins number fields (the argument), one journal line: 1 is what
+// every node of bench/run_scaling.py writes; 4 shows the line and the rows growing with it.
 void BM_StateWrite(benchmark::State& bench) {
   oe::bench::ScratchDir dir;
   auto store =

@@ -168,6 +168,19 @@ class CacheStoreTest : public ::testing::Test {
     EXPECT_TRUE(store.ok()) << (store.ok() ? "" : store.error().message);
     return store.ok() ? std::move(*store) : nullptr;
   }
+  // The entries committed to cache.sqlite, read through a connection of its own.
+  int committedEntries() const {
+    sqlite3* db = nullptr;
+    EXPECT_EQ(sqlite3_open((cache_dir_ / "cache.sqlite").c_str(), &db), SQLITE_OK);
+    sqlite3_stmt* count = nullptr;
+    EXPECT_EQ(sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM cache_entries", -1, &count, nullptr),
+              SQLITE_OK);
+    EXPECT_EQ(sqlite3_step(count), SQLITE_ROW);
+    const int rows = sqlite3_column_int(count, 0);
+    sqlite3_finalize(count);
+    sqlite3_close(db);
+    return rows;
+  }
 
   test::TempDir dir_;
   std::filesystem::path cache_dir_ = dir_ / ".openexpertise/cache";
@@ -242,15 +255,7 @@ TEST_F(CacheStoreTest, UsesOneSqliteFileNotAFilePerEntry) {
   EXPECT_EQ(store->get("key7"), output_);  // read back before the fold
   store.reset();
   EXPECT_EQ(names().count("journal"), 0u);
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open((cache_dir_ / "cache.sqlite").c_str(), &db), SQLITE_OK);
-  sqlite3_stmt* count = nullptr;
-  ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM cache_entries", -1, &count, nullptr),
-            SQLITE_OK);
-  ASSERT_EQ(sqlite3_step(count), SQLITE_ROW);
-  EXPECT_EQ(sqlite3_column_int(count, 0), 20);
-  sqlite3_finalize(count);
-  sqlite3_close(db);
+  EXPECT_EQ(committedEntries(), 20);
 }
 
 // A long run does not hold its entries in memory: every kFoldEntries puts are committed and the
@@ -261,19 +266,7 @@ TEST_F(CacheStoreTest, EveryFullBatchIsCommittedAndTheJournalEmptied) {
   for (size_t i = 0; i < n; ++i) {
     ASSERT_TRUE(store->put("key" + std::to_string(i), "n", "r", output_).ok());
   }
-  auto committed = [this] {
-    sqlite3* db = nullptr;
-    EXPECT_EQ(sqlite3_open((cache_dir_ / "cache.sqlite").c_str(), &db), SQLITE_OK);
-    sqlite3_stmt* count = nullptr;
-    EXPECT_EQ(sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM cache_entries", -1, &count, nullptr),
-              SQLITE_OK);
-    EXPECT_EQ(sqlite3_step(count), SQLITE_ROW);
-    const int rows = sqlite3_column_int(count, 0);
-    sqlite3_finalize(count);
-    sqlite3_close(db);
-    return rows;
-  };
-  EXPECT_EQ(committed(), static_cast<int>(CacheStore::kFoldEntries));
+  EXPECT_EQ(committedEntries(), static_cast<int>(CacheStore::kFoldEntries));
   size_t journal_lines = 0;
   for (const auto& e : std::filesystem::directory_iterator(cache_dir_)) {
     if (e.path().filename().string().starts_with("journal-")) {
@@ -285,7 +278,7 @@ TEST_F(CacheStoreTest, EveryFullBatchIsCommittedAndTheJournalEmptied) {
   EXPECT_EQ(store->get("key0"), output_);
   EXPECT_EQ(store->get("key" + std::to_string(n - 1)), output_);
   ASSERT_TRUE(store->flush().ok());
-  EXPECT_EQ(committed(), static_cast<int>(n));
+  EXPECT_EQ(committedEntries(), static_cast<int>(n));
 }
 
 // A store killed before it closed leaves its journal: the next open() folds the complete lines

@@ -22,12 +22,7 @@ inline std::string jsonQuoted(std::string_view s) {
     }
   }
   if (plain) {
-    std::string out;
-    out.reserve(s.size() + 2);
-    out += '"';
-    out += s;
-    out += '"';
-    return out;
+    return std::string(1, '"').append(s).append(1, '"');
   }
   return Json(std::string(s)).dump(-1, ' ', false, Json::error_handler_t::replace);
 }
