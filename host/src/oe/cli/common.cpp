@@ -3,6 +3,7 @@
 
 #include <iostream>
 
+#include "oe/cache/cache_store.hpp"
 #include "oe/common/diagnostic.hpp"
 #include "oe/common/file.hpp"
 #include "oe/spec/snapshot.hpp"
@@ -91,6 +92,7 @@ std::optional<spec::Experience> loadValidated(const std::filesystem::path& path_
   std::string context;
   std::optional<spec::KindCatalog> catalog;
   spec::LoadResult loaded;
+  std::string digest;
   if (for_run && (text = readFile(yaml_path))) {
     // The plugins come first here: the snapshot is only good for the same kinds and schemas.
     std::error_code ec;
@@ -98,14 +100,22 @@ std::optional<spec::Experience> loadValidated(const std::filesystem::path& path_
     loadPlugins(registry, (ec ? yaml_path : file).parent_path());
     catalog = kindCatalog(registry);
     context = spec::snapshotContext(*catalog, strict);
-    if (auto snapshot = spec::readSnapshot(yaml_path, *text, context)) {
+    digest = cache::sha256Hex(*text);
+    text.reset();  // not held while the snapshot loads: the run's peak memory
+    if (auto snapshot = spec::readSnapshot(yaml_path, digest, context)) {
       reportPluginProblems(registry);
       dropLoadOnlyParts(*snapshot);
       return snapshot;
     }
+    // Changed since the snapshot (or none yet): read it again, and digest what is parsed.
+    if ((text = readFile(yaml_path))) {
+      digest = cache::sha256Hex(*text);
+    }
+  }
+  if (text) {
     loaded = spec::loadExperienceText(*text, yaml_path);
   } else {
-    loaded = spec::loadExperience(yaml_path);
+    loaded = spec::loadExperience(yaml_path);  // reports why it cannot be read
   }
   if (!loaded.experience || hasErrors(loaded.diagnostics)) {
     printDiagnostics(loaded.diagnostics);
@@ -133,7 +143,7 @@ std::optional<spec::Experience> loadValidated(const std::filesystem::path& path_
   if (for_run && catalog) {
     if (diagnostics.empty()) {
       // A cache: failing to save it only costs the next run the YAML parse.
-      (void)spec::writeSnapshot(*loaded.experience, *text, context);
+      (void)spec::writeSnapshot(*loaded.experience, digest, context);
     }
     dropLoadOnlyParts(*loaded.experience);
   }

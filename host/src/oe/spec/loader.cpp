@@ -574,9 +574,9 @@ NodeSpec nodeFrom(const Experience& exp, const Json& n, size_t i) {
   return node;
 }
 
-// `node_lines`: the nodes as lines of canonical JSON (spec snapshots) instead of
-// exp.raw's graph.nodes. False when one of them is not a JSON object.
-bool fill(Experience& exp, const std::vector<std::string_view>* node_lines = nullptr) {
+// `lines`: the graph's nodes and edges as lines of canonical JSON (spec snapshots) instead of
+// exp.raw's graph.nodes and graph.edges. False when one of them is not a JSON object.
+bool fill(Experience& exp, const GraphLines* lines = nullptr) {
   const Json& raw = exp.raw;
   exp.name = str(raw, "name");
   exp.description = str(raw, "description");
@@ -615,18 +615,18 @@ bool fill(Experience& exp, const std::vector<std::string_view>* node_lines = nul
   }
 
   const Json& graph = raw["graph"];
-  if (node_lines != nullptr) {
+  if (lines != nullptr) {
     // A spec snapshot: each node is a line of canonical JSON, parsed one at a time (a DOM of
     // the whole graph at once would be the run's peak memory) and kept as that text.
-    exp.nodes.reserve(node_lines->size());
-    exp.node_index.reserve(node_lines->size());
-    for (size_t i = 0; i < node_lines->size(); ++i) {
-      const Json n = Json::parse((*node_lines)[i], nullptr, false);
+    exp.nodes.reserve(lines->nodes.size());
+    exp.node_index.reserve(lines->nodes.size());
+    for (size_t i = 0; i < lines->nodes.size(); ++i) {
+      const Json n = Json::parse(lines->nodes[i], nullptr, false);
       if (!n.is_object()) {
         return false;
       }
       NodeSpec node = nodeFrom(exp, n, i);
-      node.text = std::string((*node_lines)[i]);
+      node.text = std::string(lines->nodes[i]);
       node.path_candidates = pathCandidates(n);
       exp.node_index.emplace(node.id, i);
       exp.nodes.push_back(std::move(node));
@@ -644,10 +644,7 @@ bool fill(Experience& exp, const std::vector<std::string_view>* node_lines = nul
   }
   std::string pointer;
 
-  const Json& edges = graph["edges"];
-  exp.edges.reserve(edges.size());
-  for (size_t i = 0; i < edges.size(); ++i) {
-    const Json& e = edges[i];
+  auto edge_of = [&exp, &pointer](const Json& e, size_t i) {
     pointer = "/graph/edges/" + std::to_string(i);
     EdgeSpec edge;
     edge.from = str(e, "from");
@@ -657,7 +654,23 @@ bool fill(Experience& exp, const std::vector<std::string_view>* node_lines = nul
     if (edge.when) {
       edge.when_mark = exp.markOf(pointer + "/when");
     }
-    exp.edges.push_back(std::move(edge));
+    return edge;
+  };
+  if (lines != nullptr) {
+    exp.edges.reserve(lines->edges.size());
+    for (size_t i = 0; i < lines->edges.size(); ++i) {
+      const Json e = Json::parse(lines->edges[i], nullptr, false);
+      if (!e.is_object()) {
+        return false;
+      }
+      exp.edges.push_back(edge_of(e, i));
+    }
+  } else {
+    const Json& edges = graph["edges"];
+    exp.edges.reserve(edges.size());
+    for (size_t i = 0; i < edges.size(); ++i) {
+      exp.edges.push_back(edge_of(edges[i], i));
+    }
   }
 
   if (auto pipelines = graph.find("pipelines"); pipelines != graph.end()) {
@@ -698,9 +711,7 @@ bool fill(Experience& exp, const std::vector<std::string_view>* node_lines = nul
 
 }  // namespace
 
-bool buildModel(Experience& exp, const std::vector<std::string_view>* node_lines) {
-  return fill(exp, node_lines);
-}
+bool buildModel(Experience& exp, const GraphLines* lines) { return fill(exp, lines); }
 
 std::vector<std::string> pathCandidates(const Json& node) {
   static constexpr std::array<std::string_view, 8> kNotPaths = {

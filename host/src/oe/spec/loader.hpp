@@ -34,10 +34,14 @@ struct LoadResult {
 // Fills the typed model (name, state, nodes, edges, ...) from `exp.raw`, a document that passed
 // the structural check, using `exp.marks`/`exp.key_marks` for positions and the state fields'
 // declaration order. loadExperienceText does this; spec snapshots (snapshot.hpp) reuse it.
-// `node_lines` (spec snapshots): the graph's nodes as lines of canonical JSON, used instead of
-// exp.raw's graph.nodes and kept as NodeSpec::text (NodeSpec::raw stays null); false when one
-// is not a JSON object.
-bool buildModel(Experience& exp, const std::vector<std::string_view>* node_lines = nullptr);
+// `lines` (spec snapshots): the graph's nodes and edges as lines of canonical JSON, used
+// instead of exp.raw's graph.nodes and graph.edges, parsed one at a time; a node keeps its line
+// as NodeSpec::text (NodeSpec::raw stays null). False when a line is not a JSON object.
+struct GraphLines {
+  std::vector<std::string_view> nodes;
+  std::vector<std::string_view> edges;
+};
+bool buildModel(Experience& exp, const GraphLines* lines = nullptr);
 
 // For a run, after validation: each node's NodeSpec::raw becomes its NodeSpec::text and
 // NodeSpec::path_candidates.

@@ -1,8 +1,9 @@
 // Spec snapshots (see snapshot.hpp). The file is a short header, then the validation context,
-// the YAML text and the document as JSON (nlohmann parses it ~20x faster than yaml-cpp reads
-// the YAML): one line with the document but its graph's nodes, then one line per node in
-// canonical JSON, so that loading parses one node at a time and keeps its line as the node's
-// text. The comparison is byte for byte, so a snapshot can never stand for another file.
+// the YAML text's SHA-256 and the document as JSON (nlohmann parses it ~20x faster than
+// yaml-cpp reads the YAML): one line with the document but its graph's nodes and edges, then
+// one line per node and one per edge in canonical JSON, so that loading parses one at a time
+// (the DOM of a whole graph was a run's peak memory) and keeps a node's line as its text.
+// Context and digest are compared byte for byte: a snapshot never stands for another file.
 #include "oe/spec/snapshot.hpp"
 
 #include <unistd.h>
@@ -19,7 +20,7 @@ namespace oe::spec {
 
 namespace {
 
-constexpr std::string_view kMagic = "oe-spec-snapshot/2\n";
+constexpr std::string_view kMagic = "oe-spec-snapshot/3\n";
 constexpr std::string_view kStatePointer = "/state/schema/";
 
 // "<version>\n<context bytes> <yaml bytes> <payload bytes>\n"
@@ -51,7 +52,7 @@ std::string snapshotContext(const KindCatalog& kinds, bool strict) {
 }
 
 std::optional<Experience> readSnapshot(const std::filesystem::path& yaml_path,
-                                       std::string_view yaml_text, std::string_view context) {
+                                       std::string_view yaml_digest, std::string_view context) {
   std::optional<std::string> file = readFile(snapshotPath(yaml_path));
   if (!file) {
     return std::nullopt;
@@ -82,7 +83,7 @@ std::optional<Experience> readSnapshot(const std::filesystem::path& yaml_path,
   rest.remove_prefix(eol + 1);
   if (rest.size() != context_size + yaml_size + payload_size ||
       rest.substr(0, context_size) != context ||
-      rest.substr(context_size, yaml_size) != yaml_text) {
+      rest.substr(context_size, yaml_size) != yaml_digest) {
     return std::nullopt;
   }
   std::string_view payload_text = rest.substr(context_size + yaml_size);
@@ -92,15 +93,19 @@ std::optional<Experience> readSnapshot(const std::filesystem::path& yaml_path,
   }
   Json payload = Json::parse(payload_text.substr(0, head_end), nullptr, false);
   if (payload.is_discarded() || !payload.is_object() || !payload.contains("raw") ||
-      !payload.contains("nodes") || !payload["nodes"].is_number_unsigned()) {
+      !payload.contains("nodes") || !payload["nodes"].is_number_unsigned() ||
+      !payload.contains("edges") || !payload["edges"].is_number_unsigned()) {
     return std::nullopt;
   }
-  std::vector<std::string_view> node_lines;
-  node_lines.reserve(payload["nodes"].get<size_t>());
-  Journal::forEachLine(payload_text.substr(head_end + 1), [&node_lines](std::string_view line) {
-    node_lines.push_back(line);
+  const auto node_count = payload["nodes"].get<size_t>();
+  const auto edge_count = payload["edges"].get<size_t>();
+  GraphLines lines;
+  lines.nodes.reserve(node_count);
+  lines.edges.reserve(edge_count);
+  Journal::forEachLine(payload_text.substr(head_end + 1), [&](std::string_view line) {
+    (lines.nodes.size() < node_count ? lines.nodes : lines.edges).push_back(line);
   });
-  if (node_lines.size() != payload["nodes"].get<size_t>()) {
+  if (lines.nodes.size() != node_count || lines.edges.size() != edge_count) {
     return std::nullopt;
   }
 
@@ -115,14 +120,14 @@ std::optional<Experience> readSnapshot(const std::filesystem::path& yaml_path,
       }
     }
   }
-  if (!buildModel(exp, &node_lines)) {
+  if (!buildModel(exp, &lines)) {
     return std::nullopt;
   }
   exp.key_marks.clear();
   return exp;
 }
 
-Result<void> writeSnapshot(const Experience& experience, std::string_view yaml_text,
+Result<void> writeSnapshot(const Experience& experience, std::string_view yaml_digest,
                            std::string_view context) {
   Json key_marks = Json::object();
   experience.key_marks.forEach([&key_marks](std::string_view pointer, Mark mark) {
@@ -131,9 +136,10 @@ Result<void> writeSnapshot(const Experience& experience, std::string_view yaml_t
       key_marks[std::string(pointer)] = Json::array({mark.line, mark.column});
     }
   });
-  // The document without its graph's nodes, then a line per node.
+  // The document without its graph's nodes and edges, then a line per node and per edge.
   Json head = Json::object();
   const Json* nodes = nullptr;
+  const Json* edges = nullptr;
   for (const auto& [key, value] : experience.raw.items()) {
     if (key != "graph" || !value.is_object()) {
       head[key] = value;
@@ -143,6 +149,8 @@ Result<void> writeSnapshot(const Experience& experience, std::string_view yaml_t
     for (const auto& [graph_key, graph_value] : value.items()) {
       if (graph_key == "nodes" && graph_value.is_array()) {
         nodes = &graph_value;
+      } else if (graph_key == "edges" && graph_value.is_array()) {
+        edges = &graph_value;
       } else {
         graph[graph_key] = graph_value;
       }
@@ -152,13 +160,18 @@ Result<void> writeSnapshot(const Experience& experience, std::string_view yaml_t
   try {
     payload = Json{{"raw", std::move(head)},
                    {"key_marks", std::move(key_marks)},
-                   {"nodes", nodes != nullptr ? nodes->size() : 0}}
+                   {"nodes", nodes != nullptr ? nodes->size() : 0},
+                   {"edges", edges != nullptr ? edges->size() : 0}}
                   .dump();
     payload += '\n';
-    if (nodes != nullptr) {
-      for (const Json& node : *nodes) {
-        // Canonical (as NodeSpec::text), and never a raw newline: strings escape theirs.
-        payload += node.dump(-1, ' ', false, Json::error_handler_t::replace);
+    for (const Json* list : {nodes, edges}) {
+      if (list == nullptr) {
+        continue;
+      }
+      for (const Json& item : *list) {
+        // Canonical (a node's line is its NodeSpec::text), and never a raw newline: strings
+        // escape theirs.
+        payload += item.dump(-1, ' ', false, Json::error_handler_t::replace);
         payload += '\n';
       }
     }
@@ -176,7 +189,7 @@ Result<void> writeSnapshot(const Experience& experience, std::string_view yaml_t
   tmp += ".tmp." + std::to_string(::getpid());
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << header(context.size(), yaml_text.size(), payload.size()) << context << yaml_text
+    out << header(context.size(), yaml_digest.size(), payload.size()) << context << yaml_digest
         << payload;
     out.close();
     if (!out) {
