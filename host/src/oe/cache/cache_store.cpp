@@ -258,6 +258,8 @@ struct CacheStore::Private {};
 
 struct CacheStore::Sql {
   sqlite::Db db;
+  sqlite::Stmt begin_read;
+  sqlite::Stmt end_read;
   sqlite::Stmt get;
   sqlite::Stmt put;
   sqlite::Stmt list;
@@ -268,6 +270,7 @@ CacheStore::CacheStore(const Private&) : sql_(std::make_unique<Sql>()) {}
 
 CacheStore::~CacheStore() {
   std::lock_guard lock(mutex_);
+  endRead();
   // Committed, then the journal goes; on failure it stays and the next open() folds it.
   if (journal_.isOpen() && flushLocked()) {
     journal_.remove();
@@ -304,7 +307,9 @@ Result<void> CacheStore::init(const std::filesystem::path& cache_dir) {
   if (auto r = addUsageColumns(h); !r) {
     return r;
   }
-  for (auto [slot, sql] : {std::pair{&sql_->get, kGetSql}, std::pair{&sql_->put, kPutSql},
+  for (auto [slot, sql] : {std::pair{&sql_->begin_read, std::string_view("BEGIN")},
+                           std::pair{&sql_->end_read, std::string_view("COMMIT")},
+                           std::pair{&sql_->get, kGetSql}, std::pair{&sql_->put, kPutSql},
                            std::pair{&sql_->list, kListSql}, std::pair{&sql_->touch, kTouchSql}}) {
     auto stmt = sqlite::prepare(h, sql);
     if (!stmt) {
@@ -319,8 +324,17 @@ Result<void> CacheStore::init(const std::filesystem::path& cache_dir) {
   return {};
 }
 
+void CacheStore::endRead() {
+  if (reading_) {
+    sqlite3_step(sql_->end_read.get());
+    sqlite3_reset(sql_->end_read.get());
+    reading_ = false;
+  }
+}
+
 Result<void> CacheStore::commitEntries(const std::vector<JournalEntry>& entries,
                                       const std::string& where) {
+  endRead();
   sqlite3* h = sql_->db.get();
   auto fail = [&](const std::string& message) -> Result<void> {
     (void)sqlite::exec(h, "ROLLBACK");
@@ -360,6 +374,16 @@ std::optional<Json> CacheStore::get(std::string_view key) {
       Json output = Json::parse(batch_[it->second].output, nullptr, false);
       return output.is_discarded() ? std::nullopt : std::optional<Json>(std::move(output));
     }
+  }
+  const auto now = std::chrono::steady_clock::now();
+  if (reading_ && now - read_started_ > kReadSpan) {
+    endRead();
+  }
+  if (!reading_) {
+    // Without it (BEGIN failing) each lookup is its own read transaction: slower, as correct.
+    reading_ = sqlite3_step(sql_->begin_read.get()) == SQLITE_DONE;
+    sqlite3_reset(sql_->begin_read.get());
+    read_started_ = now;
   }
   sqlite3_stmt* stmt = sql_->get.get();
   sqlite::StmtScope scope(stmt);
@@ -450,6 +474,7 @@ Result<void> CacheStore::flush() {
 
 std::vector<CacheEntry> CacheStore::list() {
   std::lock_guard lock(mutex_);
+  endRead();
   (void)flushLocked();  // on failure its entries are still listed from the journal below
   sqlite3_stmt* stmt = sql_->list.get();
   sqlite::StmtScope scope(stmt);
@@ -496,6 +521,7 @@ Result<void> CacheStore::touch(const std::vector<std::string>& keys, std::string
   }
   const std::string used_at = sqlite::isoNow();
   std::lock_guard lock(mutex_);
+  endRead();
   if (auto r = flushLocked(); !r) {
     return r;
   }
@@ -528,6 +554,7 @@ Result<void> CacheStore::touch(const std::vector<std::string>& keys, std::string
 Result<PruneStats> CacheStore::prune(const std::unordered_set<std::string>& keep_runs,
                                      bool dry_run) {
   std::lock_guard lock(mutex_);
+  endRead();
   if (auto r = flushLocked(); !r) {
     return r.error();
   }
@@ -567,6 +594,7 @@ Result<PruneStats> CacheStore::prune(const std::unordered_set<std::string>& keep
 
 Result<void> CacheStore::compact() {
   std::lock_guard lock(mutex_);
+  endRead();
   if (auto r = flushLocked(); !r) {
     return r;
   }
