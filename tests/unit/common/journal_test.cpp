@@ -2,6 +2,11 @@
 #include "oe/common/journal.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
 
 #include <algorithm>
 #include <atomic>
@@ -32,6 +37,29 @@ TEST(Journal, AppendsLinesAndClears) {
   journal->remove();
   EXPECT_FALSE(journal->isOpen());
   EXPECT_FALSE(std::filesystem::exists(path));
+}
+
+// A full disk (here: the file size limit) in the middle of a line: the line is cut off again,
+// the journal stays open and whole, and the next append works once there is room.
+TEST(Journal, AFailedAppendLeavesNoTornLine) {
+  test::TempDir dir;
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    auto journal = Journal::create(dir.path(), "j-");
+    bool ok = journal.ok() && journal->append("{\"a\":1}\n").ok();
+    std::signal(SIGXFSZ, SIG_IGN);
+    rlimit limit{16, 16};
+    ok = ok && ::setrlimit(RLIMIT_FSIZE, &limit) == 0;
+    ok = ok && !journal->append(std::string(64, 'x') + "\n").ok() && journal->isOpen() &&
+         journal->size() == 8 && readFile(journal->path()) == "{\"a\":1}\n" &&
+         journal->append("{\"b\":2}\n").ok() &&
+         readFile(journal->path()) == "{\"a\":1}\n{\"b\":2}\n";
+    ::_exit(ok ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
 }
 
 TEST(Journal, CreateInAMissingFolderSaysWhere) {

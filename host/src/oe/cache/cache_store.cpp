@@ -432,8 +432,8 @@ Result<void> CacheStore::put(std::string_view key, std::string_view node_id,
     journal_ = std::move(*journal);
   }
   if (auto r = journal_.append(line); !r) {
-    // A part of the line may be in the file: the journal closed, and the next put() starts a
-    // new one, so the torn line can only cost itself.
+    // The journal cut off what got in (or, failing that, closed: the next put() starts a new
+    // one), so a torn line can only cost itself.
     return makeError("cannot store the cache entry of node \"" + std::string(node_id) +
                      "\": " + r.error().message);
   }

@@ -90,6 +90,7 @@ Result<void> Journal::append(std::string_view line) {
   if (fd_ < 0) {
     return makeError("the journal " + path_.string() + " is closed");
   }
+  const uint64_t before = size_;
   for (size_t done = 0; done < line.size();) {
     const ssize_t n = ::write(fd_, line.data() + done, line.size() - done);
     if (n < 0 && errno == EINTR) {
@@ -97,7 +98,13 @@ Result<void> Journal::append(std::string_view line) {
     }
     if (n <= 0) {
       const int err = n < 0 ? errno : EIO;
-      close();
+      // Cut the part of the line that got in (this store is the file's only writer), so the
+      // journal stays whole and locked; only if that fails too does it close.
+      if (::ftruncate(fd_, static_cast<off_t>(before)) == 0) {
+        size_ = before;
+      } else {
+        close();
+      }
       return makeError("cannot append to " + path_.string() + ": " + errnoText(err));
     }
     done += static_cast<size_t>(n);

@@ -38,8 +38,9 @@ class Journal {
   uint64_t size() const { return size_; }
 
   // Appends `line` (ending in '\n') with one write(2) (more only if the kernel writes it in
-  // parts). On failure part of the line may be in the file: the journal closes (isOpen() is
-  // false) so that nothing is ever appended after a torn line.
+  // parts). On failure (a full disk) the part of the line that got in is cut off again and the
+  // journal stays open; if even that fails it closes (isOpen() is false), so that nothing is
+  // ever appended after a torn line.
   Result<void> append(std::string_view line);
   // Empties the file (its lines are folded).
   Result<void> clear();

@@ -422,6 +422,12 @@ Result<std::vector<std::string>> StateStore::write(const Json& delta, const Writ
   {
     std::lock_guard lock(mutex_);
     if (!journal_.isOpen()) {
+      // A journal that failed and closed still has a batch in it: committed under its own
+      // name first, so that its file, now unlocked, is never folded twice.
+      if (auto r = foldLocked(); !r) {
+        return makeError("cannot write the state of node " + inQuotes(node) + ": " +
+                         r.error().message + ". Nothing of the node's output was applied.");
+      }
       auto journal = Journal::create(dirOf(path_), journalPrefix(path_));
       if (!journal) {
         return makeError("cannot write the state of node " + inQuotes(node) + ": " +
