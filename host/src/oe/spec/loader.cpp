@@ -534,10 +534,6 @@ void collectPathStrings(const Json& value, int depth, std::vector<std::string>& 
   }
 }
 
-std::string canonicalText(const Json& node) {
-  return node.dump(-1, ' ', false, Json::error_handler_t::replace);
-}
-
 // The typed fields of node `i` of the graph, from its JSON `n` (raw and text are the caller's).
 NodeSpec nodeFrom(const Experience& exp, const Json& n, size_t i) {
   const std::string pointer = "/graph/nodes/" + std::to_string(i);
@@ -712,6 +708,10 @@ bool fill(Experience& exp, const GraphLines* lines = nullptr) {
 }  // namespace
 
 bool buildModel(Experience& exp, const GraphLines* lines) { return fill(exp, lines); }
+
+std::string canonicalText(const Json& value) {
+  return value.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
 
 std::vector<std::string> pathCandidates(const Json& node) {
   static constexpr std::array<std::string_view, 8> kNotPaths = {

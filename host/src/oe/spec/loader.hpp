@@ -43,6 +43,10 @@ struct GraphLines {
 };
 bool buildModel(Experience& exp, const GraphLines* lines = nullptr);
 
+// The canonical JSON text of a node (NodeSpec::text): sorted keys, compact, invalid UTF-8
+// replaced, and so never a raw newline (strings escape theirs).
+std::string canonicalText(const Json& value);
+
 // For a run, after validation: each node's NodeSpec::raw becomes its NodeSpec::text and
 // NodeSpec::path_candidates.
 void compactNodes(Experience& exp);

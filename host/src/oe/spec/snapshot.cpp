@@ -169,9 +169,7 @@ Result<void> writeSnapshot(const Experience& experience, std::string_view yaml_d
         continue;
       }
       for (const Json& item : *list) {
-        // Canonical (a node's line is its NodeSpec::text), and never a raw newline: strings
-        // escape theirs.
-        payload += item.dump(-1, ' ', false, Json::error_handler_t::replace);
+        payload += canonicalText(item);  // a node's line is its NodeSpec::text
         payload += '\n';
       }
     }

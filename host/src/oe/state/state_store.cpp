@@ -186,15 +186,8 @@ StateStore::~StateStore() {
   }
   // Committed, then the journal goes; on failure it stays and the next open() folds it.
   if (foldLocked()) {
-    const std::string name = journal_.path().filename().string();
     journal_.remove();
-    sqlite3_stmt* stmt = nullptr;
-    if (sqlite3_prepare_v2(sql_->db.get(), "DELETE FROM oe_journal_folds WHERE journal = ?1",
-                           -1, &stmt, nullptr) == SQLITE_OK) {
-      sqlite::bindText(stmt, 1, name);
-      sqlite3_step(stmt);
-    }
-    sqlite3_finalize(stmt);
+    forgetFoldedJournals();  // its oe_journal_folds row with it
   }
 }
 
@@ -541,20 +534,15 @@ Result<void> StateStore::foldLocked() {
     timer_->disarm();
   }
   if (auto r = commitRows(batch_, journal_.path().filename().string(), journal_.size()); !r) {
-    fold_error_ = r.error().message;
     return r;
   }
   batch_.clear();
-  fold_error_.clear();
   return {};
 }
 
 Result<void> StateStore::flush() {
   std::lock_guard lock(mutex_);
-  if (auto r = foldLocked(); !r) {
-    return r;
-  }
-  return {};
+  return foldLocked();
 }
 
 bool StateStore::foldOrphan(const std::filesystem::path& journal, std::string_view text) {
@@ -612,11 +600,17 @@ void StateStore::forgetFoldedJournals() {
       gone.push_back(std::move(name));
     }
   }
+  if (gone.empty()) {
+    return;
+  }
+  auto forget = sqlite::prepare(h, "DELETE FROM oe_journal_folds WHERE journal = ?1");
+  if (!forget) {
+    return;
+  }
   for (const std::string& name : gone) {
-    if (auto stmt = sqlite::prepare(h, "DELETE FROM oe_journal_folds WHERE journal = ?1"); stmt) {
-      sqlite::bindText(stmt->get(), 1, name);
-      sqlite3_step(stmt->get());
-    }
+    sqlite::StmtScope scope(forget->get());
+    sqlite::bindText(forget->get(), 1, name);
+    sqlite3_step(forget->get());
   }
 }
 

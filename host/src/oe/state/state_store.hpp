@@ -138,7 +138,6 @@ class StateStore : public expr::StateReader {
   std::unique_ptr<Sql> sql_;
   Journal journal_;
   std::vector<Row> batch_;
-  std::string fold_error_;  // the last failed fold's message, reported by flush()
   std::unique_ptr<FoldTimer> timer_;  // declared last: stopped before the rest goes
 };
 
