@@ -47,6 +47,8 @@ std::string_view toString(RunStatus status) {
       return "partial";
     case RunStatus::kFailed:
       return "failed";
+    case RunStatus::kInterrupted:
+      return "interrupted";
     default:
       return "failed";
   }

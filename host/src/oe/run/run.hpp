@@ -6,6 +6,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "oe/common/json.hpp"
 #include "oe/common/result.hpp"
@@ -16,7 +17,8 @@
 
 namespace oe::run {
 
-enum class RunStatus { kSuccess, kPartial, kFailed };
+// kInterrupted: stopped by SIGINT/SIGTERM (RunSummary::signal says which); `oe resume` continues.
+enum class RunStatus { kSuccess, kPartial, kFailed, kInterrupted };
 [[nodiscard]] std::string_view toString(RunStatus status);
 
 struct RunOptions {
@@ -37,6 +39,18 @@ struct RunOptions {
   llm::Settings llm;
   llm::Budget budget_override;
   llm::Usage prior_usage;  // what the runs this one resumes spent (the budget covers them)
+  // The chain of runs this one continues (issue 10): `oe resume X` passes X's chain id (the
+  // run id of the chain's first run); empty for a fresh `oe run`, which starts a chain named
+  // by its own run id. A write that already landed in the chain is not applied again.
+  std::string chain_id;
+  bool fresh = false;          // --fresh: start from an empty state (the cache still serves)
+  bool wait_for_lock = false;  // --wait: wait for a run holding the state store, not refuse
+};
+
+// A node (or for_each item) that failed, with its error as the log has it.
+struct NodeFailure {
+  std::string node_id;
+  std::string error;
 };
 
 struct RunSummary {
@@ -53,6 +67,10 @@ struct RunSummary {
                             // budget_exhausted), else empty
   llm::Usage usage;         // this run's LLM calls
   llm::Usage usage_total;   // with the runs it resumes
+  int signal = 0;           // SIGINT or SIGTERM when status is kInterrupted, else 0
+  std::string chain_id;     // the chain of runs this run belongs to (see RunOptions::chain_id)
+  std::vector<NodeFailure> failures;  // in the order they failed
+  std::vector<std::string> warnings;  // run.warning events (e.g. a for_each over an unset field)
 };
 
 // Runs a loaded and validated experience. Errors here are set-up failures (state file cannot be
