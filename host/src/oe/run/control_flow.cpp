@@ -1,0 +1,147 @@
+// Control flow: for_each items under their node's concurrency and, under
+// runtime.deterministic, settled in item order (D16); pipelines (each item through the stages in
+// turn) and loops (the body again until `until` holds or max_iters ran), after the main pass.
+#include "oe/run/control_flow.hpp"
+
+#include "oe/expr/state_path.hpp"
+#include "oe/run/engine.hpp"
+
+namespace oe::run::engine {
+
+std::optional<Json> resolveItems(std::string_view path, const expr::StateReader& state) {
+  std::optional<Json> items;
+  if (auto source = expr::StatePath::parse(path)) {
+    items = source->resolve(state);
+  }
+  return items;
+}
+
+bool loopStops(const spec::LoopSpec& loop, int iteration, const expr::StateReader& state) {
+  const int max_iters = loop.max_iters.value_or(100);
+  bool stop = iteration >= max_iters;
+  if (!stop && loop.until) {
+    auto condition = expr::Condition::compile(*loop.until);
+    stop = !condition || condition->test(state);
+  }
+  return stop;
+}
+
+void Run::pumpForEach(NodeRuntime& node) {
+  const size_t limit = static_cast<size_t>(std::max(1, node.spec->for_each->concurrency));
+  ForEachRun& each = *node.each;
+  while (!cancelling_ && each.canDispatch(limit)) {
+    const size_t i = each.dispatch();
+    Json extra = {{"$item", each.items[i]}, {"$index", i}};
+    startCall(node, std::move(extra), node.edge_inputs, [this, &node](bool ok, const Json*) {
+      ForEachRun& done = *node.each;
+      if (done.itemDone(ok, cancelling_)) {
+        finishNode(node, done.succeeded());
+      } else {
+        pumpForEach(node);
+      }
+    });
+  }
+}
+
+void Run::inItemOrder(Call& call, std::function<bool()> settle) {
+  NodeRuntime& node = *call.node;
+  if (!exp_.runtime.deterministic || !node.spec->for_each || !node.each ||
+      !call.extra_args.contains("$index")) {
+    settle();
+    return;
+  }
+  node.each->order.settle(call.extra_args["$index"].get<size_t>(), std::move(settle));
+}
+
+void Run::runPipeline(size_t pipeline_index) {
+  if (cancelling_) {
+    pump();
+    return;
+  }
+  if (pipeline_index >= exp_.pipelines.size()) {
+    if (!exp_.loops.empty()) {
+      runLoop(0, 0);
+    } else {
+      finishRun();
+    }
+    return;
+  }
+  const auto& pipeline = exp_.pipelines[pipeline_index];
+  std::optional<Json> items = resolveItems(pipeline.items, store_);
+  if (!items || !items->is_array() || items->empty()) {
+    runPipeline(pipeline_index + 1);
+    return;
+  }
+  runPipelineItem(pipeline_index, 0, 0, nullptr, std::make_shared<Json>(std::move(*items)));
+}
+
+void Run::runPipelineItem(size_t pipeline_index, size_t item_index, size_t stage_index,
+                          Json prev_output, std::shared_ptr<Json> items) {
+  const auto& pipeline = exp_.pipelines[pipeline_index];
+  if (cancelling_) {
+    pump();
+    return;
+  }
+  if (item_index >= items->size()) {
+    runPipeline(pipeline_index + 1);
+    return;
+  }
+  if (stage_index >= pipeline.stages.size()) {
+    runPipelineItem(pipeline_index, item_index + 1, 0, nullptr, items);
+    return;
+  }
+  NodeRuntime& stage = nodes_[*indexOf(pipeline.stages[stage_index])];
+  Json edge_inputs = Json::object();
+  if (stage_index > 0) {
+    edge_inputs[pipeline.stages[stage_index - 1]] = std::move(prev_output);
+  }
+  Json extra = {{"$item", (*items)[item_index]}, {"$index", item_index}, {"$pipeline", pipeline.id}};
+  startCall(stage, std::move(extra), std::move(edge_inputs),
+            [this, pipeline_index, item_index, stage_index, items, &stage](bool ok, const Json* out) {
+              stage.outcome = ok ? Outcome::kSucceeded : Outcome::kFailed;
+              if (ok) {
+                any_success_ = true;
+              } else {
+                any_failure_ = true;
+                ++summary_.failed;
+              }
+              if (ok && out != nullptr) {
+                runPipelineItem(pipeline_index, item_index, stage_index + 1, *out, items);
+              } else {
+                // A failure, or a stage without edge_output, ends this item's chain (§3.5).
+                runPipelineItem(pipeline_index, item_index + 1, 0, nullptr, items);
+              }
+            });
+}
+
+void Run::runLoop(size_t loop_index, int iteration) {
+  if (cancelling_) {
+    pump();
+    return;
+  }
+  if (loop_index >= exp_.loops.size()) {
+    finishRun();
+    return;
+  }
+  const auto& loop = exp_.loops[loop_index];
+  if (loopStops(loop, iteration, store_)) {
+    runLoop(loop_index + 1, 0);
+    return;
+  }
+  NodeRuntime& body = nodes_[*indexOf(loop.body)];
+  Json extra = {{"$iter", iteration}, {"$loop", loop.id}};
+  startCall(body, std::move(extra), body.edge_inputs,
+            [this, loop_index, iteration, &body](bool ok, const Json*) {
+              body.outcome = ok ? Outcome::kSucceeded : Outcome::kFailed;
+              if (ok) {
+                any_success_ = true;
+                runLoop(loop_index, iteration + 1);
+              } else {
+                any_failure_ = true;
+                ++summary_.failed;
+                runLoop(loop_index + 1, 0);  // a failed iteration stops the loop
+              }
+            });
+}
+
+}  // namespace oe::run::engine

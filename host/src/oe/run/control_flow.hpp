@@ -1,0 +1,88 @@
+// Control flow beyond the ready queue: for_each items (their dispatch under the node's
+// concurrency and, under runtime.deterministic, the order their outcomes settle in), pipeline
+// items and loop iterations. The Run members that drive them are in control_flow.cpp.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string_view>
+
+#include "oe/common/json.hpp"
+#include "oe/expr/state_reader.hpp"
+#include "oe/spec/experience.hpp"
+
+namespace oe::run::engine {
+
+// D16 (runtime.deterministic): item outcomes waiting for the items before them. An outcome is a
+// function that applies it and says whether it consumed the slot (a failed cache replay runs
+// live instead, and comes back to the same slot later).
+class ItemOrder {
+ public:
+  // Runs `outcome` for item `index` once every item before it has settled, and then whatever it
+  // unblocks, in index order.
+  void settle(size_t index, std::function<bool()> outcome) {
+    parked_.emplace(index, std::move(outcome));
+    while (!parked_.empty() && parked_.begin()->first == next_apply_) {
+      auto next = std::move(parked_.begin()->second);
+      parked_.erase(parked_.begin());
+      if (!next()) {
+        break;  // the item runs live and comes back to this slot
+      }
+      ++next_apply_;
+    }
+  }
+  // The item whose outcome is to be applied next.
+  [[nodiscard]] size_t nextToApply() const { return next_apply_; }
+  [[nodiscard]] size_t parked() const { return parked_.size(); }
+
+ private:
+  size_t next_apply_ = 0;
+  std::map<size_t, std::function<bool()>> parked_;
+};
+
+// The bookkeeping of one for_each node's items, only for a node that has for_each (most have
+// not: ~130 bytes saved per node of the run).
+struct ForEachRun {
+  Json items;
+  size_t next_item = 0;
+  size_t items_done = 0;
+  size_t items_in_flight = 0;
+  bool any_item_failed = false;
+  ItemOrder order;
+
+  // Another item is left and the node's `concurrency` allows it to start now.
+  [[nodiscard]] bool canDispatch(size_t limit) const {
+    return next_item < items.size() && items_in_flight < limit;
+  }
+  // The index of the item to start; it counts as in flight until itemDone.
+  size_t dispatch() {
+    ++items_in_flight;
+    return next_item++;
+  }
+  // One item ended. True when the node is finished: every item is done, or the run is
+  // cancelling and no item is in flight any more (the rest never start).
+  bool itemDone(bool ok, bool cancelling) {
+    --items_in_flight;
+    ++items_done;
+    if (!ok) {
+      any_item_failed = true;
+    }
+    return items_done == items.size() || (cancelling && items_in_flight == 0);
+  }
+  // The node succeeds when no item failed.
+  [[nodiscard]] bool succeeded() const { return !any_item_failed; }
+};
+
+// The list a for_each `source` or a pipeline's `items` names; nullopt when the text is not a
+// `$.path` or the field is unset. Whatever is not a non-empty array runs zero times (§3.5).
+[[nodiscard]] std::optional<Json> resolveItems(std::string_view path,
+                                               const expr::StateReader& state);
+
+// A loop stops before iteration `iteration` (0-based) once max_iters (default 100) iterations
+// ran, or when its `until` holds (an `until` that does not compile stops it too).
+[[nodiscard]] bool loopStops(const spec::LoopSpec& loop, int iteration,
+                             const expr::StateReader& state);
+
+}  // namespace oe::run::engine

@@ -1,0 +1,178 @@
+// The run engine's coordinator (D5), shared by its parts: the Run class owns a run's state, and
+// its members are defined one seam per file: scheduler.cpp (the ready queue and its limits),
+// control_flow.cpp (for_each, pipelines, loops, `when`), node_executor.cpp (cache, plugin call,
+// retries, timeouts), run_lifecycle.cpp (prepare, execute, cancel, finish and status). All
+// scheduling, state writes and event appends happen on the coordinator thread (the one calling
+// runExperience); plugin calls run on a worker pool, or inline when nothing else could run.
+// Internal to oe_run: nothing outside host/src/oe/run includes it.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/thread_pool.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "oe/cache/cache_store.hpp"
+#include "oe/events/event_log.hpp"
+#include "oe/expr/args_template.hpp"
+#include "oe/expr/condition.hpp"
+#include "oe/graph/dag.hpp"
+#include "oe/llm/llm_service.hpp"
+#include "oe/plugins/registry.hpp"
+#include "oe/run/control_flow.hpp"
+#include "oe/run/node_executor.hpp"
+#include "oe/run/pin.hpp"
+#include "oe/run/ready_queue.hpp"
+#include "oe/run/run.hpp"
+#include "oe/state/state_store.hpp"
+
+namespace oe::run::engine {
+
+namespace asio = boost::asio;
+
+constexpr size_t kMaxPoolThreads = 64;
+
+enum class Outcome { kPending, kRunning, kSucceeded, kFailed, kSkipped };
+
+struct NodeRuntime {
+  const spec::NodeSpec* spec = nullptr;
+  uint32_t index = 0;
+  const plugins::LoadedKind* kind = nullptr;
+  expr::ArgsTemplate args;
+  std::vector<expr::Condition> conditions;  // `when` of incoming edges
+  // nodeJson() of a node kept as a DOM only (a run's nodes have their text), while it can run.
+  std::unique_ptr<std::string> raw_dump;
+  std::vector<uint32_t> file_ids;  // the files the node names (D4), in the run's FileTable
+  bool files_known = false;
+  Json edge_inputs;  // null until a predecessor hands something over (no allocation per node)
+  bool main = true;  // false for pipeline stages and loop bodies (they run after the main pass)
+  bool selected = true;  // false: outside --from/--only, reused from the cache, never executed
+  uint32_t unmet = 0;
+  Outcome outcome = Outcome::kPending;
+  // Node instances: one shared instance for reentrant kinds, else a free list.
+  std::vector<oe_node*> instances;
+  std::vector<oe_node*> idle;
+  std::unique_ptr<ForEachRun> each;  // only while a for_each node runs its items
+};
+
+class Run {
+ public:
+  Run(const spec::Experience& exp, const RunOptions& options, state::StateStore& store,
+      events::EventLog& log, cache::CacheStore* cache, llm::LlmService* llm)
+      : exp_(exp), options_(options), store_(store), log_(log), cache_(cache), llm_(llm) {}
+
+  Result<void> prepare(const plugins::PluginRegistry& plugins);
+  // definitionPin() from the digests this run computes anyway for its cache keys.
+  Json pin() {
+    return buildPin(exp_, [this](size_t i) { return fileDigests(nodes_[i]); });
+  }
+  RunSummary execute();
+  void destroyInstances();
+  void destroyInstances(NodeRuntime& node);
+
+  // Called from worker threads through Call.
+  void logFromPlugin(const Call& call, oe_log_level level, std::string_view message);
+  oe_status llmFromPlugin(Call& call, std::string_view request_json, std::string& out);
+  oe_status emitFromPlugin(const Call& call, std::string_view type, std::string_view fields);
+
+ private:
+  // The ready queue and its limits (scheduler.cpp).
+  void pump();
+  void startNode(NodeRuntime& node);
+  void finishNode(NodeRuntime& node, bool ok);
+  void skipNode(NodeRuntime& node, std::string_view reason);
+  void releaseSuccessors(NodeRuntime& node);
+  void mainPassDone();
+
+  // Control flow (control_flow.cpp).
+  void pumpForEach(NodeRuntime& node);
+  void runPipeline(size_t pipeline_index);
+  void runPipelineItem(size_t pipeline_index, size_t item_index, size_t stage_index,
+                       Json prev_output, std::shared_ptr<Json> items);
+  void runLoop(size_t loop_index, int iteration);
+  // D16: runs `settle` now, or, for a for_each item under runtime.deterministic, once every item
+  // before it has settled, so array_append fields fill in item order whatever the completion
+  // order. `settle` returns false when it did not settle the item (it will come back).
+  void inItemOrder(Call& call, std::function<bool()> settle);
+
+  // Node execution (node_executor.cpp).
+  void startCall(NodeRuntime& node, Json extra_args, Json edge_inputs,
+                 std::function<void(bool, const Json*)> done);
+  void attempt(const std::shared_ptr<Call>& call);
+  void reuseFromCache(const std::shared_ptr<Call>& call);
+  void invokeDone(const std::shared_ptr<Call>& call);
+  void attemptFailed(const std::shared_ptr<Call>& call, std::string message);
+  bool applyOutput(Call& call, const Json& output, bool from_cache, std::string* error);
+  Result<oe_node*> acquireInstance(NodeRuntime& node);
+  void releaseInstance(NodeRuntime& node, oe_node* instance);
+  std::vector<cache::FileDigest> fileDigests(NodeRuntime& node);
+
+  // Lifecycle (run_lifecycle.cpp).
+  void finishRun();
+  void cancelAll(std::string reason);
+  void stopForBudget();
+
+  // The position of node `id` in exp_.nodes (and nodes_).
+  [[nodiscard]] std::optional<uint32_t> indexOf(std::string_view id) const {
+    const spec::NodeSpec* node = exp_.findNode(id);
+    if (node == nullptr) {
+      return std::nullopt;
+    }
+    return static_cast<uint32_t>(node - exp_.nodes.data());
+  }
+  const std::string& nodeJson(NodeRuntime& node) {
+    if (!node.spec->text.empty()) {
+      return node.spec->text;
+    }
+    if (!node.raw_dump) {
+      node.raw_dump = std::make_unique<std::string>(cache::canonicalJson(node.spec->raw));
+    }
+    return *node.raw_dump;
+  }
+  void emitLocal(const Json& event) {
+    if (options_.on_event) {
+      options_.on_event(event);
+    }
+  }
+  [[nodiscard]] std::string nodeLabel(const NodeRuntime& node) const {
+    return "node \"" + node.spec->id + "\" (kind " + node.spec->kind + ")";
+  }
+
+  const spec::Experience& exp_;
+  const RunOptions& options_;
+  state::StateStore& store_;
+  events::EventLog& log_;
+  cache::CacheStore* cache_;
+  llm::LlmService* llm_;
+  graph::Dag dag_;
+  std::vector<NodeRuntime> nodes_;
+  Json run_args_;
+  std::string experience_dir_json_;
+
+  asio::io_context io_;
+  std::unique_ptr<asio::thread_pool> pool_;
+  ReadyQueue ready_;  // main-pass nodes whose predecessors are done, and the concurrency limit
+  int calls_in_flight_ = 0;
+  std::vector<std::shared_ptr<Call>> active_calls_;
+  std::vector<std::shared_ptr<Call>> waiting_calls_;  // failed attempts waiting for their retry
+  // The call running inline on this thread, so a signal can cancel it (guarded by inline_mutex_).
+  std::mutex inline_mutex_;
+  Call* inline_call_ = nullptr;
+  bool cancelling_ = false;
+  bool main_done_ = false;
+  bool finished_ = false;
+  RunSummary summary_;
+  bool any_success_ = false;
+  bool any_failure_ = false;
+  std::vector<std::string> cache_hits_;  // keys replayed, recorded once at the end (touch)
+  FileTable file_table_{exp_.dir};
+  bool force_selected_ = false;  // --from/--only: selected nodes execute even on a cache hit
+};
+
+}  // namespace oe::run::engine

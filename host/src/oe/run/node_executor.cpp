@@ -1,0 +1,513 @@
+// Node execution: a call's bundle (reads, D1 args, canonical dumps), the cache lookup and
+// replay, the plugin call (inline or on the pool, with its timeout), retries with their backoff,
+// and the output applied to the state, the cache and the successors' edge inputs.
+#include "oe/run/node_executor.hpp"
+
+#include <boost/asio/post.hpp>
+
+#include <algorithm>
+#include <chrono>
+
+#include "oe/expr/interpolate.hpp"
+#include "oe/expr/js_value.hpp"
+#include "oe/run/engine.hpp"
+
+namespace oe::run::engine {
+
+Json bundleArgs(const Json& run_args, Json node_args, const Json& extra_args) {
+  Json args = run_args;
+  if (node_args.is_object()) {
+    for (auto& [key, value] : node_args.items()) {
+      args[key] = std::move(value);
+    }
+  }
+  for (auto& [key, value] : extra_args.items()) {
+    args[key] = value;
+  }
+  return args;
+}
+
+std::string invokeRequest(std::string_view node_json, const Call& call, std::string_view run_id,
+                          std::string_view node_id, std::string_view experience_dir_json) {
+  std::string request;
+  request.reserve(node_json.size() + call.args_json.size() + call.state_json.size() +
+                  call.edges_json.size() + run_id.size() + node_id.size() +
+                  experience_dir_json.size() + 128);
+  request += "{\"node\":";
+  request += node_json;
+  request += ",\"args\":";
+  request += call.args_json;
+  request += ",\"state_view\":";
+  request += call.state_json;
+  request += ",\"edge_inputs\":";
+  request += call.edges_json;
+  request += ",\"context\":{\"run_id\":";
+  request += jsonQuoted(run_id);
+  request += ",\"node_id\":";
+  request += jsonQuoted(node_id);
+  request += ",\"experience_dir\":";
+  request += experience_dir_json;
+  request += ",\"attempt\":";
+  request += std::to_string(call.attempt);
+  request += "}}";
+  return request;
+}
+
+std::string invocationError(oe_status status, const std::string& error_text,
+                            std::string_view kind) {
+  if (!error_text.empty()) {
+    return error_text;
+  }
+  return status == OE_CANCELLED ? "cancelled"
+                                : "the " + std::string(kind) + " plugin failed with status " +
+                                      std::to_string(status) + " and no message";
+}
+
+void addLlmMetrics(Json& output, const llm::Usage& used) {
+  Json& metrics = output["metrics"];
+  if (!metrics.is_object()) {
+    metrics = Json::object();
+  }
+  metrics.emplace("tokens_in", used.input_tokens);
+  metrics.emplace("tokens_out", used.output_tokens);
+  metrics.emplace("cost_usd", used.cost_usd);
+}
+
+int64_t retryDelayMs(const spec::OnError& policy, int attempt) {
+  const int64_t base = policy.base_ms;
+  return policy.backoff == spec::Backoff::kExponential
+             ? base * (int64_t{1} << std::min(attempt - 1, 30))
+             : base * attempt;
+}
+
+void Call::log(oe_log_level level, std::string_view message) {
+  run->logFromPlugin(*this, level, message);
+}
+
+oe_status Call::emitEvent(std::string_view type, std::string_view fields_json) {
+  return run->emitFromPlugin(*this, type, fields_json);
+}
+
+oe_status Call::stateGet(std::string_view field, std::string& out_json) {
+  const auto& reads = node->spec->reads;
+  if (std::find(reads.begin(), reads.end(), field) == reads.end()) {
+    return OE_PERMISSION_DENIED;
+  }
+  auto it = state_view.find(std::string(field));
+  out_json = it == state_view.end() ? "null" : it->dump();
+  return OE_OK;
+}
+
+oe_status Call::llmComplete(std::string_view request_json, std::string& out) {
+  return run->llmFromPlugin(*this, request_json, out);
+}
+
+Json Call::promptValueMap() const {
+  Json values = state_view;
+  for (const auto& [key, value] : edge_inputs.items()) {
+    values[key] = value;
+  }
+  for (const auto& [key, value] : args.items()) {
+    values[key] = value;
+  }
+  return values;
+}
+
+oe_status Call::renderPrompt(std::string_view template_text, std::string& out) {
+  auto rendered = expr::interpolate(template_text, promptValueMap(), /*strict=*/false);
+  if (!rendered) {
+    return OE_INTERNAL;  // non-strict interpolation has no failure
+  }
+  out = std::move(rendered).value();
+  return OE_OK;
+}
+
+oe_status Call::promptValues(uint32_t indent, std::string& out) {
+  out = expr::stringifyIndented(promptValueMap(), static_cast<int>(indent));
+  return OE_OK;
+}
+
+oe_status Run::llmFromPlugin(Call& call, std::string_view request_json, std::string& out) {
+  llm::Answer answer = llm_->complete(
+      llm::Site{&call, call.node->spec->id, &call.llm_usage}, request_json);
+  out = std::move(answer.body);
+  return answer.status;
+}
+
+void Run::logFromPlugin(const Call& call, oe_log_level level, std::string_view message) {
+  // Plugin log lines go to the same sink as the plugin-level log, tagged with the node.
+  const char* tag = level >= OE_LOG_ERROR ? "error" : level >= OE_LOG_WARN ? "warn" : "info";
+  Json event = {{"type", "node.log"}, {"node_id", call.node->spec->id}, {"level", tag},
+                {"message", std::string(message)}};
+  emitLocal(event);
+}
+
+oe_status Run::emitFromPlugin(const Call& call, std::string_view type, std::string_view fields) {
+  auto written = log_.nodeEvent(type, call.node->spec->id, fields);
+  return written ? OE_OK : OE_INVALID_ARGUMENT;
+}
+
+std::vector<cache::FileDigest> Run::fileDigests(NodeRuntime& node) {
+  if (!node.files_known) {
+    node.file_ids = file_table_.idsOf(*node.spec);
+    node.files_known = true;
+  }
+  return file_table_.filesOf(node.file_ids);
+}
+
+void Run::startCall(NodeRuntime& node, Json extra_args, Json edge_inputs,
+                    std::function<void(bool, const Json*)> done) {
+  auto call = std::make_shared<Call>();
+  call->run = this;
+  call->node = &node;
+  call->extra_args = std::move(extra_args);
+  call->edge_inputs = std::move(edge_inputs);
+  if (call->edge_inputs.is_null()) {
+    call->edge_inputs = Json::object();  // a node no predecessor handed anything to
+  }
+  call->done = std::move(done);
+  if (node.selected) {
+    log_.nodeReady(node.spec->id, node.spec->phase);
+  }
+
+  // Bundle (reference §3.3): reads -> state_view; D1 args = run args, node args, injected keys.
+  call->state_view = Json::object();
+  for (const auto& field : node.spec->reads) {
+    if (const Json* value = store_.field(field)) {
+      call->state_view[field] = *value;
+    }
+  }
+  call->args = bundleArgs(run_args_, node.args.resolve(store_), call->extra_args);
+  // Dumped once: the same text goes into the cache key and into the plugin's request.
+  call->args_json = cache::canonicalJson(call->args);
+  call->state_json = cache::canonicalJson(call->state_view);
+  call->edges_json = cache::canonicalJson(call->edge_inputs);
+
+  if (!node.selected) {
+    reuseFromCache(call);
+    return;
+  }
+  if (cache_ != nullptr) {
+    call->cache_key = cache::cacheKeyOfText(nodeJson(node), call->state_json, call->edges_json,
+                                            call->args_json, fileDigests(node));
+    std::optional<Json> hit;
+    if (!force_selected_) {
+      hit = cache_->get(call->cache_key);
+    }
+    if (hit) {
+      inItemOrder(*call, [this, call, hit = std::move(*hit)] {
+        std::string replay_error;
+        if (!applyOutput(*call, hit, true, &replay_error)) {
+          // D12: a replay that fails is a miss; the node runs.
+          log_.nodeStarted(call->node->spec->id, call->node->spec->phase);
+          attempt(call);
+          return false;
+        }
+        ++summary_.cached;
+        cache_hits_.push_back(call->cache_key);
+        Json edge_output;
+        const bool has_edge = hit.contains("edge_output");
+        if (has_edge) {
+          edge_output = hit["edge_output"];
+        }
+        // Posted, not called: a for_each of cached items must not recurse once per item.
+        asio::post(io_, [call, has_edge, edge_output = std::move(edge_output)] {
+          auto finish = std::move(call->done);
+          finish(true, has_edge ? &edge_output : nullptr);
+        });
+        return true;
+      });
+      return;
+    }
+  }
+  log_.nodeStarted(node.spec->id, node.spec->phase);
+  attempt(call);
+}
+
+void Run::reuseFromCache(const std::shared_ptr<Call>& call) {
+  NodeRuntime& node = *call->node;
+  ++summary_.reused;
+  std::optional<Json> hit;
+  if (cache_ != nullptr) {
+    call->cache_key = cache::cacheKeyOfText(nodeJson(node), call->state_json, call->edges_json,
+                                            call->args_json, fileDigests(node));
+    hit = cache_->get(call->cache_key);
+  }
+  Json edge_output;
+  const bool has_edge = hit && hit->contains("edge_output");
+  if (has_edge) {
+    edge_output = (*hit)["edge_output"];
+    for (uint32_t succ : dag_.succs[node.index]) {
+      nodes_[succ].edge_inputs[node.spec->id] = edge_output;
+    }
+  } else if (!hit) {
+    Json warning = {{"type", "node.log"}, {"node_id", node.spec->id}, {"level", "warn"},
+                    {"message", "not selected and not in the cache: its successors get no "
+                                "edge_output from it (run it once without --from/--only)"}};
+    emitLocal(warning);
+  }
+  asio::post(io_, [call, has_edge, edge_output = std::move(edge_output)] {
+    auto finish = std::move(call->done);
+    finish(true, has_edge ? &edge_output : nullptr);
+  });
+}
+
+Result<oe_node*> Run::acquireInstance(NodeRuntime& node) {
+  const bool reentrant = (node.kind->kind->flags & OE_NODE_KIND_REENTRANT) != 0;
+  if (reentrant && !node.instances.empty()) {
+    return node.instances.front();
+  }
+  if (!reentrant && !node.idle.empty()) {
+    oe_node* instance = node.idle.back();
+    node.idle.pop_back();
+    return instance;
+  }
+  oe_writer err;
+  oe_node* instance = nullptr;
+  const std::string config =
+      "{\"experience_dir\":" + experience_dir_json_ + ",\"node\":" + nodeJson(node) + "}";
+  const oe_status status = node.kind->kind->create(
+      node.kind->library->self(), oe_str{config.data(), config.size()}, nullptr, &instance, &err);
+  if (status != OE_OK || instance == nullptr) {
+    return makeError(err.data.empty() ? "the " + node.spec->kind +
+                                            " plugin could not create the node (status " +
+                                            std::to_string(status) + ")"
+                                      : err.data);
+  }
+  node.instances.push_back(instance);
+  return instance;
+}
+
+void Run::releaseInstance(NodeRuntime& node, oe_node* instance) {
+  if ((node.kind->kind->flags & OE_NODE_KIND_REENTRANT) == 0) {
+    node.idle.push_back(instance);
+  }
+}
+
+void Run::destroyInstances() {
+  for (auto& node : nodes_) {
+    destroyInstances(node);
+  }
+}
+
+void Run::destroyInstances(NodeRuntime& node) {
+  for (oe_node* instance : node.instances) {
+    node.kind->kind->destroy(instance);
+  }
+  node.instances = {};
+  node.idle = {};
+}
+
+void Run::attempt(const std::shared_ptr<Call>& call) {
+  NodeRuntime& node = *call->node;
+  ++call->attempt;
+  call->response.data.clear();
+  call->error.data.clear();
+  call->timed_out = false;
+  auto instance = acquireInstance(node);
+  if (!instance) {
+    attemptFailed(call, instance.error().message);
+    return;
+  }
+  call->instance = *instance;
+  std::string request =
+      invokeRequest(nodeJson(node), *call, log_.runId(), node.spec->id, experience_dir_json_);
+  ++calls_in_flight_;
+  active_calls_.push_back(call);
+
+  auto invoke = [call, request = std::move(request)] {
+    oe_invocation inv{sizeof(oe_invocation), static_cast<uint32_t>(call->attempt),
+                      oe_str{request.data(), request.size()}, call.get(), &call->response,
+                      &call->error};
+    call->status = call->node->kind->kind->invoke(call->instance, &inv);
+  };
+  const auto timeout = node.spec->timeout_ms;
+  // Inline when nothing else could run meanwhile: saves the thread hand-off (35-70 µs here),
+  // which dominates cheap nodes. Ready nodes cannot start while the concurrency limit is
+  // reached (a fan-out under concurrency 1), so they do not prevent it. A node with a timeout
+  // always goes to the pool so the coordinator stays free to fire the timer.
+  const bool nothing_else_could_start = ready_.nothingElseCouldStart();
+  const bool inline_call = !timeout && calls_in_flight_ == 1 && nothing_else_could_start &&
+                           (!node.spec->for_each || node.spec->for_each->concurrency <= 1);
+  if (inline_call) {
+    {
+      std::lock_guard lock(inline_mutex_);
+      inline_call_ = call.get();
+    }
+    invoke();
+    {
+      std::lock_guard lock(inline_mutex_);
+      inline_call_ = nullptr;
+    }
+    asio::post(io_, [this, call] { invokeDone(call); });
+    return;
+  }
+  if (timeout) {
+    call->timer = std::make_unique<asio::steady_timer>(io_, std::chrono::milliseconds(*timeout));
+    call->timer->async_wait([call](const boost::system::error_code& ec) {
+      if (!ec && !call->cancelled.exchange(true)) {
+        call->timed_out = true;
+        if (call->node->kind->kind->cancel != nullptr) {
+          call->node->kind->kind->cancel(call->instance, call.get());
+        }
+      }
+    });
+  }
+  asio::post(*pool_, [this, call, invoke = std::move(invoke)] {
+    invoke();
+    asio::post(io_, [this, call] { invokeDone(call); });
+  });
+}
+
+void Run::invokeDone(const std::shared_ptr<Call>& call) {
+  NodeRuntime& node = *call->node;
+  --calls_in_flight_;
+  active_calls_.erase(std::find(active_calls_.begin(), active_calls_.end(), call));
+  if (call->timer) {
+    call->timer->cancel();
+  }
+  releaseInstance(node, call->instance);
+  call->instance = nullptr;
+
+  if (call->timed_out) {
+    attemptFailed(call, "Node \"" + node.spec->id + "\" timed out after " +
+                            std::to_string(*node.spec->timeout_ms) +
+                            " ms (timeout_ms); raise timeout_ms or make the node faster");
+    return;
+  }
+  if (call->status != OE_OK) {
+    attemptFailed(call, invocationError(call->status, call->error.data, node.spec->kind));
+    return;
+  }
+  Json output = Json::parse(call->response.data, nullptr, false);
+  if (output.is_discarded()) {
+    std::string head = call->response.data.substr(0, 200);
+    attemptFailed(call, nodeLabel(node) + ": the plugin's response is not JSON: " + head);
+    return;
+  }
+  if (call->llm_usage.usage.calls > 0 && output.is_object()) {
+    // The host's own account of the node's LLM calls fills what the plugin did not report.
+    addLlmMetrics(output, call->llm_usage.usage);
+  }
+  inItemOrder(*call, [this, call, output = std::move(output)]() mutable {
+    std::string error;
+    if (!applyOutput(*call, output, false, &error)) {
+      attemptFailed(call, std::move(error));  // a retry, or the failure settled in this slot
+      return false;
+    }
+    ++summary_.ran;
+    Json edge_output;
+    const bool has_edge = output.contains("edge_output");
+    if (has_edge) {
+      edge_output = std::move(output["edge_output"]);
+    }
+    auto finish = std::move(call->done);
+    finish(true, has_edge ? &edge_output : nullptr);
+    return true;
+  });
+}
+
+bool Run::applyOutput(Call& call, const Json& output, bool from_cache, std::string* error) {
+  NodeRuntime& node = *call.node;
+  if (!output.is_object() || !output.contains("state_delta") || !output["state_delta"].is_object()) {
+    *error = nodeLabel(node) + " returned no state_delta object; a node must answer "
+                               "{\"state_delta\": {...}}";
+    return false;
+  }
+  const Json& delta = output["state_delta"];
+  std::vector<std::string> written;
+  if (!delta.empty()) {
+    auto result = store_.write(delta, state::WriteMeta{log_.runId(), node.spec->id});
+    if (!result) {
+      *error = result.error().message;
+      return false;
+    }
+    written = std::move(result).value();
+  }
+  for (const auto& field : written) {
+    log_.stateWrite(node.spec->id, field);
+  }
+  if (output.contains("edge_output")) {
+    // Buffered for every successor; the last write wins (reference §3.3).
+    for (uint32_t succ : dag_.succs[node.index]) {
+      nodes_[succ].edge_inputs[node.spec->id] = output["edge_output"];
+    }
+  }
+  if (!from_cache && cache_ != nullptr) {
+    // Before node.finished: once the log says a node finished, a resume must find its entry.
+    Json stored = Json::object();
+    stored["state_delta"] = delta;
+    if (output.contains("edge_output")) {
+      stored["edge_output"] = output["edge_output"];
+    }
+    if (output.contains("metrics") && !output["metrics"].is_null()) {
+      stored["metrics"] = output["metrics"];
+    }
+    if (auto put = cache_->put(call.cache_key, node.spec->id, log_.runId(), stored); !put) {
+      Json warning = {{"type", "node.log"}, {"node_id", node.spec->id}, {"level", "warn"},
+                      {"message", "cache write failed: " + put.error().message}};
+      emitLocal(warning);
+    }
+  }
+  const Json* metrics = nullptr;
+  auto it = output.find("metrics");
+  if (it != output.end() && !it->is_null() && !(it->is_object() && it->empty())) {
+    metrics = &*it;
+  }
+  log_.nodeFinished(node.spec->id, node.spec->phase, metrics);
+  return true;
+}
+
+void Run::attemptFailed(const std::shared_ptr<Call>& call, std::string message) {
+  NodeRuntime& node = *call->node;
+  const spec::OnError& policy = node.spec->on_error;
+  if (call->llm_usage.budget_refused) {
+    // Not the node's fault and not worth a retry: the run stops starting work, lets the calls
+    // in flight finish (their spend is already reserved), and `oe resume` continues it.
+    any_failure_ = true;
+    stopForBudget();
+    inItemOrder(*call, [this, call, message = std::move(message)] {
+      log_.nodeFailed(call->node->spec->id,
+                      message + "; raise runtime.budget (or pass --max-tokens / --max-cost-usd) "
+                                "and run `oe resume " + log_.runId() + "`",
+                      call->node->spec->phase);
+      auto finish = std::move(call->done);
+      finish(false, nullptr);
+      return true;
+    });
+    return;
+  }
+  if (!cancelling_ && retriesAfter(policy, call->attempt)) {
+    const int64_t delay = retryDelayMs(policy, call->attempt);
+    Json retry = {{"type", "node.retry"}, {"node_id", node.spec->id}, {"attempt", call->attempt},
+                  {"error", message}, {"delay_ms", delay}};
+    emitLocal(retry);
+    call->cancelled = false;
+    call->timer = std::make_unique<asio::steady_timer>(io_, std::chrono::milliseconds(delay));
+    ++calls_in_flight_;  // the pending retry counts as work in flight
+    waiting_calls_.push_back(call);
+    call->timer->async_wait([this, call](const boost::system::error_code&) {
+      --calls_in_flight_;
+      waiting_calls_.erase(std::find(waiting_calls_.begin(), waiting_calls_.end(), call));
+      if (cancelling_) {
+        attemptFailed(call, "cancelled before retry");
+        return;
+      }
+      attempt(call);
+    });
+    return;
+  }
+  if (policy.policy == spec::ErrorPolicy::kFailRun && !cancelling_) {
+    // D7: cancel the remaining work and end the run `failed`.
+    any_failure_ = true;
+    cancelAll("node \"" + node.spec->id + "\" failed and policy=fail_run: " + message);
+  }
+  inItemOrder(*call, [this, call, message = std::move(message)] {
+    log_.nodeFailed(call->node->spec->id, message, call->node->spec->phase);
+    auto finish = std::move(call->done);
+    finish(false, nullptr);
+    return true;
+  });
+}
+
+}  // namespace oe::run::engine

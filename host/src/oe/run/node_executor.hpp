@@ -1,0 +1,89 @@
+// Node execution: one call of a node (or of a for_each item, pipeline stage, loop iteration),
+// from its bundle through the cache lookup and replay, the plugin call with its timeout, and the
+// retries, to the output applied to the state. The Run members that do it are in
+// node_executor.cpp; what can be decided without a run is here, as functions.
+#pragma once
+
+#include <boost/asio/steady_timer.hpp>
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "oe/common/json.hpp"
+#include "oe/llm/llm_service.hpp"
+#include "oe/plugins/host_context.hpp"
+#include "oe/spec/experience.hpp"
+
+namespace oe::run::engine {
+
+class Run;
+struct NodeRuntime;
+
+// Everything one plugin call needs; also the oe_host_ctx the plugin sees during the call.
+struct Call final : oe_host_ctx {
+  Run* run = nullptr;
+  NodeRuntime* node = nullptr;
+  Json extra_args;    // $item/$index/$pipeline/$iter/$loop
+  Json edge_inputs;   // what predecessors (or the previous pipeline stage) handed over
+  Json state_view;    // the node's `reads`, frozen at dispatch
+  Json args;
+  std::string args_json;   // canonical dumps of args, state_view and edge_inputs (cache key
+  std::string state_json;  // and request share them)
+  std::string edges_json;
+  std::string cache_key;
+  int attempt = 0;
+  oe_node* instance = nullptr;
+  oe_writer response;
+  oe_writer error;
+  oe_status status = OE_OK;
+  std::atomic<bool> cancelled{false};
+  bool timed_out = false;
+  std::unique_ptr<boost::asio::steady_timer> timer;
+  // Continuation on the coordinator: success flag and the edge_output (null when absent).
+  std::function<void(bool ok, const Json* edge_output)> done;
+
+  llm::CallUsage llm_usage;  // written by oe.llm/1 on the worker thread during the attempt
+
+  void log(oe_log_level level, std::string_view message) override;
+  oe_status emitEvent(std::string_view type, std::string_view fields_json) override;
+  oe_status stateGet(std::string_view field, std::string& out_json) override;
+  [[nodiscard]] bool isCancelled() const override { return cancelled.load(); }
+  oe_status llmComplete(std::string_view request_json, std::string& out) override;
+  oe_status renderPrompt(std::string_view template_text, std::string& out) override;
+  oe_status promptValues(uint32_t indent, std::string& out) override;
+  // {...state_view, ...edge_inputs, ...args}: what a prompt's placeholders see (reference §2.1).
+  [[nodiscard]] Json promptValueMap() const;
+};
+
+// D1: the args a node sees: the run's --args, then the node's own args (resolved against the
+// state), then what the control flow injects ($item, $index, ...); a later one wins per key.
+[[nodiscard]] Json bundleArgs(const Json& run_args, Json node_args, const Json& extra_args);
+
+// The request of one invocation (reference §3.3); every part but the context is already JSON.
+[[nodiscard]] std::string invokeRequest(std::string_view node_json, const Call& call,
+                                        std::string_view run_id, std::string_view node_id,
+                                        std::string_view experience_dir_json);
+
+// The message of an invocation that returned `status` (not OE_OK) with `error_text` written.
+[[nodiscard]] std::string invocationError(oe_status status, const std::string& error_text,
+                                          std::string_view kind);
+
+// The host's own account of a node's LLM calls fills the output's metrics the plugin did not
+// report (tokens_in, tokens_out, cost_usd); a value the plugin reported stays.
+void addLlmMetrics(Json& output, const llm::Usage& used);
+
+// on_error: retry gives `attempts` attempts in all; after attempt `attempt` failed, whether
+// another one follows.
+[[nodiscard]] inline bool retriesAfter(const spec::OnError& policy, int attempt) {
+  return policy.policy == spec::ErrorPolicy::kRetry && attempt < policy.attempts;
+}
+
+// The wait before the attempt after attempt `attempt` (1-based) failed. Linear unless
+// exponential is asked for (reference §3.3): base*n or base*2^(n-1).
+[[nodiscard]] int64_t retryDelayMs(const spec::OnError& policy, int attempt);
+
+}  // namespace oe::run::engine

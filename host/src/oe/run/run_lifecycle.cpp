@@ -1,0 +1,260 @@
+// The run's lifecycle: prepare (the graph, the kinds, `when` conditions, --from/--only, the
+// pool), execute (the coordinator loop and the signal watch), stopping early (fail_run, a
+// signal, the LLM budget) and finishRun (D6/D7 status, flushes, run.finished).
+#include "oe/run/run_lifecycle.hpp"
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/signal_set.hpp>
+
+#include <algorithm>
+#include <csignal>
+#include <thread>
+
+#include "oe/run/engine.hpp"
+
+namespace oe::run::engine {
+
+RunStatus decideStatus(bool stopped, bool any_success, bool any_failure) {
+  if (stopped) {
+    return RunStatus::kFailed;
+  }
+  if (!any_failure) {
+    return RunStatus::kSuccess;
+  }
+  return any_success ? RunStatus::kPartial : RunStatus::kFailed;
+}
+
+Json finishedFields(const RunSummary& summary) {
+  Json extra = {{"nodes",
+                 {{"ran", summary.ran},
+                  {"cached", summary.cached},
+                  {"failed", summary.failed},
+                  {"skipped", summary.skipped}}}};
+  if (summary.reused > 0) {
+    extra["nodes"]["reused"] = summary.reused;
+  }
+  if (!summary.stop_reason.empty()) {
+    extra["reason"] = summary.stop_reason;
+  }
+  return extra;
+}
+
+Result<void> Run::prepare(const plugins::PluginRegistry& plugins) {
+  auto dag = graph::buildDag(exp_);
+  if (!dag) {
+    return dag.error();
+  }
+  dag_ = std::move(dag).value();
+  run_args_ = options_.args.is_object() ? options_.args : Json::object();
+  experience_dir_json_ = jsonQuoted(exp_.dir.string());
+
+  nodes_.resize(exp_.nodes.size());
+  for (uint32_t i = 0; i < exp_.nodes.size(); ++i) {
+    NodeRuntime& node = nodes_[i];
+    const spec::NodeSpec& spec = exp_.nodes[i];
+    node.spec = &spec;
+    node.index = i;
+    node.kind = plugins.find(spec.kind);
+    if (node.kind == nullptr) {
+      return makeError("node \"" + spec.id + "\": no loaded plugin provides kind \"" + spec.kind +
+                       "\"; run `oe plugins` to see the installed kinds");
+    }
+    node.args = expr::ArgsTemplate::view(spec.args);  // the spec outlives the run
+    for (uint32_t edge_index : dag_.in_edges[i]) {
+      const auto& edge = exp_.edges[edge_index];
+      if (!edge.when) {
+        continue;
+      }
+      auto condition = expr::Condition::compile(*edge.when);
+      if (!condition) {
+        return makeError("edge " + edge.from + " -> " + edge.to + ": when: " +
+                         condition.error().message);
+      }
+      node.conditions.push_back(std::move(condition).value());
+    }
+  }
+  for (const auto& pipeline : exp_.pipelines) {
+    for (const auto& stage : pipeline.stages) {
+      auto it = indexOf(stage);
+      if (!it) {
+        return makeError("Pipeline \"" + pipeline.id + "\" references unknown stage node \"" +
+                         stage + "\"");
+      }
+      nodes_[*it].main = false;
+    }
+  }
+  for (const auto& loop : exp_.loops) {
+    auto it = indexOf(loop.body);
+    if (!it) {
+      return makeError("Loop \"" + loop.id + "\" references unknown body node \"" + loop.body + "\"");
+    }
+    if (!loop.until && !loop.max_iters) {
+      return makeError("Loop \"" + loop.id + "\" must declare at least one of: until, max_iters");
+    }
+    nodes_[*it].main = false;
+  }
+  for (uint32_t i = 0; i < nodes_.size(); ++i) {
+    for (uint32_t pred : dag_.preds[i]) {
+      if (nodes_[pred].main) {
+        ++nodes_[i].unmet;
+      }
+    }
+  }
+
+  const std::string& pick = !options_.only_node.empty() ? options_.only_node : options_.from_node;
+  if (!pick.empty()) {
+    auto it = indexOf(pick);
+    if (!it) {
+      return makeError(std::string(options_.only_node.empty() ? "--from" : "--only") +
+                       ": no node \"" + pick + "\" in " + exp_.file.string());
+    }
+    for (auto& node : nodes_) {
+      node.selected = false;
+    }
+    // --from: the node and everything downstream of it (successors in the graph).
+    std::vector<uint32_t> stack = {*it};
+    while (!stack.empty()) {
+      const uint32_t i = stack.back();
+      stack.pop_back();
+      if (nodes_[i].selected) {
+        continue;
+      }
+      nodes_[i].selected = true;
+      if (options_.only_node.empty()) {
+        stack.insert(stack.end(), dag_.succs[i].begin(), dag_.succs[i].end());
+      }
+    }
+    force_selected_ = true;
+  }
+  ready_.setConcurrency(options_.concurrency.value_or(exp_.runtime.concurrency.value_or(1)));
+  int widest_for_each = 1;
+  for (const auto& node : exp_.nodes) {
+    if (node.for_each) {
+      widest_for_each = std::max(widest_for_each, node.for_each->concurrency);
+    }
+  }
+  const size_t threads = std::min<size_t>(
+      kMaxPoolThreads,
+      static_cast<size_t>(ready_.concurrency()) * static_cast<size_t>(widest_for_each));
+  pool_ = std::make_unique<asio::thread_pool>(std::max<size_t>(1, threads));
+  return {};
+}
+
+RunSummary Run::execute() {
+  summary_.run_id = log_.runId();
+  for (uint32_t i : dag_.topo) {
+    if (nodes_[i].main && nodes_[i].unmet == 0) {
+      ready_.push(i);
+    }
+  }
+  // Signals are watched on their own thread: the coordinator may be busy in an inline call,
+  // which must be cancelled at once, not after it returns.
+  asio::io_context signal_io;
+  asio::signal_set signals(signal_io, SIGINT, SIGTERM);
+  signals.async_wait([this](const boost::system::error_code& ec, int signal_number) {
+    if (ec) {
+      return;
+    }
+    {
+      std::lock_guard lock(inline_mutex_);
+      if (inline_call_ != nullptr && !inline_call_->cancelled.exchange(true) &&
+          inline_call_->node->kind->kind->cancel != nullptr) {
+        inline_call_->node->kind->kind->cancel(inline_call_->instance, inline_call_);
+      }
+    }
+    asio::post(io_, [this, signal_number] {
+      cancelAll(signal_number == SIGINT ? "interrupted (SIGINT)" : "terminated (SIGTERM)");
+    });
+  });
+  std::thread signal_thread([&signal_io] { signal_io.run(); });
+  asio::post(io_, [this] { pump(); });
+  // Keeps run_one() blocking (not spinning) while the only work in flight is on the pool.
+  auto work = asio::make_work_guard(io_);
+  while (!finished_) {
+    io_.run_one();
+  }
+  signals.cancel();
+  signal_io.stop();
+  signal_thread.join();
+  pool_->join();
+  return summary_;
+}
+
+void Run::finishRun() {
+  if (finished_) {
+    return;
+  }
+  // D6, plus D7: a run stopped by fail_run (or a signal) is `failed`.
+  summary_.status = decideStatus(cancelling_, any_success_, any_failure_);
+  summary_.final_state = store_.snapshot();
+  Json extra = finishedFields(summary_);
+  if (llm_ != nullptr) {
+    summary_.usage = llm_->runUsage();
+    summary_.usage_total = llm_->totalUsage();
+    if (summary_.usage.calls > 0) {
+      extra["usage"] = summary_.usage.toJson();
+    }
+    if (options_.prior_usage.calls > 0) {
+      extra["usage_total"] = summary_.usage_total.toJson();
+    }
+  }
+  // The batched state rows and cache entries reach SQLite before run.finished, so a reader
+  // that sees the run finished sees all it wrote. A failure loses nothing: the rows stay in
+  // their journals, which the next open folds.
+  auto warn = [this](const std::string& message) {
+    emitLocal(Json{{"type", "node.log"}, {"node_id", ""}, {"level", "warn"},
+                   {"message", message}});
+  };
+  if (auto flushed = store_.flush(); !flushed) {
+    warn(flushed.error().message);
+  }
+  // One transaction for all the run's hits, so `oe gc` keeps what this run replayed.
+  if (cache_ != nullptr) {
+    if (auto flushed = cache_->flush(); !flushed) {
+      warn(flushed.error().message);
+    }
+    if (auto touched = cache_->touch(cache_hits_, log_.runId()); !touched) {
+      warn(touched.error().message);
+    }
+  }
+  log_.runFinished(toString(summary_.status), extra);
+  finished_ = true;
+}
+
+void Run::stopForBudget() {
+  if (cancelling_) {
+    return;
+  }
+  cancelling_ = true;
+  summary_.stop_reason = "budget_exhausted";
+  ready_.clear();
+  for (const auto& call : waiting_calls_) {
+    call->timer->cancel();  // a retry would only meet the same budget
+  }
+  asio::post(io_, [this] { pump(); });
+}
+
+void Run::cancelAll(std::string reason) {
+  if (cancelling_) {
+    return;
+  }
+  cancelling_ = true;
+  summary_.stop_reason = std::move(reason);
+  ready_.clear();
+  for (const auto& call : active_calls_) {
+    if (!call->cancelled.exchange(true) && call->instance != nullptr &&
+        call->node->kind->kind->cancel != nullptr) {
+      call->node->kind->kind->cancel(call->instance, call.get());
+    }
+    if (call->timer) {
+      call->timer->cancel();
+    }
+  }
+  for (const auto& call : waiting_calls_) {
+    call->timer->cancel();
+  }
+  asio::post(io_, [this] { pump(); });
+}
+
+}  // namespace oe::run::engine

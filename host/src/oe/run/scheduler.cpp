@@ -1,0 +1,113 @@
+// The main pass (D5): the ready queue, its concurrency limit, and what a node's end releases.
+// A node whose predecessors are all done is queued; pump() starts queued nodes while the limit
+// allows, and hands over to pipelines and loops once nothing is queued or in flight.
+#include <boost/asio/post.hpp>
+
+#include "oe/run/engine.hpp"
+
+namespace oe::run::engine {
+
+void Run::pump() {
+  if (cancelling_) {
+    if (calls_in_flight_ == 0 && !finished_) {
+      finishRun();
+    }
+    return;
+  }
+  while (ready_.canStart()) {
+    const uint32_t index = ready_.pop();
+    startNode(nodes_[index]);
+    if (cancelling_) {
+      return;
+    }
+  }
+  if (ready_.drained() && !main_done_) {
+    main_done_ = true;
+    mainPassDone();
+  }
+}
+
+void Run::startNode(NodeRuntime& node) {
+  // Predecessor check: any failed or skipped predecessor skips this node (reference §3.3).
+  for (uint32_t pred : dag_.preds[node.index]) {
+    const Outcome o = nodes_[pred].outcome;
+    if (o == Outcome::kFailed || o == Outcome::kSkipped) {
+      skipNode(node, "predecessor failed or skipped");
+      return;
+    }
+  }
+  for (const auto& condition : node.conditions) {
+    if (!condition.test(store_)) {
+      skipNode(node, "when: condition false");
+      return;
+    }
+  }
+  node.outcome = Outcome::kRunning;
+  ready_.started();
+  if (node.spec->for_each) {
+    std::optional<Json> items = resolveItems(node.spec->for_each->source, store_);
+    if (!items || !items->is_array() || items->empty()) {
+      // Not an array: zero iterations, no events, successors run (reference §3.5).
+      finishNode(node, true);
+      return;
+    }
+    node.each = std::make_unique<ForEachRun>();
+    node.each->items = std::move(*items);
+    pumpForEach(node);
+    return;
+  }
+  // Moved, not copied: every predecessor is done, so nothing adds to them any more.
+  startCall(node, Json::object(), std::move(node.edge_inputs),
+            [this, &node](bool ok, const Json* /*edge_output*/) { finishNode(node, ok); });
+}
+
+void Run::finishNode(NodeRuntime& node, bool ok) {
+  node.outcome = ok ? Outcome::kSucceeded : Outcome::kFailed;
+  if (ok) {
+    any_success_ = true;
+  } else {
+    any_failure_ = true;
+    ++summary_.failed;
+  }
+  ready_.finished();
+  if (node.main) {
+    // A main-pass node never runs again in this run: its plugin instances go now rather than
+    // at the end, so memory does not hold one per node (stages and loop bodies keep theirs).
+    destroyInstances(node);
+    node.raw_dump.reset();
+    node.file_ids = {};
+  }
+  releaseSuccessors(node);
+  asio::post(io_, [this] { pump(); });
+}
+
+void Run::skipNode(NodeRuntime& node, std::string_view reason) {
+  node.outcome = Outcome::kSkipped;
+  ++summary_.skipped;
+  log_.nodeSkipped(node.spec->id, reason, node.spec->phase);
+  releaseSuccessors(node);
+}
+
+void Run::releaseSuccessors(NodeRuntime& node) {
+  if (!node.main) {
+    return;
+  }
+  for (uint32_t succ : dag_.succs[node.index]) {
+    NodeRuntime& next = nodes_[succ];
+    if (next.main && --next.unmet == 0) {
+      ready_.push(succ);
+    }
+  }
+}
+
+void Run::mainPassDone() {
+  if (!exp_.pipelines.empty()) {
+    runPipeline(0);
+  } else if (!exp_.loops.empty()) {
+    runLoop(0, 0);
+  } else {
+    finishRun();
+  }
+}
+
+}  // namespace oe::run::engine

@@ -1,0 +1,127 @@
+// Control flow alone: for_each item dispatch and completion, the D16 item order, the lists
+// for_each and pipelines iterate, and when a loop stops.
+#include "oe/run/control_flow.hpp"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "oe/expr/state_reader.hpp"
+
+namespace oe::run::engine {
+namespace {
+
+// An outcome that records its item when it settles.
+std::function<bool()> record(std::vector<size_t>& applied, size_t index, bool consumes = true) {
+  return [&applied, index, consumes] {
+    applied.push_back(index);
+    return consumes;
+  };
+}
+
+TEST(ItemOrder, OutcomesSettleInItemOrderWhateverTheCompletionOrder) {
+  ItemOrder order;
+  std::vector<size_t> applied;
+  order.settle(2, record(applied, 2));
+  order.settle(1, record(applied, 1));
+  EXPECT_TRUE(applied.empty());  // both wait for item 0
+  EXPECT_EQ(order.parked(), 2u);
+  order.settle(0, record(applied, 0));
+  EXPECT_EQ(applied, (std::vector<size_t>{0, 1, 2}));
+  EXPECT_EQ(order.nextToApply(), 3u);
+  EXPECT_EQ(order.parked(), 0u);
+}
+
+TEST(ItemOrder, AnOutcomeThatDoesNotSettleKeepsItsSlot) {
+  ItemOrder order;
+  std::vector<size_t> applied;
+  order.settle(1, record(applied, 1));
+  order.settle(0, record(applied, 0, /*consumes=*/false));  // a failed replay: runs live
+  EXPECT_EQ(applied, (std::vector<size_t>{0}));
+  EXPECT_EQ(order.nextToApply(), 0u);
+  EXPECT_EQ(order.parked(), 1u);  // item 1 still waits for item 0
+  order.settle(0, record(applied, 0));  // the live run's outcome
+  EXPECT_EQ(applied, (std::vector<size_t>{0, 0, 1}));
+  EXPECT_EQ(order.nextToApply(), 2u);
+}
+
+TEST(ForEachRun, DispatchKeepsToTheNodesConcurrency) {
+  ForEachRun each;
+  each.items = Json::array({"a", "b", "c", "d", "e"});
+  std::vector<size_t> started;
+  while (each.canDispatch(2)) {
+    started.push_back(each.dispatch());
+  }
+  EXPECT_EQ(started, (std::vector<size_t>{0, 1}));
+  EXPECT_FALSE(each.itemDone(true, false));
+  ASSERT_TRUE(each.canDispatch(2));
+  EXPECT_EQ(each.dispatch(), 2u);
+  EXPECT_FALSE(each.canDispatch(2));
+}
+
+TEST(ForEachRun, TheNodeFinishesWithItsLastItemAndFailsIfAnyItemFailed) {
+  ForEachRun each;
+  each.items = Json::array({1, 2, 3});
+  while (each.canDispatch(3)) {
+    each.dispatch();
+  }
+  EXPECT_FALSE(each.itemDone(true, false));
+  EXPECT_FALSE(each.itemDone(false, false));
+  EXPECT_TRUE(each.itemDone(true, false));
+  EXPECT_FALSE(each.succeeded());
+}
+
+TEST(ForEachRun, ACancelledRunFinishesTheNodeOnceNoItemIsInFlight) {
+  ForEachRun each;
+  each.items = Json::array({1, 2, 3, 4});
+  each.dispatch();
+  each.dispatch();
+  EXPECT_FALSE(each.itemDone(true, true));  // one still in flight
+  EXPECT_TRUE(each.itemDone(true, true));   // items 2 and 3 never start
+  EXPECT_TRUE(each.succeeded());
+}
+
+TEST(ControlFlow, ItemsComeFromAStatePath) {
+  const Json state = {{"xs", {1, 2, 3}}, {"obj", {{"inner", {"a"}}}}, {"n", 4}};
+  expr::JsonStateReader reader(state);
+  auto xs = resolveItems("$.xs", reader);
+  ASSERT_TRUE(xs.has_value());
+  EXPECT_EQ(*xs, Json::array({1, 2, 3}));
+  auto inner = resolveItems("$.obj.inner", reader);
+  ASSERT_TRUE(inner.has_value());
+  EXPECT_EQ(*inner, Json::array({"a"}));
+  auto n = resolveItems("$.n", reader);
+  ASSERT_TRUE(n.has_value());
+  EXPECT_FALSE(n->is_array());  // the caller runs it zero times
+  EXPECT_FALSE(resolveItems("$.missing", reader).has_value());
+  EXPECT_FALSE(resolveItems("xs", reader).has_value());  // not a path
+}
+
+TEST(ControlFlow, ALoopStopsAtMaxIters) {
+  spec::LoopSpec loop;
+  loop.max_iters = 3;
+  const Json state = Json::object();
+  expr::JsonStateReader reader(state);
+  EXPECT_FALSE(loopStops(loop, 0, reader));
+  EXPECT_FALSE(loopStops(loop, 2, reader));
+  EXPECT_TRUE(loopStops(loop, 3, reader));
+  loop.max_iters.reset();
+  loop.until = "$.done == true";
+  EXPECT_FALSE(loopStops(loop, 99, reader));
+  EXPECT_TRUE(loopStops(loop, 100, reader));  // max_iters defaults to 100
+}
+
+TEST(ControlFlow, ALoopStopsWhenUntilHolds) {
+  spec::LoopSpec loop;
+  loop.until = "$.count >= 2";
+  Json state = {{"count", 1}};
+  expr::JsonStateReader reader(state);
+  EXPECT_FALSE(loopStops(loop, 1, reader));
+  state["count"] = 2;
+  EXPECT_TRUE(loopStops(loop, 1, reader));
+  loop.until = "$.count >= ";  // does not compile: the loop does not run forever
+  EXPECT_TRUE(loopStops(loop, 0, reader));
+}
+
+}  // namespace
+}  // namespace oe::run::engine

@@ -1,0 +1,108 @@
+// Node execution's decisions alone: retries and their backoff, the D1 args, the invocation
+// request, the message of a failed invocation, and the host's LLM metrics.
+#include "oe/run/node_executor.hpp"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+namespace oe::run::engine {
+namespace {
+
+spec::OnError retry(int attempts, spec::Backoff backoff, int64_t base_ms) {
+  spec::OnError policy;
+  policy.policy = spec::ErrorPolicy::kRetry;
+  policy.attempts = attempts;
+  policy.backoff = backoff;
+  policy.base_ms = base_ms;
+  return policy;
+}
+
+TEST(Retry, LinearBackoffGrowsByTheBaseEachAttempt) {
+  const auto policy = retry(5, spec::Backoff::kLinear, 100);
+  std::vector<int64_t> delays;
+  for (int attempt = 1; attempt <= 4; ++attempt) {
+    delays.push_back(retryDelayMs(policy, attempt));
+  }
+  EXPECT_EQ(delays, (std::vector<int64_t>{100, 200, 300, 400}));
+}
+
+TEST(Retry, ExponentialBackoffDoublesEachAttempt) {
+  const auto policy = retry(5, spec::Backoff::kExponential, 100);
+  std::vector<int64_t> delays;
+  for (int attempt = 1; attempt <= 4; ++attempt) {
+    delays.push_back(retryDelayMs(policy, attempt));
+  }
+  EXPECT_EQ(delays, (std::vector<int64_t>{100, 200, 400, 800}));
+  // The shift is capped, so a long retry chain does not overflow into a negative delay.
+  EXPECT_EQ(retryDelayMs(retry(100, spec::Backoff::kExponential, 1), 80), int64_t{1} << 30);
+}
+
+TEST(Retry, AttemptsCountsEveryAttemptAndOnlyRetryRetries) {
+  const auto policy = retry(3, spec::Backoff::kLinear, 10);
+  EXPECT_TRUE(retriesAfter(policy, 1));
+  EXPECT_TRUE(retriesAfter(policy, 2));
+  EXPECT_FALSE(retriesAfter(policy, 3));
+  spec::OnError skip;
+  skip.attempts = 3;
+  EXPECT_FALSE(retriesAfter(skip, 1));
+  spec::OnError fail_run = skip;
+  fail_run.policy = spec::ErrorPolicy::kFailRun;
+  EXPECT_FALSE(retriesAfter(fail_run, 1));
+}
+
+TEST(Bundle, LaterArgsWinPerKey) {
+  const Json run_args = {{"a", "run"}, {"b", "run"}, {"c", "run"}};
+  const Json node_args = {{"b", "node"}, {"c", "node"}};
+  const Json extra = {{"c", "injected"}, {"$index", 2}};
+  EXPECT_EQ(bundleArgs(run_args, node_args, extra),
+            (Json{{"a", "run"}, {"b", "node"}, {"c", "injected"}, {"$index", 2}}));
+  // Node args that are not an object add nothing.
+  EXPECT_EQ(bundleArgs(run_args, Json::array({1}), Json::object()), run_args);
+  EXPECT_EQ(bundleArgs(Json::object(), Json(), Json::object()), Json::object());
+}
+
+TEST(Bundle, TheRequestCarriesTheBundleAndTheContext) {
+  Call call;
+  call.args_json = R"({"x":1})";
+  call.state_json = R"({"s":"v"})";
+  call.edges_json = R"({"up":[1,2]})";
+  call.attempt = 3;
+  const std::string request = invokeRequest(R"({"id":"n","kind":"tool"})", call, "run-\"1\"",
+                                            "n", R"("/tmp/exp")");
+  const Json parsed = Json::parse(request);
+  EXPECT_EQ(parsed["node"], (Json{{"id", "n"}, {"kind", "tool"}}));
+  EXPECT_EQ(parsed["args"], (Json{{"x", 1}}));
+  EXPECT_EQ(parsed["state_view"], (Json{{"s", "v"}}));
+  EXPECT_EQ(parsed["edge_inputs"], (Json{{"up", {1, 2}}}));
+  EXPECT_EQ(parsed["context"], (Json{{"run_id", "run-\"1\""},
+                                     {"node_id", "n"},
+                                     {"experience_dir", "/tmp/exp"},
+                                     {"attempt", 3}}));
+}
+
+TEST(Invocation, ThePluginsMessageWinsElseTheStatusIsNamed) {
+  EXPECT_EQ(invocationError(OE_INTERNAL, "disk full", "tool"), "disk full");
+  EXPECT_EQ(invocationError(OE_CANCELLED, "", "tool"), "cancelled");
+  const std::string message = invocationError(OE_INTERNAL, "", "agent");
+  EXPECT_NE(message.find("the agent plugin failed with status " + std::to_string(OE_INTERNAL)),
+            std::string::npos)
+      << message;
+}
+
+TEST(Invocation, HostLlmMetricsFillOnlyWhatThePluginDidNotReport) {
+  llm::Usage used;
+  used.input_tokens = 10;
+  used.output_tokens = 20;
+  used.cost_usd = 0.5;
+  used.calls = 1;
+  Json output = {{"state_delta", Json::object()}, {"metrics", {{"tokens_in", 99}}}};
+  addLlmMetrics(output, used);
+  EXPECT_EQ(output["metrics"], (Json{{"tokens_in", 99}, {"tokens_out", 20}, {"cost_usd", 0.5}}));
+  Json bare = {{"state_delta", Json::object()}, {"metrics", "n/a"}};
+  addLlmMetrics(bare, used);
+  EXPECT_EQ(bare["metrics"], (Json{{"tokens_in", 10}, {"tokens_out", 20}, {"cost_usd", 0.5}}));
+}
+
+}  // namespace
+}  // namespace oe::run::engine
