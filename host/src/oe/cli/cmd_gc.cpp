@@ -4,6 +4,7 @@
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "oe/cache/cache_store.hpp"
@@ -133,7 +134,23 @@ int runGc(const GcArgs& a) {
     }
   }  // the store closes here, so its WAL is gone before the sizes are measured
   state::HistoryPruneStats history_stats;
-  if (auto pruned = state::pruneHistory(state_db, keep, a.dry_run); pruned) {
+  // The chains the kept runs continue: their resumed_from, and that run's, as far as the logs
+  // (read before any was deleted) tell. Their landed-write marks stay.
+  std::unordered_set<std::string> keep_chains;
+  {
+    std::unordered_map<std::string, const RunRecord*> by_id;
+    for (const RunRecord& run : runs) {
+      by_id.emplace(run.id, &run);
+    }
+    for (const std::string& id : keep) {
+      auto it = by_id.find(id);
+      while (it != by_id.end() && !it->second->resumed_from.empty() &&
+             keep_chains.insert(it->second->resumed_from).second) {
+        it = by_id.find(it->second->resumed_from);
+      }
+    }
+  }
+  if (auto pruned = state::pruneHistory(state_db, keep, a.dry_run, keep_chains); pruned) {
     history_stats = *pruned;
   } else {
     std::cerr << "oe: " << pruned.error().message << '\n';
@@ -154,6 +171,7 @@ int runGc(const GcArgs& a) {
                 {"runs_removed", removed_ids},
                 {"cache_entries_removed", cache_stats.entries},
                 {"history_rows_removed", history_stats.rows},
+                {"landed_marks_removed", history_stats.marks},
                 {"log_bytes", log_bytes},
                 {"bytes_freed", freed},
                 {"kept_maybe_running", kept_running}};

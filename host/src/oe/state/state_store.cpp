@@ -19,7 +19,17 @@ constexpr const char* kSchemaSql =
     "CREATE INDEX IF NOT EXISTS idx_history_run ON state_history(run_id);"
     // oe's own (not upstream's): how far each group-commit journal is folded.
     "CREATE TABLE IF NOT EXISTS oe_journal_folds (journal TEXT PRIMARY KEY, "
-    "folded_bytes INTEGER NOT NULL);";
+    "folded_bytes INTEGER NOT NULL);"
+    // oe's own: the writes that landed in each chain of runs (`oe resume` does not apply them
+    // again), the chains (numbered, so a mark does not repeat the chain's id) and the runs
+    // that landed writes in each (oe gc keeps a chain's marks while one of them is kept).
+    "CREATE TABLE IF NOT EXISTS oe_chains (id INTEGER PRIMARY KEY, "
+    "chain_id TEXT NOT NULL UNIQUE);"
+    "CREATE TABLE IF NOT EXISTS oe_chain_runs (chain INTEGER NOT NULL, run_id TEXT NOT NULL, "
+    "PRIMARY KEY (chain, run_id)) WITHOUT ROWID;"
+    "CREATE TABLE IF NOT EXISTS oe_landed_writes (chain INTEGER NOT NULL, "
+    "write_key TEXT NOT NULL, input_key TEXT NOT NULL, PRIMARY KEY (chain, write_key)) "
+    "WITHOUT ROWID;";
 
 constexpr std::string_view kUpsertSql =
     "INSERT INTO state_snapshot (field, value, updated_at, updated_by_node, updated_by_run) "
@@ -35,6 +45,17 @@ constexpr std::string_view kByFieldSql =
 constexpr std::string_view kFoldedSql =
     "INSERT INTO oe_journal_folds (journal, folded_bytes) VALUES (?1, ?2) "
     "ON CONFLICT(journal) DO UPDATE SET folded_bytes = excluded.folded_bytes";
+constexpr std::string_view kChainSql =
+    "INSERT INTO oe_chains (chain_id) VALUES (?1) ON CONFLICT(chain_id) DO NOTHING";
+constexpr std::string_view kChainNumberSql = "SELECT id FROM oe_chains WHERE chain_id = ?1";
+constexpr std::string_view kMemberSql =
+    "INSERT INTO oe_chain_runs (chain, run_id) VALUES (?1, ?2) ON CONFLICT DO NOTHING";
+constexpr std::string_view kMarkSql =
+    "INSERT INTO oe_landed_writes (chain, write_key, input_key) VALUES (?1, ?2, ?3) "
+    "ON CONFLICT(chain, write_key) DO UPDATE SET input_key = excluded.input_key";
+constexpr std::string_view kMarksOfChainSql =
+    "SELECT write_key, input_key FROM oe_landed_writes WHERE chain = "
+    "(SELECT id FROM oe_chains WHERE chain_id = ?1)";
 constexpr std::string_view kFoldedBytesSql =
     "SELECT folded_bytes FROM oe_journal_folds WHERE journal = ?1";
 constexpr std::string_view kByRunSql =
@@ -139,6 +160,10 @@ struct StateStore::Sql {
   sqlite::Stmt upsert;
   sqlite::Stmt insert_history;
   sqlite::Stmt folded;
+  sqlite::Stmt insert_chain;
+  sqlite::Stmt chain_number;
+  sqlite::Stmt insert_member;
+  sqlite::Stmt insert_mark;
   sqlite::Stmt by_field;
   sqlite::Stmt by_run;
 };
@@ -228,7 +253,9 @@ Result<void> StateStore::init() {
   for (const Want& w : {Want{&sql_->begin, "BEGIN IMMEDIATE"}, Want{&sql_->commit, "COMMIT"},
                         Want{&sql_->rollback, "ROLLBACK"}, Want{&sql_->upsert, kUpsertSql},
                         Want{&sql_->insert_history, kHistorySql},
-                        Want{&sql_->folded, kFoldedSql},
+                        Want{&sql_->folded, kFoldedSql}, Want{&sql_->insert_chain, kChainSql},
+                        Want{&sql_->chain_number, kChainNumberSql},
+                        Want{&sql_->insert_member, kMemberSql}, Want{&sql_->insert_mark, kMarkSql},
                         Want{&sql_->by_field, kByFieldSql}, Want{&sql_->by_run, kByRunSql}}) {
     auto stmt = sqlite::prepare(h, w.sql);
     if (!stmt) {
@@ -384,13 +411,16 @@ Result<std::vector<std::string>> StateStore::write(const Json& delta, const Writ
   }
 
   std::vector<std::string> written;
-  if (pending.empty()) {
+  // A tracked write whose fields were all skipped (set_once, same value) still lands its mark.
+  const bool mark = !meta.write_key.empty() && !chain_id_.empty();
+  if (pending.empty() && !mark) {
     return written;
   }
 
-  // Phase 2: one journal line, {"n":node,"r":run,"t":ts,"w":[[field,old,new],...]} with old
-  // and new as stored (old null when unset), appended with one write(2): from here the write
-  // survives a kill. All rows share one ts (upstream does the same).
+  // Phase 2: one journal line, {"n":node,"r":run,"t":ts,["c":chain,"k":write_key,
+  // "i":input_key,]"w":[[field,old,new],...]} with old and new as stored (old null when
+  // unset), appended with one write(2): from here the write, and its mark, survive a kill.
+  // All rows share one ts (upstream does the same).
   const std::string ts = sqlite::isoNow();
   std::string line;
   line.reserve(64 + node.size() + meta.run_id.size() + pending.size() * 32);
@@ -400,7 +430,16 @@ Result<std::vector<std::string>> StateStore::write(const Json& delta, const Writ
   line += jsonQuoted(meta.run_id);
   line += ",\"t\":\"";
   line += ts;
-  line += "\",\"w\":[";
+  line += '"';
+  if (mark) {
+    line += ",\"c\":";
+    line += jsonQuoted(chain_id_);
+    line += ",\"k\":";
+    line += jsonQuoted(meta.write_key);
+    line += ",\"i\":";
+    line += jsonQuoted(meta.input_key);
+  }
+  line += ",\"w\":[";
   for (size_t i = 0; i < pending.size(); ++i) {
     const Pending& p = pending[i];
     line += i == 0 ? "[" : ",[";
@@ -432,13 +471,21 @@ Result<std::vector<std::string>> StateStore::write(const Json& delta, const Writ
       return makeError("cannot write the state of node " + inQuotes(node) + ": " +
                        r.error().message + ". Nothing of the node's output was applied.");
     }
-    const bool first = batch_.empty();
+    const bool first = batch_.empty() && marks_.empty();
     for (const Pending& p : pending) {
       batch_.push_back(Row{p.slot->name,
                            p.slot->value ? std::optional<std::string>(p.slot->text) : std::nullopt,
                            p.text, std::string(node), std::string(meta.run_id), ts});
     }
-    if (batch_.size() >= kFoldRows) {
+    if (mark) {
+      if (members_.empty() || members_.back().run_id != meta.run_id ||
+          members_.back().chain_id != chain_id_) {
+        members_.push_back(Member{chain_id_, std::string(meta.run_id)});
+      }
+      marks_.push_back(Mark{std::string(meta.write_key), std::string(meta.input_key),
+                            members_.size() - 1});
+    }
+    if (batch_.size() + marks_.size() >= kFoldRows) {
       // A failed fold keeps the rows (journal and batch): the next fold retries; the write
       // itself is already durable.
       (void)foldLocked();
@@ -454,6 +501,13 @@ Result<std::vector<std::string>> StateStore::write(const Json& delta, const Writ
   }
 
   // Phase 3: journaled; update the mirror (cannot fail).
+  if (mark) {
+    if (auto it = landed_.find(meta.write_key); it != landed_.end()) {
+      it->second.assign(meta.input_key);
+    } else {
+      landed_.emplace(std::string(meta.write_key), std::string(meta.input_key));
+    }
+  }
   written.reserve(pending.size());
   for (Pending& p : pending) {
     Slot& slot = *p.slot;
@@ -468,8 +522,9 @@ Result<std::vector<std::string>> StateStore::write(const Json& delta, const Writ
   return written;
 }
 
-Result<void> StateStore::commitRows(const std::vector<Row>& rows, const std::string& journal,
-                                    uint64_t folded_bytes) {
+Result<void> StateStore::commitRows(const std::vector<Row>& rows, const std::vector<Mark>& marks,
+                                    const std::vector<Member>& members,
+                                    const std::string& journal, uint64_t folded_bytes) {
   sqlite3* h = sql_->db.get();
   if (auto r = stepDone(h, sql_->begin.get()); !r) {
     return makeError("cannot start a state transaction in " + path_.string() + ": " +
@@ -508,6 +563,50 @@ Result<void> StateStore::commitRows(const std::vector<Row>& rows, const std::str
       break;
     }
   }
+  // The marks: each (chain, run) pair once (the chain numbered on first use), then one upsert
+  // per mark.
+  std::vector<int64_t> chain_of(members.size(), 0);
+  for (size_t i = 0; r && i < members.size(); ++i) {
+    const Member& m = members[i];
+    {
+      sqlite3_stmt* ins = sql_->insert_chain.get();
+      sqlite::StmtScope scope(ins);
+      sqlite::bindText(ins, 1, m.chain_id);
+      r = stepDone(h, ins);
+    }
+    if (r) {
+      sqlite3_stmt* num = sql_->chain_number.get();
+      sqlite::StmtScope scope(num);
+      sqlite::bindText(num, 1, m.chain_id);
+      if (sqlite3_step(num) == SQLITE_ROW) {
+        chain_of[i] = sqlite3_column_int64(num, 0);
+      } else {
+        r = makeError(sqlite::errorOf(h));
+      }
+    }
+    if (r) {
+      sqlite3_stmt* ins = sql_->insert_member.get();
+      sqlite::StmtScope scope(ins);
+      sqlite3_bind_int64(ins, 1, chain_of[i]);
+      sqlite::bindText(ins, 2, m.run_id);
+      r = stepDone(h, ins);
+    }
+    if (!r) {
+      r = makeError("cannot record chain " + inQuotes(m.chain_id) + ": " + r.error().message);
+    }
+  }
+  for (size_t i = 0; r && i < marks.size(); ++i) {
+    sqlite3_stmt* ins = sql_->insert_mark.get();
+    sqlite::StmtScope scope(ins);
+    sqlite3_bind_int64(ins, 1, chain_of[marks[i].member]);
+    sqlite::bindText(ins, 2, marks[i].write_key);
+    sqlite::bindText(ins, 3, marks[i].input_key);
+    r = stepDone(h, ins);
+    if (!r) {
+      r = makeError("cannot record the landed write " + inQuotes(marks[i].write_key) + ": " +
+                    r.error().message);
+    }
+  }
   if (r) {
     sqlite3_stmt* folded = sql_->folded.get();
     sqlite::StmtScope scope(folded);
@@ -527,16 +626,20 @@ Result<void> StateStore::commitRows(const std::vector<Row>& rows, const std::str
 }
 
 Result<void> StateStore::foldLocked() {
-  if (batch_.empty()) {
+  if (batch_.empty() && marks_.empty()) {
     return {};
   }
   if (timer_) {
     timer_->disarm();
   }
-  if (auto r = commitRows(batch_, journal_.path().filename().string(), journal_.size()); !r) {
+  if (auto r = commitRows(batch_, marks_, members_, journal_.path().filename().string(),
+                          journal_.size());
+      !r) {
     return r;
   }
   batch_.clear();
+  marks_.clear();
+  members_.clear();
   return {};
 }
 
@@ -555,10 +658,12 @@ bool StateStore::foldOrphan(const std::filesystem::path& journal, std::string_vi
     }
   }
   std::vector<Row> rows;
+  std::vector<Mark> marks;
+  std::vector<Member> members;
   if (from < text.size()) {
     // A line that does not parse (the torn last line of a killed store) is skipped: its node
     // never reached node.finished, so nothing relies on it.
-    Journal::forEachLine(text.substr(from), [&rows](std::string_view line) {
+    Journal::forEachLine(text.substr(from), [&rows, &marks, &members](std::string_view line) {
       const Json entry = Json::parse(line, nullptr, false);
       if (!entry.is_object()) {
         return;
@@ -572,6 +677,19 @@ bool StateStore::foldOrphan(const std::filesystem::path& journal, std::string_vi
           writes == entry.end() || !writes->is_array()) {
         return;
       }
+      // Lines written before landed-write marks have no "c"/"k"/"i": no mark.
+      const auto chain = entry.find("c");
+      const auto key = entry.find("k");
+      const auto input = entry.find("i");
+      if (chain != entry.end() && chain->is_string() && key != entry.end() &&
+          key->is_string() && input != entry.end() && input->is_string()) {
+        if (members.empty() || members.back().chain_id != chain->get_ref<const std::string&>() ||
+            members.back().run_id != run->get_ref<const std::string&>()) {
+          members.push_back(Member{chain->get<std::string>(), run->get<std::string>()});
+        }
+        marks.push_back(
+            Mark{key->get<std::string>(), input->get<std::string>(), members.size() - 1});
+      }
       for (const Json& w : *writes) {
         if (!w.is_array() || w.size() != 3 || !w[0].is_string()) {
           continue;
@@ -583,7 +701,7 @@ bool StateStore::foldOrphan(const std::filesystem::path& journal, std::string_vi
       }
     });
   }
-  return rows.empty() || commitRows(rows, name, text.size());
+  return (rows.empty() && marks.empty()) || commitRows(rows, marks, members, name, text.size());
 }
 
 void StateStore::forgetFoldedJournals() {
@@ -612,6 +730,44 @@ void StateStore::forgetFoldedJournals() {
     sqlite::bindText(forget->get(), 1, name);
     sqlite3_step(forget->get());
   }
+}
+
+Result<void> StateStore::beginChain(std::string_view chain_id) {
+  std::lock_guard lock(mutex_);
+  // The batch may hold marks of the previous chain: committed first, so the query below sees
+  // everything this store landed.
+  if (auto r = foldLocked(); !r) {
+    return r;
+  }
+  auto stmt = sqlite::prepare(sql_->db.get(), kMarksOfChainSql);
+  if (!stmt) {
+    return makeError("cannot read the landed writes of chain " + inQuotes(chain_id) + " in " +
+                     path_.string() + ": " + stmt.error().message);
+  }
+  sqlite::bindText(stmt->get(), 1, chain_id);
+  std::unordered_map<std::string, std::string, NameHash, std::equal_to<>> landed;
+  int rc = SQLITE_ROW;
+  while ((rc = sqlite3_step(stmt->get())) == SQLITE_ROW) {
+    landed.emplace(sqlite::columnText(stmt->get(), 0), sqlite::columnText(stmt->get(), 1));
+  }
+  if (rc != SQLITE_DONE) {
+    return makeError("cannot read the landed writes of chain " + inQuotes(chain_id) + " in " +
+                     path_.string() + ": " + sqlite::errorOf(sql_->db.get()));
+  }
+  chain_id_.assign(chain_id);
+  landed_ = std::move(landed);
+  return {};
+}
+
+bool StateStore::landed(std::string_view write_key, std::string_view input_key) const {
+  if (write_key.empty()) {
+    return false;
+  }
+  auto it = landed_.find(write_key);
+  if (it == landed_.end()) {
+    return false;
+  }
+  return input_key.empty() || it->second.empty() || it->second == input_key;
 }
 
 std::vector<HistoryRow> StateStore::queryHistory(std::string_view key, bool by_run) {
@@ -647,7 +803,8 @@ std::vector<HistoryRow> StateStore::historyForRun(std::string_view run_id) {
 
 Result<HistoryPruneStats> pruneHistory(const std::filesystem::path& db_path,
                                        const std::unordered_set<std::string>& keep_runs,
-                                       bool dry_run) {
+                                       bool dry_run,
+                                       const std::unordered_set<std::string>& keep_chains) {
   HistoryPruneStats stats;
   std::error_code ec;
   if (!std::filesystem::exists(db_path, ec)) {
@@ -693,6 +850,58 @@ Result<HistoryPruneStats> pruneHistory(const std::filesystem::path& db_path,
   }
   if (!dry_run && stats.rows > 0) {
     if (auto r = sqlite::exec(h, ("DELETE" + std::string(kPrunable)).c_str()); !r) {
+      return fail(r.error().message);
+    }
+  }
+  // Landed-write marks of chains that no kept run belongs to.
+  if (auto r = sqlite::exec(h, "CREATE TEMP TABLE IF NOT EXISTS gc_keep_chains (chain_id TEXT "
+                               "PRIMARY KEY); DELETE FROM temp.gc_keep_chains;");
+      !r) {
+    return fail(r.error().message);
+  }
+  {
+    auto insert = sqlite::prepare(h, "INSERT OR IGNORE INTO temp.gc_keep_chains VALUES (?1)");
+    if (!insert) {
+      return fail(insert.error().message);
+    }
+    for (const std::string& id : keep_chains) {
+      sqlite::StmtScope scope(insert->get());
+      sqlite::bindText(insert->get(), 1, id);
+      if (sqlite3_step(insert->get()) != SQLITE_DONE) {
+        return fail(sqlite::errorOf(h));
+      }
+    }
+  }
+  if (auto r = sqlite::exec(
+          h,
+          "CREATE TEMP TABLE IF NOT EXISTS gc_doomed_chains (id INTEGER PRIMARY KEY);"
+          "DELETE FROM temp.gc_doomed_chains;"
+          "INSERT INTO temp.gc_doomed_chains SELECT id FROM oe_chains WHERE "
+          "chain_id NOT IN (SELECT run_id FROM temp.gc_keep) AND "
+          "chain_id NOT IN (SELECT chain_id FROM temp.gc_keep_chains) AND "
+          "id NOT IN (SELECT chain FROM oe_chain_runs WHERE run_id IN "
+          "(SELECT run_id FROM temp.gc_keep));");
+      !r) {
+    return fail(r.error().message);
+  }
+  {
+    auto count = sqlite::prepare(h, "SELECT COUNT(*) FROM oe_landed_writes WHERE chain IN "
+                                    "(SELECT id FROM temp.gc_doomed_chains)");
+    if (!count) {
+      return fail(count.error().message);
+    }
+    if (sqlite3_step(count->get()) != SQLITE_ROW) {
+      return fail(sqlite::errorOf(h));
+    }
+    stats.marks = static_cast<size_t>(sqlite3_column_int64(count->get(), 0));
+  }
+  if (!dry_run) {
+    if (auto r = sqlite::exec(
+            h,
+            "DELETE FROM oe_landed_writes WHERE chain IN (SELECT id FROM temp.gc_doomed_chains);"
+            "DELETE FROM oe_chain_runs WHERE chain IN (SELECT id FROM temp.gc_doomed_chains);"
+            "DELETE FROM oe_chains WHERE id IN (SELECT id FROM temp.gc_doomed_chains);");
+        !r) {
       return fail(r.error().message);
     }
   }

@@ -26,6 +26,11 @@ namespace oe::state {
 struct WriteMeta {
   std::string_view run_id;
   std::string_view node_id;
+  // The write's identity in its chain of runs: "node", "node#3" (for_each item 3),
+  // "stage@pipeline#2", "body@loop#1"; empty = not tracked (no mark recorded, never skipped).
+  std::string_view write_key = {};
+  // What the write was computed from (the call's cache key); empty when unknown.
+  std::string_view input_key = {};
 };
 
 struct HistoryRow {
@@ -82,6 +87,18 @@ class StateStore : public expr::StateReader {
   // skipped, D2). On any error nothing is applied: not in the file, not in the mirror.
   Result<std::vector<std::string>> write(const Json& delta, const WriteMeta& meta);
 
+  // The chain of runs the writes of this store belong to: a fresh `oe run` starts a chain named
+  // by its run id, `oe resume X` continues X's chain. Loads the marks already landed in that
+  // chain (table oe_landed_writes). From here on, write() with a write_key records its mark
+  // (chain, write_key, input_key) atomically with its rows: same journal line, same commit.
+  // Without a chain, write() records no mark.
+  Result<void> beginChain(std::string_view chain_id);
+  // True when a write with this write_key already landed in the current chain with the same
+  // input_key (or either input_key is empty): the engine then does not apply it again. One hash
+  // lookup; false before beginChain().
+  [[nodiscard]] bool landed(std::string_view write_key, std::string_view input_key) const;
+  const std::string& chainId() const { return chain_id_; }
+
   // Commits the batched rows now. An error leaves them in the journal (and the batch), for a
   // later flush, the close or the next open() to commit.
   Result<void> flush();
@@ -117,11 +134,23 @@ class StateStore : public expr::StateReader {
     std::string run_id;
     std::string ts;
   };
+  // A landed-write mark not yet committed (committed in the same transaction as the rows of
+  // the journal line it came from). `member` indexes the batch's (chain, run) pairs.
+  struct Mark {
+    std::string write_key;
+    std::string input_key;
+    size_t member = 0;
+  };
+  struct Member {
+    std::string chain_id;
+    std::string run_id;
+  };
 
   Result<void> init();
   // Commits `rows` and records that `journal` is folded up to `folded_bytes`, in ONE
   // transaction. Call with mutex_ held.
-  Result<void> commitRows(const std::vector<Row>& rows, const std::string& journal,
+  Result<void> commitRows(const std::vector<Row>& rows, const std::vector<Mark>& marks,
+                          const std::vector<Member>& members, const std::string& journal,
                           uint64_t folded_bytes);
   Result<void> foldLocked();  // the batch; mutex_ held
   bool foldOrphan(const std::filesystem::path& journal, std::string_view text);
@@ -138,6 +167,12 @@ class StateStore : public expr::StateReader {
   std::unique_ptr<Sql> sql_;
   Journal journal_;
   std::vector<Row> batch_;
+  std::vector<Mark> marks_;      // batched with batch_
+  std::vector<Member> members_;  // the (chain, run) pairs of marks_
+  // The current chain and its landed writes (write_key -> input_key), as committed plus this
+  // store's own writes since beginChain(). Used by the scheduler's thread only.
+  std::string chain_id_;
+  std::unordered_map<std::string, std::string, NameHash, std::equal_to<>> landed_;
   std::unique_ptr<FoldTimer> timer_;  // declared last: stopped before the rest goes
 };
 
@@ -145,6 +180,7 @@ class StateStore : public expr::StateReader {
 struct HistoryPruneStats {
   size_t rows = 0;
   uint64_t value_bytes = 0;  // the value_old + value_new text of those rows
+  size_t marks = 0;          // landed-write marks (oe_landed_writes) of chains no kept run is in
 };
 
 // `oe gc`: deletes the state_history rows of every run not in `keep_runs`, except the newest
@@ -153,9 +189,16 @@ struct HistoryPruneStats {
 // space back to the filesystem. `dry_run` only counts. A missing file is not created (zero
 // rows). Safe while a run writes the same file from another process (SQLite locks; the mirror
 // of that run does not cover history).
+//
+// Landed-write marks of a chain are deleted when no kept run belongs to it: the chain is kept
+// when its id (its first run) is in `keep_runs` or `keep_chains`, or when one of its marks was
+// landed by a kept run. The caller passes in `keep_chains` the chains its kept runs continue
+// (their resumed_from, as far as the logs tell), so a kept resume that landed nothing itself
+// still keeps its chain's marks.
 Result<HistoryPruneStats> pruneHistory(const std::filesystem::path& db_path,
                                        const std::unordered_set<std::string>& keep_runs,
-                                       bool dry_run);
+                                       bool dry_run,
+                                       const std::unordered_set<std::string>& keep_chains = {});
 
 // D11 (`oe reset-state`): removes the database and its -wal, -shm (and -journal) side files,
 // and the group-commit journals of stores that are gone.
