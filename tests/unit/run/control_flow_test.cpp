@@ -97,6 +97,24 @@ TEST(ControlFlow, ItemsComeFromAStatePath) {
   EXPECT_FALSE(resolveItems("xs", reader).has_value());  // not a path
 }
 
+TEST(ControlFlow, AnUnsetOrNonListSourceIsWarnedAboutAndAnEmptyListIsNot) {
+  EXPECT_FALSE(notAListWarning("for_each", "$.xs", Json::array()).has_value());
+  EXPECT_FALSE(notAListWarning("for_each", "$.xs", Json::array({1})).has_value());
+  auto unset = notAListWarning("node \"each\": for_each", "$.items", std::nullopt);
+  ASSERT_TRUE(unset.has_value());
+  EXPECT_EQ(*unset, "node \"each\": for_each $.items is unset, so it ran zero times; write that "
+                    "field before it runs (or check the path)");
+  auto null_value = notAListWarning("for_each", "$.items", Json(nullptr));
+  ASSERT_TRUE(null_value.has_value());
+  EXPECT_NE(null_value->find("is unset"), std::string::npos);
+  auto object = notAListWarning("pipeline \"p\": items", "$.cfg", Json::object());
+  ASSERT_TRUE(object.has_value());
+  EXPECT_EQ(*object, "pipeline \"p\": items $.cfg is an object, not a list, so it ran zero times");
+  auto number = notAListWarning("for_each", "$.n", Json(3));
+  ASSERT_TRUE(number.has_value());
+  EXPECT_NE(number->find("is a number, not a list"), std::string::npos);
+}
+
 TEST(ControlFlow, ALoopStopsAtMaxIters) {
   spec::LoopSpec loop;
   loop.max_iters = 3;

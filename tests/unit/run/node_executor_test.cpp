@@ -18,6 +18,18 @@ spec::OnError retry(int attempts, spec::Backoff backoff, int64_t base_ms) {
   return policy;
 }
 
+TEST(WriteKey, NamesTheNodeAndTheItemTheControlFlowInjected) {
+  EXPECT_EQ(writeKey("plain", Json::object()), "plain");
+  EXPECT_EQ(writeKey("each", Json{{"$item", "x"}, {"$index", 3}}), "each#3");
+  EXPECT_EQ(writeKey("stage", Json{{"$item", 1}, {"$index", 2}, {"$pipeline", "p"}}),
+            "stage@p#2");
+  EXPECT_EQ(writeKey("body", Json{{"$iter", 4}, {"$loop", "l"}}), "body@l#4");
+  // Two items of one node, or one item of two pipelines, never share a key.
+  EXPECT_NE(writeKey("each", Json{{"$index", 1}}), writeKey("each", Json{{"$index", 11}}));
+  EXPECT_NE(writeKey("s", Json{{"$index", 0}, {"$pipeline", "a"}}),
+            writeKey("s", Json{{"$index", 0}, {"$pipeline", "b"}}));
+}
+
 TEST(Retry, LinearBackoffGrowsByTheBaseEachAttempt) {
   const auto policy = retry(5, spec::Backoff::kLinear, 100);
   std::vector<int64_t> delays;

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <csignal>
+
 namespace oe::run::engine {
 namespace {
 
@@ -17,6 +19,12 @@ TEST(RunStatusRule, D7ARunStoppedEarlyFailsWhateverRanBefore) {
   EXPECT_EQ(decideStatus(true, true, false), RunStatus::kFailed);
   EXPECT_EQ(decideStatus(true, true, true), RunStatus::kFailed);
   EXPECT_EQ(decideStatus(true, false, false), RunStatus::kFailed);
+}
+
+TEST(RunStatusRule, ASignalInterruptsRatherThanFails) {
+  EXPECT_EQ(decideStatus(true, true, false, SIGINT), RunStatus::kInterrupted);
+  EXPECT_EQ(decideStatus(true, false, true, SIGTERM), RunStatus::kInterrupted);
+  EXPECT_EQ(decideStatus(true, true, true, 0), RunStatus::kFailed);  // fail_run or the budget
 }
 
 TEST(RunStatusRule, StatusNames) {

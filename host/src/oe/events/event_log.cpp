@@ -285,7 +285,7 @@ void EventLog::nodeStarted(std::string_view node_id, const std::optional<std::st
 }
 
 void EventLog::nodeFinished(std::string_view node_id, const std::optional<std::string>& phase,
-                            const Json* metrics) {
+                            const Json* metrics, bool cached) {
   std::lock_guard lock(mutex_);
   std::string line = head("node.finished", &node_id);
   appendTs(line);
@@ -293,6 +293,9 @@ void EventLog::nodeFinished(std::string_view node_id, const std::optional<std::s
   if (metrics != nullptr) {
     line += ",\"metrics\":";
     appendJson(line, *metrics);
+  }
+  if (cached) {
+    line += ",\"cached\":true";
   }
   commit(line);
 }

@@ -50,8 +50,9 @@ class EventLog {
   void runFinished(std::string_view status, const Json& extra = Json::object());
   void nodeReady(std::string_view node_id, const std::optional<std::string>& phase);
   void nodeStarted(std::string_view node_id, const std::optional<std::string>& phase);
+  // cached: the output was replayed from the node cache (`"cached":true`, an oe addition).
   void nodeFinished(std::string_view node_id, const std::optional<std::string>& phase,
-                    const Json* metrics);
+                    const Json* metrics, bool cached = false);
   void nodeFailed(std::string_view node_id, std::string_view error,
                   const std::optional<std::string>& phase);
   void nodeSkipped(std::string_view node_id, std::string_view reason,

@@ -16,6 +16,27 @@ std::optional<Json> resolveItems(std::string_view path, const expr::StateReader&
   return items;
 }
 
+std::optional<std::string> notAListWarning(std::string_view what, std::string_view path,
+                                           const std::optional<Json>& items) {
+  if (items && items->is_array()) {
+    return std::nullopt;
+  }
+  std::string message = std::string(what) + " " + std::string(path);
+  if (!items || items->is_null()) {
+    message += " is unset, so it ran zero times; write that field before it runs (or check "
+               "the path)";
+  } else {
+    message += " is " + std::string(items->is_object() ? "an " : "a ") + items->type_name() +
+               ", not a list, so it ran zero times";
+  }
+  return message;
+}
+
+void Run::warn(std::string_view id, std::string message) {
+  (void)log_.nodeEvent("run.warning", id, Json{{"message", message}}.dump());
+  summary_.warnings.push_back(std::move(message));
+}
+
 bool loopStops(const spec::LoopSpec& loop, int iteration, const expr::StateReader& state) {
   const int max_iters = loop.max_iters.value_or(100);
   bool stop = iteration >= max_iters;
@@ -69,6 +90,10 @@ void Run::runPipeline(size_t pipeline_index) {
   const auto& pipeline = exp_.pipelines[pipeline_index];
   std::optional<Json> items = resolveItems(pipeline.items, store_);
   if (!items || !items->is_array() || items->empty()) {
+    if (auto warning = notAListWarning("pipeline \"" + pipeline.id + "\": items", pipeline.items,
+                                       items)) {
+      warn(pipeline.id, std::move(*warning));
+    }
     runPipeline(pipeline_index + 1);
     return;
   }

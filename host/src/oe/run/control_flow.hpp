@@ -80,6 +80,13 @@ struct ForEachRun {
 [[nodiscard]] std::optional<Json> resolveItems(std::string_view path,
                                                const expr::StateReader& state);
 
+// Unlike upstream, a for_each source or pipeline `items` that is unset or not a list says so
+// instead of vanishing: the warning for `what` ("node \"x\": for_each") over `path`, or
+// nullopt when `items` is a list (an empty list is a legitimate zero iterations).
+[[nodiscard]] std::optional<std::string> notAListWarning(std::string_view what,
+                                                         std::string_view path,
+                                                         const std::optional<Json>& items);
+
 // A loop stops before iteration `iteration` (0-based) once max_iters (default 100) iterations
 // ran, or when its `until` holds (an `until` that does not compile stops it too).
 [[nodiscard]] bool loopStops(const spec::LoopSpec& loop, int iteration,

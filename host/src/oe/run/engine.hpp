@@ -100,6 +100,8 @@ class Run {
   // before it has settled, so array_append fields fill in item order whatever the completion
   // order. `settle` returns false when it did not settle the item (it will come back).
   void inItemOrder(Call& call, std::function<bool()> settle);
+  // A run.warning event for `id` (a node or a pipeline), kept for the summary too.
+  void warn(std::string_view id, std::string message);
 
   // Node execution (node_executor.cpp).
   void startCall(NodeRuntime& node, Json extra_args, Json edge_inputs,

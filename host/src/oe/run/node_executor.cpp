@@ -27,6 +27,21 @@ Json bundleArgs(const Json& run_args, Json node_args, const Json& extra_args) {
   return args;
 }
 
+std::string writeKey(std::string_view node_id, const Json& extra) {
+  std::string key(node_id);
+  if (extra.empty()) {
+    return key;  // a plain node: no allocation beyond the id
+  }
+  if (auto pipeline = extra.find("$pipeline"); pipeline != extra.end() && pipeline->is_string()) {
+    key += "@" + pipeline->get<std::string>() + "#" + extra.value("$index", Json(0)).dump();
+  } else if (auto loop = extra.find("$loop"); loop != extra.end() && loop->is_string()) {
+    key += "@" + loop->get<std::string>() + "#" + extra.value("$iter", Json(0)).dump();
+  } else if (auto index = extra.find("$index"); index != extra.end()) {
+    key += "#" + index->dump();
+  }
+  return key;
+}
+
 std::string invokeRequest(std::string_view node_json, const Call& call, std::string_view run_id,
                           std::string_view node_id, std::string_view experience_dir_json) {
   std::string request;
@@ -166,6 +181,7 @@ void Run::startCall(NodeRuntime& node, Json extra_args, Json edge_inputs,
     call->edge_inputs = Json::object();  // a node no predecessor handed anything to
   }
   call->done = std::move(done);
+  call->write_key = writeKey(node.spec->id, call->extra_args);
   if (node.selected) {
     log_.nodeReady(node.spec->id, node.spec->phase);
   }
@@ -416,8 +432,12 @@ bool Run::applyOutput(Call& call, const Json& output, bool from_cache, std::stri
   }
   const Json& delta = output["state_delta"];
   std::vector<std::string> written;
-  if (!delta.empty()) {
-    auto result = store_.write(delta, state::WriteMeta{log_.runId(), node.spec->id});
+  // A write that already landed in this chain of runs (a resume replaying, or running again,
+  // what the interrupted run had finished) is not applied again: an array_append would grow
+  // twice and what reads it downstream would see the wrong input.
+  if (!delta.empty() && !store_.landed(call.write_key, call.cache_key)) {
+    auto result = store_.write(
+        delta, state::WriteMeta{log_.runId(), node.spec->id, call.write_key, call.cache_key});
     if (!result) {
       *error = result.error().message;
       return false;
@@ -454,7 +474,7 @@ bool Run::applyOutput(Call& call, const Json& output, bool from_cache, std::stri
   if (it != output.end() && !it->is_null() && !(it->is_object() && it->empty())) {
     metrics = &*it;
   }
-  log_.nodeFinished(node.spec->id, node.spec->phase, metrics);
+  log_.nodeFinished(node.spec->id, node.spec->phase, metrics, from_cache);
   return true;
 }
 
@@ -467,10 +487,11 @@ void Run::attemptFailed(const std::shared_ptr<Call>& call, std::string message) 
     any_failure_ = true;
     stopForBudget();
     inItemOrder(*call, [this, call, message = std::move(message)] {
-      log_.nodeFailed(call->node->spec->id,
-                      message + "; raise runtime.budget (or pass --max-tokens / --max-cost-usd) "
-                                "and run `oe resume " + log_.runId() + "`",
-                      call->node->spec->phase);
+      const std::string error = message +
+                                "; raise runtime.budget (or pass --max-tokens / --max-cost-usd) "
+                                "and run `oe resume " + log_.runId() + "`";
+      log_.nodeFailed(call->node->spec->id, error, call->node->spec->phase);
+      summary_.failures.push_back(NodeFailure{call->node->spec->id, error});
       auto finish = std::move(call->done);
       finish(false, nullptr);
       return true;
@@ -504,6 +525,7 @@ void Run::attemptFailed(const std::shared_ptr<Call>& call, std::string message) 
   }
   inItemOrder(*call, [this, call, message = std::move(message)] {
     log_.nodeFailed(call->node->spec->id, message, call->node->spec->phase);
+    summary_.failures.push_back(NodeFailure{call->node->spec->id, message});
     auto finish = std::move(call->done);
     finish(false, nullptr);
     return true;

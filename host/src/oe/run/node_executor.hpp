@@ -35,6 +35,9 @@ struct Call final : oe_host_ctx {
   std::string state_json;  // and request share them)
   std::string edges_json;
   std::string cache_key;
+  // The write's identity in the run chain (issue 10, see writeKey): a resumed run does not
+  // apply a write that already landed in its chain.
+  std::string write_key;
   int attempt = 0;
   oe_node* instance = nullptr;
   oe_writer response;
@@ -62,6 +65,11 @@ struct Call final : oe_host_ctx {
 // D1: the args a node sees: the run's --args, then the node's own args (resolved against the
 // state), then what the control flow injects ($item, $index, ...); a later one wins per key.
 [[nodiscard]] Json bundleArgs(const Json& run_args, Json node_args, const Json& extra_args);
+
+// A state write's identity in its chain of runs: the node id, plus the item the control flow
+// injected: "node#3" (for_each item 3), "stage@pipeline#2" (pipeline item 2), "body@loop#1"
+// (loop iteration 1). `extra` holds what was injected ($index, $pipeline, $loop, $iter).
+[[nodiscard]] std::string writeKey(std::string_view node_id, const Json& extra);
 
 // The request of one invocation (reference §3.3); every part but the context is already JSON.
 [[nodiscard]] std::string invokeRequest(std::string_view node_json, const Call& call,

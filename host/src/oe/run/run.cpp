@@ -11,6 +11,7 @@
 #include "oe/llm/llm_service.hpp"
 #include "oe/run/engine.hpp"
 #include "oe/state/state_store.hpp"
+#include "oe/state/store_lock.hpp"
 
 namespace oe::run {
 
@@ -49,9 +50,25 @@ Result<RunSummary> runExperience(const spec::Experience& experience,
     return makeError("cannot create " + (workspace / "runs").string() + ": " + ec.message());
   }
   const std::filesystem::path db_path = options.state_db ? *options.state_db : statePath(experience);
+  const std::string run_id = options.run_id.empty() ? events::newRunId() : options.run_id;
+  // One writer per store (issue 10): taken before anything is written, so a refused run leaves
+  // no log, and held until the summary is built.
+  auto lock = state::StoreLock::acquire(db_path, run_id, options.wait_for_lock);
+  if (!lock) {
+    return lock.error();
+  }
+  if (options.fresh) {
+    if (auto removed = state::removeStateFiles(db_path); !removed) {
+      return removed.error();
+    }
+  }
   auto store = state::StateStore::open(db_path, experience.state);
   if (!store) {
     return store.error();
+  }
+  const std::string chain_id = options.chain_id.empty() ? run_id : options.chain_id;
+  if (auto began = (*store)->beginChain(chain_id); !began) {
+    return began.error();
   }
   std::unique_ptr<cache::CacheStore> cache;
   if (options.use_cache) {
@@ -60,15 +77,6 @@ Result<RunSummary> runExperience(const spec::Experience& experience,
       return opened.error();
     }
     cache = std::move(opened).value();
-  }
-  const std::string run_id = options.run_id.empty() ? events::newRunId() : options.run_id;
-  const auto log_path = workspace / "runs" / (run_id + ".jsonl");
-  auto log = events::EventLog::open(log_path, run_id);
-  if (!log) {
-    return log.error();
-  }
-  if (options.on_event) {
-    (*log)->subscribe(options.on_event);
   }
   llm::Settings llm_settings = options.llm;
   if (auto applied = llm::applyRuntime(experience.raw.value("runtime", Json()), llm_settings);
@@ -85,6 +93,15 @@ Result<RunSummary> runExperience(const spec::Experience& experience,
   if (!llm_service) {
     return llm_service.error();
   }
+  // The log last: a run refused above (its store locked, its LLM settings unusable) leaves none.
+  const auto log_path = workspace / "runs" / (run_id + ".jsonl");
+  auto log = events::EventLog::open(log_path, run_id);
+  if (!log) {
+    return log.error();
+  }
+  if (options.on_event) {
+    (*log)->subscribe(options.on_event);
+  }
   engine::Run run(experience, options, **store, **log, cache.get(), llm_service->get());
   if (auto prepared = run.prepare(plugins); !prepared) {
     return prepared.error();
@@ -94,7 +111,7 @@ Result<RunSummary> runExperience(const spec::Experience& experience,
     std::ofstream pin(workspace / "runs" / (run_id + ".pin.json"), std::ios::trunc);
     pin << run.pin().dump() << '\n';
   }
-  Json extra = {{"experience", experience.file.string()}};
+  Json extra = {{"experience", experience.file.string()}, {"chain_id", chain_id}};
   if (!options.resumed_from.empty()) {
     extra["resumed_from"] = options.resumed_from;
   }
@@ -105,6 +122,7 @@ Result<RunSummary> runExperience(const spec::Experience& experience,
   RunSummary summary = run.execute();
   run.destroyInstances();
   summary.event_log = log_path;
+  summary.chain_id = chain_id;
   return summary;
 }
 

@@ -15,7 +15,10 @@
 
 namespace oe::run::engine {
 
-RunStatus decideStatus(bool stopped, bool any_success, bool any_failure) {
+RunStatus decideStatus(bool stopped, bool any_success, bool any_failure, int signal) {
+  if (signal != 0) {
+    return RunStatus::kInterrupted;
+  }
   if (stopped) {
     return RunStatus::kFailed;
   }
@@ -164,6 +167,9 @@ RunSummary Run::execute() {
       }
     }
     asio::post(io_, [this, signal_number] {
+      if (!cancelling_) {
+        summary_.signal = signal_number;  // a fail_run or budget stop under way keeps its status
+      }
       cancelAll(signal_number == SIGINT ? "interrupted (SIGINT)" : "terminated (SIGTERM)");
     });
   });
@@ -186,7 +192,7 @@ void Run::finishRun() {
     return;
   }
   // D6, plus D7: a run stopped by fail_run (or a signal) is `failed`.
-  summary_.status = decideStatus(cancelling_, any_success_, any_failure_);
+  summary_.status = decideStatus(cancelling_, any_success_, any_failure_, summary_.signal);
   summary_.final_state = store_.snapshot();
   Json extra = finishedFields(summary_);
   if (llm_ != nullptr) {

@@ -8,8 +8,10 @@
 namespace oe::run::engine {
 
 // D6: success when no node failed, partial when some failed and some succeeded, else failed;
-// D7: a run stopped early (fail_run, a signal, the budget) is failed whatever ran before.
-[[nodiscard]] RunStatus decideStatus(bool stopped, bool any_success, bool any_failure);
+// D7: a run stopped early by fail_run or its budget is failed whatever ran before; one stopped
+// by a signal (`signal` != 0) is interrupted (issue 10: `oe resume` continues it).
+[[nodiscard]] RunStatus decideStatus(bool stopped, bool any_success, bool any_failure,
+                                     int signal = 0);
 
 // The fields run.finished carries besides the status: the node counts ("reused" only when
 // --from/--only reused any) and the reason the run stopped early, if it did.

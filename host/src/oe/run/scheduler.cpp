@@ -47,7 +47,11 @@ void Run::startNode(NodeRuntime& node) {
   if (node.spec->for_each) {
     std::optional<Json> items = resolveItems(node.spec->for_each->source, store_);
     if (!items || !items->is_array() || items->empty()) {
-      // Not an array: zero iterations, no events, successors run (reference §3.5).
+      // Not an array: zero iterations, successors run (reference §3.5).
+      if (auto warning = notAListWarning("node \"" + node.spec->id + "\": for_each",
+                                         node.spec->for_each->source, items)) {
+        warn(node.spec->id, std::move(*warning));
+      }
       finishNode(node, true);
       return;
     }
