@@ -287,5 +287,52 @@ TEST_F(ResumeState, ASecondRunOfTheSameStoreIsRefusedNamingTheRunInProgress) {
   EXPECT_EQ(state["total"], 2 * kItems);
 }
 
+// The trial's second case: review-branch stopped by its budget, then resumed with a larger one,
+// ended with a duplicated finding and verified it twice. Offline, from its shipped recording.
+TEST_F(ResumeState, ReviewBranchStoppedByItsBudgetResumesToTheStateOfOneRun) {
+  auto copy_example = [](const TempDir& to) {
+    const auto source = std::filesystem::path(OE_SOURCE_DIR) / "examples" / "review-branch";
+    for (const auto& entry : std::filesystem::directory_iterator(source)) {
+      if (entry.path().filename() != ".openexpertise") {
+        std::filesystem::copy(entry.path(), to.path() / entry.path().filename(),
+                              std::filesystem::copy_options::recursive);
+      }
+    }
+  };
+  auto run = [](const TempDir& in, std::vector<std::string> args, int* code) {
+    args.insert(args.begin(), OE_EXE);
+    args.insert(args.end(), {"--json", "--llm-replay", (in / "llm-recording.jsonl").string()});
+    auto r = runProcess(args,
+                        {{"OE_PLUGIN_PATH", ""}, {"OPENAI_API_KEY", ""}, {"ANTHROPIC_API_KEY", ""},
+                         {"OPENAI_BASE_URL", ""}},
+                        in.path());
+    *code = r.exit_code;
+    auto parsed = nlohmann::json::parse(r.out, nullptr, false);
+    EXPECT_FALSE(parsed.is_discarded()) << r.out << r.err;
+    return parsed;
+  };
+  TempDir clean;
+  copy_example(clean);
+  int code = -1;
+  const auto expected = run(clean, {"run", clean.path().string()}, &code);
+  ASSERT_EQ(code, 0) << expected.dump(2);
+
+  TempDir dir;
+  copy_example(dir);
+  // 1,500 tokens cover the three reviews and some of the verifications (measured from the
+  // recording: the run stops after 5 of its 7 calls).
+  const auto stopped = run(dir, {"run", dir.path().string(), "--max-tokens", "1500"}, &code);
+  ASSERT_EQ(code, 1) << stopped.dump(2);
+  ASSERT_EQ(stopped["reason"], "budget_exhausted") << stopped.dump(2);
+  ASSERT_EQ(stopped["final_state"]["findings"].size(), 3u);
+  ASSERT_LT(stopped["final_state"]["verified_findings"].size(), 3u);
+  const auto resumed = run(dir,
+                           {"resume", stopped["run_id"].get<std::string>(), "--experience",
+                            dir.path().string(), "--max-tokens", "8000"},
+                           &code);
+  ASSERT_EQ(code, 0) << resumed.dump(2);
+  EXPECT_EQ(resumed["final_state"], expected["final_state"]) << resumed.dump(2);
+}
+
 }  // namespace
 }  // namespace oe::test
