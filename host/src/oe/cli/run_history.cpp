@@ -60,6 +60,11 @@ void takeFinished(RunRecord& run, const Json& e) {
   if (auto it = e.find("reason"); it != e.end() && it->is_string()) {
     run.reason = it->get<std::string>();
   }
+  // Logs written before runs had an `interrupted` status say `failed` with the signal's reason.
+  if (run.status == "failed" && (run.reason.starts_with("interrupted (SIG") ||
+                                 run.reason.starts_with("terminated (SIG"))) {
+    run.status = "interrupted";
+  }
   if (auto it = e.find("nodes"); it != e.end() && it->is_object()) {
     run.ran = it->value("ran", size_t{0});
     run.cached = it->value("cached", size_t{0});

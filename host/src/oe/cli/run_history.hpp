@@ -25,7 +25,8 @@ struct RunRecord {
   // Filled only by listRuns(..., details = true):
   std::string finished_at;  // run.finished ts; empty for an unfinished run
   int64_t end_ms = -1;      // run.finished ts, or the last event's for an unfinished run
-  std::string status = "unfinished";  // run.finished status, or "unfinished" (killed, running)
+  std::string status = "unfinished";  // run.finished status (`interrupted` for a signal, also
+                                      // in older logs), or "unfinished" (killed, running)
   std::string reason;                 // run.finished reason (fail_run, interrupted)
   std::string resumed_from;           // run.started resumed_from (oe resume)
   size_t ran = 0;
