@@ -88,7 +88,7 @@ TEST_F(HelloTool, InspectPrintsTheTimeline) {
   EXPECT_NE(r.out.find("success"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("greet"), std::string::npos) << r.out;
   auto missing = oe({"inspect", "no-such-run", "--experience", dir_.path().string()});
-  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_EQ(missing.exit_code, 2);  // no such run is a bad invocation (issue 10)
 }
 
 TEST_F(HelloTool, BadInvocationsExitTwo) {

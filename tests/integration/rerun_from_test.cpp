@@ -69,7 +69,7 @@ TEST_F(RerunFrom, OnlyRunsOneNodeAgainstTheCurrentState) {
 
 TEST_F(RerunFrom, UnknownNodeAndBothFlagsAreRefused) {
   auto r = oe({"run", dir_.path().string(), "--from", "nope"});
-  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.exit_code, 2);  // a bad invocation, refused before the run (issue 10)
   EXPECT_NE(r.err.find("--from: no node \"nope\""), std::string::npos) << r.err;
   EXPECT_EQ(oe({"run", dir_.path().string(), "--from", "a", "--only", "b"}).exit_code, 2);
 }

@@ -2,6 +2,8 @@
 #include "oe/cli/app.hpp"
 
 #include <iostream>
+#include <string>
+#include <string_view>
 
 #include "oe/cli/commands.hpp"
 #include "oe/plugins/host_context.hpp"
@@ -25,6 +27,26 @@ int main(int argc, char** argv) {
   addRunsCommand(app, exit_code);
   addCacheCommand(app, exit_code);
   addGcCommand(app, exit_code);
+  // CLI11 would call an unknown command a missing one ("A subcommand is required"). The top
+  // level takes no positional argument, so the first one is the command.
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg.starts_with('-')) {
+      continue;
+    }
+    std::string names;
+    bool known = false;
+    for (const CLI::App* sub : app.get_subcommands({})) {
+      names += (names.empty() ? "" : ", ") + sub->get_name();
+      known = known || sub->check_name(std::string(arg));
+    }
+    if (!known) {
+      std::cerr << "oe: unknown command \"" << arg << "\"; the commands are " << names
+                << " (`oe --help` says what each does)\n";
+      return kExitUsage;
+    }
+    break;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

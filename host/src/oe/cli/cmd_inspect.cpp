@@ -9,6 +9,7 @@
 #include "oe/cli/app.hpp"
 #include "oe/cli/commands.hpp"
 #include "oe/cli/common.hpp"
+#include "oe/cli/run_history.hpp"
 #include "oe/events/event_log.hpp"
 
 namespace oe::cli {
@@ -48,16 +49,22 @@ void addInspectCommand(CLI::App& app, int& exit_code) {
     std::string run_id;
     std::string experience = ".";
     bool json = false;
+    bool last = false;
   };
   auto a = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("inspect", "Show a run's timeline from its event log");
-  cmd->add_option("run-id", a->run_id, "The run")->required();
+  auto* run_id = cmd->add_option("run-id", a->run_id, "The run: its id or a unique prefix of it");
+  cmd->add_flag("--last", a->last, "The newest run")->excludes(run_id);
   cmd->add_option("--experience", a->experience, "Experience folder")->capture_default_str();
   cmd->add_flag("--json", a->json, "Print the events as a JSON array");
   cmd->callback([a, &exit_code] {
-    const auto yaml = spec::resolveExperiencePath(a->experience);
-    const auto path = yaml.parent_path() / ".openexpertise" / "runs" / (a->run_id + ".jsonl");
-    auto log = events::readEventLog(path);
+    auto run = resolveRun(a->experience, a->run_id, a->last);
+    if (!run) {
+      exit_code = kExitUsage;
+      return;
+    }
+    a->run_id = run->id;
+    auto log = events::readEventLog(run->log);
     if (!log) {
       std::cerr << "oe: " << log.error().message << '\n';
       exit_code = kExitFailed;

@@ -1,14 +1,24 @@
 // `oe run [path]` and `oe resume <run-id>`: execute an experience and print its final state.
+#include <algorithm>
 #include <chrono>
+#include <condition_variable>
+#include <csignal>
 #include <cstdio>
+#include <cstdlib>
+#include <deque>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <memory>
+#include <mutex>
+#include <thread>
 
 #include "oe/cli/app.hpp"
 #include "oe/cli/commands.hpp"
 #include "oe/cli/common.hpp"
+#include "oe/cli/run_history.hpp"
 #include "oe/events/event_log.hpp"
+#include "oe/llm/llm_service.hpp"
 #include "oe/run/run.hpp"
 
 namespace oe::cli {
@@ -31,6 +41,9 @@ struct RunArgs {
   std::string llm_replay;  // --llm-replay FILE
   std::string max_tokens;
   std::string max_cost_usd;
+  bool fresh = false;  // run: start from an empty state
+  bool wait = false;   // wait for a run that holds the state store
+  bool last = false;   // resume: the newest run
 };
 
 // What the runs a resumed run continues already spent on LLM calls: the chain's earlier total
@@ -82,25 +95,148 @@ bool parseBudget(const RunArgs& a, llm::Budget& budget) {
   return true;
 }
 
-// Live progress on stderr: one line per finished, failed, skipped or retried node.
-void printProgress(const Json& event) {
-  const std::string type = event.value("type", "");
-  const std::string node = event.value("node_id", "");
-  if (type == "node.finished") {
-    std::cerr << "  ok      " << node << '\n';
-  } else if (type == "node.failed") {
-    std::cerr << "  FAILED  " << node << ": " << event.value("error", "") << '\n';
-  } else if (type == "node.skipped") {
-    std::cerr << "  skipped " << node << " (" << event.value("reason", "") << ")\n";
-  } else if (type == "node.retry") {
-    std::cerr << "  retry   " << node << " after attempt " << event.value("attempt", 0) << " in "
-              << event.value("delay_ms", 0) << " ms: " << event.value("error", "") << '\n';
-  } else if (type == "node.activity") {
-    std::cerr << "          " << node << ": " << event.value("activity", "") << '\n';
-  } else if (type == "node.log") {
-    std::cerr << "  log     " << node << ": " << event.value("message", "") << '\n';
+// The first line of `text`, cut to `max` bytes (on a UTF-8 boundary) with "..." when longer:
+// a stack trace or a long provider body stays one line on the terminal.
+std::string oneLine(std::string_view text, size_t max = 300) {
+  size_t end = text.find('\n');
+  const bool more_lines = end != std::string_view::npos;
+  end = std::min(more_lines ? end : text.size(), max);
+  while (end > 0 && end < text.size() && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) {
+    --end;  // not in the middle of a UTF-8 sequence
   }
+  std::string line(text.substr(0, end));
+  while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) {
+    line.pop_back();
+  }
+  return end < text.size() ? line + " ..." : line;
 }
+
+std::string secondsText(int64_t ms) {
+  const int64_t s = ms / 1000;
+  return s < 120 ? std::to_string(s) + " s"
+                 : std::to_string(s / 60) + " min " + std::to_string(s % 60) + " s";
+}
+
+// Live progress on stderr: one line per finished (or cached), failed, skipped or retried node,
+// and, every `OE_STILL_RUNNING_INTERVAL_MS` (default 30 s; 0: never), which nodes have been
+// running since when, so that a tool that never settles does not look like a hung oe.
+// Events arrive from the log's writers and from worker threads: one mutex orders the output.
+class Progress {
+ public:
+  Progress() {
+    interval_ms_ = 30'000;
+    if (const char* env = std::getenv("OE_STILL_RUNNING_INTERVAL_MS"); env != nullptr && *env) {
+      interval_ms_ = std::atoll(env);
+    }
+    if (interval_ms_ > 0) {
+      notifier_ = std::thread([this] { notifyLoop(); });
+    }
+  }
+  ~Progress() {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    wake_.notify_all();
+    if (notifier_.joinable()) {
+      notifier_.join();
+    }
+  }
+  Progress(const Progress&) = delete;
+  Progress& operator=(const Progress&) = delete;
+
+  void onEvent(const Json& event) {
+    const std::string type = event.value("type", "");
+    const std::string node = event.value("node_id", "");
+    std::lock_guard lock(mutex_);
+    if (type == "node.started") {
+      open_[node].push_back(std::chrono::steady_clock::now());
+    } else if (type == "node.finished") {
+      // A cache replay logs node.finished without node.started; an engine that says so
+      // (`cached`) is believed over the pairing, which a for_each's interleaving can blur.
+      bool started = closeCall(node);
+      if (auto it = event.find("cached"); it != event.end() && it->is_boolean()) {
+        started = !it->get<bool>();
+      }
+      std::cerr << (started ? "  ok      " : "  cached  ") << node << '\n';
+    } else if (type == "node.failed") {
+      closeCall(node);
+      std::cerr << "  FAILED  " << node << ": " << event.value("error", "") << '\n';
+    } else if (type == "node.skipped") {
+      std::cerr << "  skipped " << node << " (" << event.value("reason", "") << ")\n";
+    } else if (type == "node.retry") {
+      std::cerr << "  retry   " << node << " after attempt " << event.value("attempt", 0)
+                << " in " << event.value("delay_ms", 0)
+                << " ms: " << oneLine(event.value("error", "")) << '\n';
+    } else if (type == "node.activity") {
+      printOnce(node, "          " + node + ": ", event.value("activity", ""));
+    } else if (type == "node.log") {
+      if (node.empty()) {
+        std::cerr << "  warning " << event.value("message", "") << '\n';
+      } else {
+        printOnce(node, "  log     " + node + ": ", event.value("message", ""));
+      }
+    }
+  }
+
+ private:
+  bool closeCall(const std::string& node) {
+    auto it = open_.find(node);
+    if (it == open_.end() || it->second.empty()) {
+      return false;
+    }
+    it->second.pop_front();
+    if (it->second.empty()) {
+      open_.erase(it);
+    }
+    return true;
+  }
+  // A provider's retry wait arrives twice, as a WARN log line and as a node.activity with the
+  // same text: the second of two identical lines in a row from a node is not printed.
+  void printOnce(const std::string& node, const std::string& prefix, const std::string& text) {
+    auto [it, inserted] = last_text_.try_emplace(node, text);
+    if (!inserted) {
+      if (it->second == text) {
+        return;
+      }
+      it->second = text;
+    }
+    std::cerr << prefix << text << '\n';
+  }
+  void notifyLoop() {
+    std::unique_lock lock(mutex_);
+    while (!stopping_) {
+      wake_.wait_for(lock, std::chrono::milliseconds(interval_ms_), [this] { return stopping_; });
+      if (stopping_ || open_.empty()) {
+        continue;
+      }
+      const auto now = std::chrono::steady_clock::now();
+      std::string text;
+      size_t listed = 0;
+      for (const auto& [node, starts] : open_) {
+        if (++listed > 8) {
+          text += ", and " + std::to_string(open_.size() - 8) + " more";
+          break;
+        }
+        const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now - starts.front());
+        text += (text.empty() ? "" : ", ") + node;
+        if (starts.size() > 1) {
+          text += " (" + std::to_string(starts.size()) + " calls)";
+        }
+        text += " for " + secondsText(ms.count());
+      }
+      std::cerr << "  still running: " << text << '\n';
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stopping_ = false;
+  int64_t interval_ms_ = 0;
+  std::map<std::string, std::deque<std::chrono::steady_clock::time_point>> open_;  // per node
+  std::map<std::string, std::string> last_text_;  // per node: its last log/activity line
+  std::thread notifier_;
+};
 
 // Compares the resumed run's pinned definition with the experience as it is now, and says on
 // stderr which nodes changed (they, and what depends on them, run again; the rest replays).
@@ -140,8 +276,119 @@ Json definitionChanges(const spec::Experience& experience, const std::string& ru
   return diff;
 }
 
-int execute(const RunArgs& a, const std::filesystem::path& path, Json run_args,
-            const std::string& resumed_from, llm::Usage prior_usage = {}) {
+// What would fail a run once it has started, or make it run without what it was asked for,
+// is a bad invocation: said and refused (exit 2) before anything is recorded. The provider of
+// --llm must have its key unless --llm-replay answers every call: a run asked for a provider
+// it cannot reach would otherwise run its tools and then fail every LLM node.
+bool checkLlmFlags(const RunArgs& a, const llm::Settings& settings) {
+  if (!a.llm.empty() && a.llm != "anthropic" && a.llm != "openai") {
+    std::cerr << "oe: unknown --llm value \"" << a.llm << "\"; use anthropic or openai\n";
+    return false;
+  }
+  if (settings.replay_file) {
+    std::error_code ec;
+    std::ifstream probe(*settings.replay_file);
+    if (!std::filesystem::is_regular_file(*settings.replay_file, ec) || !probe) {
+      std::cerr << "oe: --llm-replay " << settings.replay_file->string()
+                << ": cannot read the recording (does it exist? record one with --llm-record)\n";
+      return false;
+    }
+  } else if (!a.llm.empty()) {
+    if (auto choice = llm::chooseProvider(settings); !choice) {
+      std::cerr << "oe: " << choice.error().message
+                << "; set it in the environment, or leave out --llm, or answer from a "
+                   "recording with --llm-replay FILE\n";
+      return false;
+    }
+  }
+  if (settings.record_file) {
+    const auto folder = settings.record_file->has_parent_path() ? settings.record_file->parent_path()
+                                                                : std::filesystem::path(".");
+    std::error_code ec;
+    if (!std::filesystem::is_directory(folder, ec)) {
+      std::cerr << "oe: --llm-record " << settings.record_file->string() << ": the folder "
+                << folder.string() << " does not exist\n";
+      return false;
+    }
+  }
+  return true;
+}
+
+// --from/--only must name a node of the experience.
+bool checkSelection(const RunArgs& a, const spec::Experience& experience) {
+  for (const auto& [flag, id] : {std::pair{"--from", &a.from_node}, {"--only", &a.only_node}}) {
+    if (!id->empty() && experience.findNode(*id) == nullptr) {
+      std::cerr << "oe: " << flag << ": no node \"" << *id << "\" in "
+                << experience.file.string() << '\n';
+      return false;
+    }
+  }
+  return true;
+}
+
+// The failures to report: the engine's, or, from an engine that does not collect them, the
+// node.failed events of the run's log (read only when something failed).
+std::vector<run::NodeFailure> failuresOf(const run::RunSummary& s) {
+  if (!s.failures.empty() || s.failed == 0) {
+    return s.failures;
+  }
+  std::vector<run::NodeFailure> failures;
+  if (auto log = events::readEventLog(s.event_log)) {
+    for (const auto& e : log->events) {
+      if (e.value("type", "") == "node.failed") {
+        failures.push_back({e.value("node_id", ""), e.value("error", "")});
+      }
+    }
+  }
+  return failures;
+}
+
+// ` --experience PATH` when the command was not run in the experience's folder.
+std::string experienceFlag(const std::string& path) {
+  return path == "." || path.empty() ? "" : " --experience " + path;
+}
+
+// The final state, each value on one line and cut when long: the summary is for reading, and
+// `oe state FIELD` prints a whole value.
+void printFinalState(const spec::Experience& experience, const Json& state,
+                     const std::string& path) {
+  constexpr size_t kMaxValue = 200;
+  constexpr size_t kShown = 160;
+  bool any = false;
+  for (const auto& field : experience.state.fields) {
+    auto it = state.find(field.name);
+    if (it == state.end()) {
+      continue;
+    }
+    const std::string value = it->dump();
+    std::cout << "  " << field.name << ": ";
+    if (value.size() <= kMaxValue) {
+      std::cout << value << '\n';
+    } else {
+      std::cout << oneLine(value, kShown) << " (" << value.size() << " chars; `oe state "
+                << field.name << experienceFlag(path) << "` prints it all)\n";
+    }
+    any = true;
+  }
+  if (!any) {
+    std::cout << "  (empty)\n";
+  }
+}
+
+int exitCodeOf(const run::RunSummary& s) {
+  switch (s.status) {
+    case run::RunStatus::kSuccess:
+      return kExitOk;
+    case run::RunStatus::kInterrupted:
+      return 128 + (s.signal != 0 ? s.signal : SIGINT);  // as a shell reports a killed command
+    default:
+      return kExitFailed;
+  }
+}
+
+// `resume`: the run resumed, or empty for `oe run`; `path`: the experience as the user named it.
+int execute(const RunArgs& a, const std::string& path, Json run_args, const std::string& resumed_from,
+            const std::string& chain_id = {}, llm::Usage prior_usage = {}) {
   run::RunOptions options;
   options.llm.env = llm::Environment::fromProcess();
   options.llm.provider_flag = a.llm;
@@ -151,13 +398,16 @@ int execute(const RunArgs& a, const std::filesystem::path& path, Json run_args,
   if (!a.llm_replay.empty()) {
     options.llm.replay_file = a.llm_replay;
   }
-  if (!parseBudget(a, options.budget_override)) {
+  if (!parseBudget(a, options.budget_override) || !checkLlmFlags(a, options.llm)) {
     return kExitUsage;
   }
   options.prior_usage = prior_usage;
   options.args = std::move(run_args);
   options.use_cache = !a.no_cache;
   options.resumed_from = resumed_from;
+  options.chain_id = chain_id;
+  options.fresh = a.fresh;
+  options.wait_for_lock = a.wait;
   options.from_node = a.from_node;
   options.only_node = a.only_node;
   if (!a.concurrency.empty()) {
@@ -174,8 +424,10 @@ int execute(const RunArgs& a, const std::filesystem::path& path, Json run_args,
     }
     options.concurrency = value;
   }
+  std::unique_ptr<Progress> progress;
   if (!a.quiet && !a.json) {
-    options.on_event = printProgress;
+    progress = std::make_unique<Progress>();
+    options.on_event = [p = progress.get()](const Json& event) { p->onEvent(event); };
   }
   StderrLog log_sink;
   plugins::PluginRegistry sinked(&log_sink);
@@ -183,12 +435,16 @@ int execute(const RunArgs& a, const std::filesystem::path& path, Json run_args,
   if (!experience) {
     return kExitFailed;
   }
+  if (!checkSelection(a, *experience)) {
+    return kExitUsage;
+  }
   Json changes;
   if (!resumed_from.empty()) {
     changes = definitionChanges(*experience, resumed_from);
   }
   const auto start = std::chrono::steady_clock::now();
   auto summary = run::runExperience(*experience, sinked, options);
+  progress.reset();  // no "still running" line after the summary
   if (!summary) {
     std::cerr << "oe: " << summary.error().message << '\n';
     return kExitFailed;
@@ -197,7 +453,14 @@ int execute(const RunArgs& a, const std::filesystem::path& path, Json run_args,
                       std::chrono::steady_clock::now() - start)
                       .count();
   const auto& s = *summary;
+  const auto failures = failuresOf(s);
+  const bool resumable = s.status == run::RunStatus::kInterrupted ||
+                         s.stop_reason == "budget_exhausted";
   if (a.json) {
+    Json failed = Json::array();
+    for (const auto& f : failures) {
+      failed.push_back({{"node_id", f.node_id}, {"error", f.error}});
+    }
     Json out = {{"run_id", s.run_id},
                 {"status", run::toString(s.status)},
                 {"final_state", s.final_state},
@@ -206,9 +469,17 @@ int execute(const RunArgs& a, const std::filesystem::path& path, Json run_args,
                   {"cached", s.cached},
                   {"failed", s.failed},
                   {"skipped", s.skipped},
-                  {"reused", s.reused}}}};
+                  {"reused", s.reused}}},
+                {"failures", std::move(failed)},
+                {"warnings", s.warnings}};
     if (!s.stop_reason.empty()) {
       out["reason"] = s.stop_reason;
+    }
+    if (s.signal != 0) {
+      out["signal"] = s.signal;
+    }
+    if (!s.chain_id.empty()) {
+      out["chain_id"] = s.chain_id;
     }
     if (s.usage.calls > 0) {
       out["usage"] = s.usage.toJson();
@@ -221,6 +492,20 @@ int execute(const RunArgs& a, const std::filesystem::path& path, Json run_args,
     std::cout << "run " << s.run_id << ": " << run::toString(s.status) << " in " << ms << " ms ("
               << s.ran << " ran, " << s.cached << " cached, " << s.failed << " failed, "
               << s.skipped << " skipped)\n";
+    constexpr size_t kListed = 10;
+    for (size_t i = 0; i < failures.size() && i < kListed; ++i) {
+      std::cout << "failed: " << failures[i].node_id << ": " << oneLine(failures[i].error)
+                << '\n';
+    }
+    if (failures.size() > kListed) {
+      std::cout << "failed: ... and " << failures.size() - kListed << " more\n";
+    }
+    if (!failures.empty()) {
+      std::cout << "errors in full: oe inspect " << s.run_id << experienceFlag(path) << '\n';
+    }
+    for (const auto& warning : s.warnings) {
+      std::cout << "warning: " << warning << '\n';
+    }
     if (s.usage.calls > 0) {
       char cost[32];
       std::snprintf(cost, sizeof cost, "%.4f", s.usage.cost_usd);
@@ -231,14 +516,15 @@ int execute(const RunArgs& a, const std::filesystem::path& path, Json run_args,
       std::cout << "stopped: " << s.stop_reason << '\n';
     }
     if (s.stop_reason == "budget_exhausted") {
-      std::cout << "raise runtime.budget (or pass --max-tokens / --max-cost-usd) and run `oe "
-                   "resume "
-                << s.run_id << "` to continue\n";
+      std::cout << "raise runtime.budget (or pass --max-tokens / --max-cost-usd) and ";
+    }
+    if (resumable) {
+      std::cout << "run `oe resume " << s.run_id << experienceFlag(path) << "` to continue\n";
     }
     std::cout << "events: " << s.event_log.string() << '\n' << "final state:\n";
-    printState(std::cout, *experience, s.final_state);
+    printFinalState(*experience, s.final_state, path);
   }
-  return s.status == run::RunStatus::kSuccess ? kExitOk : kExitFailed;
+  return exitCodeOf(s);
 }
 
 void addCommonFlags(CLI::App& cmd, RunArgs& a) {
@@ -258,6 +544,9 @@ void addCommonFlags(CLI::App& cmd, RunArgs& a) {
                  "Token budget of the run (overrides runtime.budget.max_tokens)");
   cmd.add_option("--max-cost-usd", a.max_cost_usd,
                  "Cost budget of the run in USD (overrides runtime.budget.max_cost_usd)");
+  cmd.add_flag("--wait", a.wait,
+               "If another run is using this experience's state, wait for it to end instead of "
+               "refusing to start");
 }
 
 }  // namespace
@@ -272,6 +561,8 @@ void addRunCommand(CLI::App& app, int& exit_code) {
                                "current state and the cache without executing it");
   cmd->add_option("--only", a->only_node, "Run this one node against the current state")
       ->excludes(from);
+  cmd->add_flag("--fresh", a->fresh,
+                "Start from an empty state instead of the stored one (the node cache still serves)");
   addCommonFlags(*cmd, *a);
   cmd->callback([a, &exit_code] {
     Json args = Json::parse(a->args_json, nullptr, false);
@@ -288,15 +579,20 @@ void addResumeCommand(CLI::App& app, int& exit_code) {
   auto a = std::make_shared<RunArgs>();
   CLI::App* cmd = app.add_subcommand(
       "resume", "Run an experience again with a past run's args; finished nodes replay from the cache");
-  cmd->add_option("run-id", a->run_id, "The run to resume")->required();
+  auto* run_id =
+      cmd->add_option("run-id", a->run_id, "The run to resume: its id or a unique prefix");
+  cmd->add_flag("--last", a->last, "Resume the newest run")->excludes(run_id);
   cmd->add_option("--experience", a->experience, "Experience folder")->capture_default_str();
   addCommonFlags(*cmd, *a);
   cmd->callback([a, &exit_code] {
-    auto yaml = spec::resolveExperiencePath(a->experience);
-    const auto log_path = yaml.parent_path() / ".openexpertise" / "runs" / (a->run_id + ".jsonl");
-    auto log = events::readEventLog(log_path);
+    auto run = resolveRun(a->experience, a->run_id, a->last);
+    if (!run) {
+      exit_code = kExitUsage;
+      return;
+    }
+    auto log = events::readEventLog(run->log);
     if (!log) {
-      std::cerr << "oe: cannot resume run " << a->run_id << ": " << log.error().message << '\n';
+      std::cerr << "oe: cannot resume run " << run->id << ": " << log.error().message << '\n';
       exit_code = kExitFailed;
       return;
     }
@@ -304,13 +600,21 @@ void addResumeCommand(CLI::App& app, int& exit_code) {
       std::cerr << "oe: warning: " << warning << '\n';
     }
     Json args = Json::object();
+    // The chain is named by its first run; a log from before chains were recorded started one.
+    std::string chain_id = run->id;
     if (!log->events.empty() && log->events.front().value("type", "") == "run.started") {
-      args = log->events.front().value("args", Json::object());
+      const Json& started = log->events.front();
+      args = started.value("args", Json::object());
+      if (auto it = started.find("chain_id"); it != started.end() && it->is_string() &&
+                                              !it->get<std::string>().empty()) {
+        chain_id = it->get<std::string>();
+      }
     } else {
-      std::cerr << "oe: " << log_path.string()
+      std::cerr << "oe: " << run->log.string()
                 << " does not start with run.started; resuming with no args\n";
     }
-    exit_code = execute(*a, a->experience, std::move(args), a->run_id, priorUsage(log->events));
+    exit_code = execute(*a, a->experience, std::move(args), run->id, chain_id,
+                        priorUsage(log->events));
   });
 }
 

@@ -21,7 +21,12 @@ void addRunsCommand(CLI::App& app, int& exit_code) {
   cmd->add_option("--experience", a->experience, "Experience folder")->capture_default_str();
   cmd->add_flag("--json", a->json, "Print a JSON array");
   cmd->callback([a, &exit_code] {
-    const auto dir = spec::resolveExperiencePath(a->experience).parent_path();
+    const auto found = experienceDir(a->experience);
+    if (!found) {
+      exit_code = kExitUsage;
+      return;
+    }
+    const auto& dir = *found;
     const auto runs = listRuns(dir / ".openexpertise" / "runs", true);
     for (const auto& run : runs) {
       for (const auto& warning : run.warnings) {

@@ -150,6 +150,23 @@ std::optional<spec::Experience> loadValidated(const std::filesystem::path& path_
   return std::move(loaded.experience);
 }
 
+std::optional<std::filesystem::path> experienceDir(const std::filesystem::path& arg) {
+  const auto yaml = spec::resolveExperiencePath(arg);
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(yaml, ec)) {
+    return yaml.has_parent_path() ? yaml.parent_path() : std::filesystem::path(".");
+  }
+  if (yaml.filename() == "experience.yaml" && std::filesystem::is_directory(arg, ec)) {
+    std::cerr << "oe: " << arg.string()
+              << " is not an experience folder: it has no experience.yaml; pass the folder "
+                 "with --experience DIR\n";
+  } else {
+    std::cerr << "oe: " << yaml.string()
+              << " does not exist; pass an experience folder (or its yaml) with --experience\n";
+  }
+  return std::nullopt;
+}
+
 void printState(std::ostream& out, const spec::Experience& experience, const Json& state) {
   bool any = false;
   for (const auto& field : experience.state.fields) {

@@ -41,6 +41,11 @@ std::optional<spec::Experience> loadValidated(const std::filesystem::path& path_
 // Loads the yaml only (state/inspect/reset-state need the folder and the schema, not plugins).
 std::optional<spec::Experience> loadOnly(const std::filesystem::path& path_arg);
 
+// The folder of the experience that `arg` names (a folder with experience.yaml, or the yaml
+// file); nullopt, after saying why on stderr, when there is none there: `oe runs`, `oe inspect`
+// and `oe resume` of a wrong folder are bad invocations (exit 2), not empty histories.
+std::optional<std::filesystem::path> experienceDir(const std::filesystem::path& arg);
+
 // "  field: <compact JSON>" per field, in state.schema order.
 void printState(std::ostream& out, const spec::Experience& experience, const Json& state);
 

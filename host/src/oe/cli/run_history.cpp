@@ -8,9 +8,11 @@
 #include <cstdio>
 #include <ctime>
 #include <fstream>
+#include <iostream>
 #include <optional>
 #include <unordered_map>
 
+#include "oe/cli/common.hpp"
 #include "oe/events/event_log.hpp"
 
 namespace oe::cli {
@@ -57,6 +59,11 @@ void takeFinished(RunRecord& run, const Json& e) {
   run.status = e.value("status", "?");
   if (auto it = e.find("reason"); it != e.end() && it->is_string()) {
     run.reason = it->get<std::string>();
+  }
+  // Logs written before runs had an `interrupted` status say `failed` with the signal's reason.
+  if (run.status == "failed" && (run.reason.starts_with("interrupted (SIG") ||
+                                 run.reason.starts_with("terminated (SIG"))) {
+    run.status = "interrupted";
   }
   if (auto it = e.find("nodes"); it != e.end() && it->is_object()) {
     run.ran = it->value("ran", size_t{0});
@@ -187,6 +194,62 @@ std::vector<RunRecord> listRuns(const std::filesystem::path& runs_dir, bool deta
     return a.started_ms != b.started_ms ? a.started_ms > b.started_ms : a.id > b.id;
   });
   return runs;
+}
+
+Result<RunRecord> findRun(const std::filesystem::path& runs_dir, std::string_view id, bool last) {
+  auto runs = listRuns(runs_dir, /*details=*/false);
+  if (runs.empty()) {
+    return makeError("no runs yet in " + runs_dir.string() +
+                     " (is --experience the folder the run was started in?)");
+  }
+  if (last) {
+    return std::move(runs.front());  // newest first
+  }
+  std::vector<RunRecord*> matches;
+  for (auto& run : runs) {
+    if (run.id == id) {
+      return std::move(run);
+    }
+    if (!id.empty() && run.id.starts_with(id)) {
+      matches.push_back(&run);
+    }
+  }
+  if (matches.size() == 1) {
+    return std::move(*matches.front());
+  }
+  if (matches.empty()) {
+    return makeError("no run \"" + std::string(id) + "\" in " + runs_dir.string() +
+                     "; `oe runs` lists them, `--last` picks the newest");
+  }
+  constexpr size_t kShown = 10;
+  std::string text = "\"" + std::string(id) + "\" matches " + std::to_string(matches.size()) +
+                     " runs; give more of the id:";
+  for (size_t i = 0; i < matches.size() && i < kShown; ++i) {
+    text += "\n  " + matches[i]->id + "  " +
+            (matches[i]->started_at.empty() ? "?" : matches[i]->started_at);
+  }
+  if (matches.size() > kShown) {
+    text += "\n  ... and " + std::to_string(matches.size() - kShown) + " more (`oe runs`)";
+  }
+  return makeError(text);
+}
+
+std::optional<RunRecord> resolveRun(const std::filesystem::path& experience_arg,
+                                    std::string_view id, bool last) {
+  if (id.empty() && !last) {
+    std::cerr << "oe: name the run: its id, a unique prefix of it, or --last for the newest\n";
+    return std::nullopt;
+  }
+  const auto dir = experienceDir(experience_arg);
+  if (!dir) {
+    return std::nullopt;
+  }
+  auto run = findRun(*dir / ".openexpertise" / "runs", id, last);
+  if (!run) {
+    std::cerr << "oe: " << run.error().message << '\n';
+    return std::nullopt;
+  }
+  return std::move(run).value();
 }
 
 int64_t parseIsoMs(std::string_view ts) {

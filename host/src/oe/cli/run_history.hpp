@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,7 +25,8 @@ struct RunRecord {
   // Filled only by listRuns(..., details = true):
   std::string finished_at;  // run.finished ts; empty for an unfinished run
   int64_t end_ms = -1;      // run.finished ts, or the last event's for an unfinished run
-  std::string status = "unfinished";  // run.finished status, or "unfinished" (killed, running)
+  std::string status = "unfinished";  // run.finished status (`interrupted` for a signal, also
+                                      // in older logs), or "unfinished" (killed, running)
   std::string reason;                 // run.finished reason (fail_run, interrupted)
   std::string resumed_from;           // run.started resumed_from (oe resume)
   size_t ran = 0;
@@ -47,6 +49,17 @@ struct RunRecord {
 // logs no node.started), failed = node.failed, skipped = node.skipped. A missing folder is an
 // empty list.
 std::vector<RunRecord> listRuns(const std::filesystem::path& runs_dir, bool details);
+
+// The run `oe inspect` / `oe resume` name: `last` picks the newest run; otherwise `id` is a run
+// id or a prefix of exactly one (an exact id wins over a longer id it prefixes). The error says
+// what to do: no run at all, no match, or the candidates of an ambiguous prefix.
+Result<RunRecord> findRun(const std::filesystem::path& runs_dir, std::string_view id, bool last);
+
+// findRun in the runs of the experience `experience_arg` names (--experience). nullopt, after
+// saying why on stderr, when there is no experience there or no such run (exit 2); a run id
+// is needed unless `last`.
+std::optional<RunRecord> resolveRun(const std::filesystem::path& experience_arg,
+                                    std::string_view id, bool last);
 
 // ms since the epoch of an ISO-8601 UTC timestamp (2026-05-26T10:00:00.123Z); -1 if malformed.
 int64_t parseIsoMs(std::string_view ts);

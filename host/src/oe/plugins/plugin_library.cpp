@@ -47,7 +47,13 @@ Result<std::shared_ptr<PluginLibrary>> PluginLibrary::open(const std::filesystem
                                      static_cast<boost::dll::load_mode::type>(RTLD_NODELETE),
                            ec);
   if (ec) {
-    std::string detail = ec.message();
+    // Boost.DLL reports every dlopen failure as EBADF ("Bad file descriptor"); dlerror() still
+    // holds the loader's reason (not an ELF file, a missing dependency, an undefined symbol).
+    const char* reason = ::dlerror();
+    std::string detail = reason != nullptr ? reason : ec.message();
+    if (const std::string prefix = path.string() + ": "; detail.starts_with(prefix)) {
+      detail.erase(0, prefix.size());  // the message names the file already
+    }
     return makeError(where + "not a loadable shared library (" + detail +
                      "); remove it from the plugin path or rebuild it with oe_add_plugin()");
   }

@@ -1,0 +1,280 @@
+// The command line as a user meets it (issue 10): bad invocations refused before anything is
+// recorded, run ids by prefix or --last, failures that say why in every output mode, cached
+// nodes and retries shown once, long values shortened, a notice for nodes that never settle.
+#include <signal.h>
+#include <sys/wait.h>
+
+#include "live_oe.hpp"
+#include "oe_fixture.hpp"
+#include "support/fake_llm_server.hpp"
+
+namespace oe::test {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::string_view kToolsYaml = R"(name: cli
+version: 0.1.0
+state:
+  schema:
+    greeting: {type: string}
+graph:
+  nodes:
+    - {id: flaky, kind: tool, impl: ./tools/fail.mjs,
+       on_error: {policy: retry, attempts: 2, base_ms: 1}}
+    - {id: greet, kind: tool, impl: ./tools/greet.mjs, writes: [greeting]}
+  edges: []
+)";
+
+constexpr std::string_view kFailJs =
+    "export default async function () { throw new Error('boom at the flaky node'); }\n";
+constexpr std::string_view kGreetJs =
+    "export default async function () { return { state_delta: { greeting: 'hello' } }; }\n";
+
+class CliTest : public OeTest {
+ protected:
+  void writeTools() {
+    writeExperience(kToolsYaml);
+    writeTool("fail.mjs", kFailJs);
+    writeTool("greet.mjs", kGreetJs);
+  }
+  // The run logs in .openexpertise/runs.
+  size_t runLogs() {
+    size_t n = 0;
+    std::error_code ec;
+    for (std::filesystem::directory_iterator it(dir_.path() / ".openexpertise" / "runs", ec), end;
+         !ec && it != end; it.increment(ec)) {
+      n += it->path().extension() == ".jsonl" ? 1 : 0;
+    }
+    return n;
+  }
+  // A fake run log, so that ids (and their prefixes) are chosen by the test.
+  void writeRunLog(const std::string& id, const std::string& ts) {
+    dir_.write(".openexpertise/runs/" + id + ".jsonl",
+               json{{"type", "run.started"}, {"run_id", id}, {"ts", ts}, {"args", json::object()}}
+                       .dump() +
+                   "\n" +
+                   json{{"type", "run.finished"}, {"run_id", id}, {"ts", ts}, {"status", "success"},
+                        {"nodes", {{"ran", 0}, {"cached", 0}, {"failed", 0}, {"skipped", 0}}}}
+                       .dump() +
+                   "\n");
+  }
+  static size_t lines(const std::string& text, std::string_view needle) {
+    size_t n = 0;
+    size_t start = 0;
+    while (start < text.size()) {
+      size_t end = text.find('\n', start);
+      if (end == std::string::npos) {
+        end = text.size();
+      }
+      n += std::string_view(text).substr(start, end - start).find(needle) != std::string_view::npos;
+      start = end + 1;
+    }
+    return n;
+  }
+};
+
+TEST_F(CliTest, BadInvocationsExitTwoBeforeAnythingIsRecorded) {
+  writeTools();
+  const std::string dir = dir_.path().string();
+  const std::map<std::string, std::string> no_keys = {
+      {"ANTHROPIC_API_KEY", ""}, {"OPENAI_API_KEY", ""}, {"OPENAI_BASE_URL", ""}};
+  const TempDir not_an_experience;
+  struct Case {
+    std::vector<std::string> args;
+    std::string says;
+  };
+  const std::vector<Case> cases = {
+      {{"run", dir, "--llm", "bogus"}, "unknown --llm value \"bogus\""},
+      {{"run", dir, "--llm", "anthropic"}, "ANTHROPIC_API_KEY"},
+      {{"run", dir, "--llm", "openai"}, "OPENAI_API_KEY"},
+      {{"run", dir, "--llm-replay", (dir_.path() / "missing.jsonl").string()}, "missing.jsonl"},
+      {{"run", dir, "--llm-record", (dir_.path() / "no/such/folder/rec.jsonl").string()},
+       "does not exist"},
+      {{"run", dir, "--only", "nope"}, "--only: no node \"nope\""},
+      {{"run", dir, "--from", "nope"}, "--from: no node \"nope\""},
+      {{"resume", "--last", "--experience", dir, "--llm", "bogus"}, "no runs yet"},
+      {{"runs", "--experience", not_an_experience.path().string()}, "not an experience folder"},
+      {{"inspect", "abc", "--experience", not_an_experience.path().string()},
+       "not an experience folder"},
+      {{"inspect", "abc", "--experience", dir}, "no runs yet"},
+  };
+  for (const auto& c : cases) {
+    auto r = oe(c.args, no_keys);
+    EXPECT_EQ(r.exit_code, 2) << c.args[0] << " " << c.args.back() << "\n" << r.err;
+    EXPECT_NE(r.err.find(c.says), std::string::npos) << r.err;
+    EXPECT_EQ(runLogs(), 0U) << c.args.back();
+  }
+  // The same flags, usable: a key-less local OpenAI server, an existing recording.
+  dir_.write("rec.jsonl", "");
+  auto local = oe({"run", dir, "-q", "--llm", "openai"},
+                  {{"ANTHROPIC_API_KEY", ""}, {"OPENAI_API_KEY", ""},
+                   {"OPENAI_BASE_URL", "http://127.0.0.1:9/v1"}});
+  EXPECT_EQ(local.exit_code, 1) << local.err;  // partial: the flaky node fails
+  auto replay = oe({"run", dir, "-q", "--llm", "anthropic", "--llm-replay",
+                    (dir_.path() / "rec.jsonl").string()},
+                   no_keys);
+  EXPECT_EQ(replay.exit_code, 1) << replay.err;
+  EXPECT_EQ(runLogs(), 2U);
+}
+
+TEST_F(CliTest, UnknownCommandSaysSo) {
+  auto r = oe({"bogus", "--json"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("unknown command \"bogus\""), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("resume"), std::string::npos) << r.err;  // it lists the commands
+  EXPECT_EQ(oe({"--version"}).exit_code, 0);
+}
+
+TEST_F(CliTest, RunIdsByUniquePrefixOrLast) {
+  writeExperience(R"(name: cli
+version: 0.1.0
+state: {schema: {greeting: {type: string}}}
+graph: {nodes: [{id: greet, kind: tool, impl: ./tools/greet.mjs, writes: [greeting]}], edges: []}
+)");
+  writeTool("greet.mjs", kGreetJs);
+  writeRunLog("aaaa1111-0000-4000-8000-000000000000", "2026-01-01T00:00:00.000Z");
+  writeRunLog("aaaa2222-0000-4000-8000-000000000000", "2026-01-02T00:00:00.000Z");
+  const std::string dir = dir_.path().string();
+
+  auto unique = oe({"inspect", "aaaa1", "--experience", dir});
+  EXPECT_EQ(unique.exit_code, 0) << unique.err;
+  EXPECT_NE(unique.out.find("run aaaa1111-0000-4000-8000-000000000000"), std::string::npos);
+
+  auto ambiguous = oe({"inspect", "aaaa", "--experience", dir});
+  EXPECT_EQ(ambiguous.exit_code, 2);
+  EXPECT_NE(ambiguous.err.find("matches 2 runs"), std::string::npos) << ambiguous.err;
+  EXPECT_NE(ambiguous.err.find("aaaa1111-0000"), std::string::npos) << ambiguous.err;
+  EXPECT_NE(ambiguous.err.find("aaaa2222-0000"), std::string::npos) << ambiguous.err;
+
+  auto none = oe({"inspect", "bbbb", "--experience", dir});
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_NE(none.err.find("no run \"bbbb\""), std::string::npos) << none.err;
+  EXPECT_EQ(oe({"resume", "bbbb", "--experience", dir}).exit_code, 2);
+  EXPECT_EQ(oe({"inspect", "--experience", dir}).exit_code, 2);  // neither an id nor --last
+
+  // A real run is the newest: --last names it, and a resume of it records its full id.
+  json first = runJson({"-q"});
+  const std::string id = first["run_id"];
+  auto last = oe({"inspect", "--last", "--experience", dir});
+  EXPECT_EQ(last.exit_code, 0) << last.err;
+  EXPECT_NE(last.out.find("run " + id), std::string::npos) << last.out;
+
+  auto resumed = oe({"resume", id.substr(0, 8), "--experience", dir, "--json", "-q"});
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  const auto resumed_id = json::parse(resumed.out)["run_id"].get<std::string>();
+  EXPECT_EQ(events(resumed_id).front()["resumed_from"], id);
+
+  auto resumed_last = oe({"resume", "--last", "--experience", dir, "--json", "-q"});
+  ASSERT_EQ(resumed_last.exit_code, 0) << resumed_last.err;
+  EXPECT_EQ(events(json::parse(resumed_last.out)["run_id"].get<std::string>()).front()["resumed_from"],
+            resumed_id);
+}
+
+TEST_F(CliTest, FailuresSayWhyInJsonQuietAndProgress) {
+  writeTools();
+  int code = -1;
+  json out = runJson({}, &code);
+  EXPECT_EQ(code, 1);
+  EXPECT_EQ(out["status"], "partial");
+  ASSERT_EQ(out["failures"].size(), 1U) << out.dump();
+  EXPECT_EQ(out["failures"][0]["node_id"], "flaky");
+  EXPECT_NE(out["failures"][0]["error"].get<std::string>().find("boom at the flaky node"),
+            std::string::npos);
+  EXPECT_TRUE(out["warnings"].is_array());
+
+  auto quiet = oe({"run", dir_.path().string(), "-q"});
+  EXPECT_EQ(quiet.exit_code, 1);
+  EXPECT_EQ(quiet.err, "");
+  EXPECT_NE(quiet.out.find("failed: flaky: "), std::string::npos) << quiet.out;
+  EXPECT_NE(quiet.out.find("boom at the flaky node"), std::string::npos) << quiet.out;
+  EXPECT_NE(quiet.out.find("oe inspect "), std::string::npos) << quiet.out;
+}
+
+TEST_F(CliTest, CachedNodesShownAsCachedAndEachRetryOnOneLine) {
+  writeTools();
+  auto first = oe({"run", dir_.path().string()});
+  EXPECT_EQ(lines(first.err, "  ok      greet"), 1U) << first.err;
+  // One retry line, without the error's stack: the stack is printed once, with the failure.
+  EXPECT_EQ(lines(first.err, "  retry   flaky after attempt 1"), 1U) << first.err;
+  EXPECT_EQ(lines(first.err, "fail.mjs"), 1U) << first.err;
+
+  auto second = oe({"run", dir_.path().string()});
+  EXPECT_EQ(lines(second.err, "  cached  greet"), 1U) << second.err;
+  EXPECT_EQ(lines(second.err, "  ok      greet"), 0U) << second.err;
+}
+
+TEST_F(CliTest, AProviderRetryIsPrintedOnce) {
+  // The provider plugin reports a retry wait as a WARN log line and as a node.activity event
+  // with the same text; the progress shows it once.
+  FakeLlmServer server;
+  server.enqueue(FakeLlmServer::rateLimited("0"));
+  server.enqueue(FakeLlmServer::openAiText("fine"));
+  dir_.write("prompts/p.md", "say something");
+  writeExperience(R"(name: cli
+version: 0.1.0
+state: {schema: {said: {type: string}}}
+graph: {nodes: [{id: talk, kind: agent, prompt: prompts/p.md, writes: [said]}], edges: []}
+)");
+  auto r = oe({"run", dir_.path().string()},
+              {{"OPENAI_BASE_URL", server.baseUrl() + "/v1"},
+               {"OPENAI_API_KEY", "test-key"},
+               {"ANTHROPIC_API_KEY", ""}});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(lines(r.err, "HTTP 429"), 1U) << r.err;
+}
+
+TEST_F(CliTest, LongValuesAreShortenedInTheSummary) {
+  const std::string big(1000, 'x');
+  writeExperience(R"(name: cli
+version: 0.1.0
+state: {schema: {big: {type: string}, small: {type: string}}}
+graph: {nodes: [{id: write, kind: tool, impl: ./tools/big.mjs, writes: [big, small]}], edges: []}
+)");
+  writeTool("big.mjs", "export default async function () { return { state_delta: { big: '" + big +
+                           "', small: 'short' } }; }\n");
+  const std::string dir = dir_.path().string();
+  auto r = oe({"run", dir, "-q"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.find(big), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(1002 chars; `oe state big --experience " + dir + "` prints it all)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("  small: \"short\"\n"), std::string::npos) << r.out;
+  // The command the summary names prints the whole value.
+  auto state = oe({"state", "big", "--experience", dir});
+  EXPECT_NE(state.out.find(big), std::string::npos);
+}
+
+TEST_F(CliTest, RefusedPluginSaysWhyTheLoaderRefusedIt) {
+  writeTools();
+  dir_.write("plugins/broken.so", "this is not a shared library");
+  auto r = oe({"run", dir_.path().string(), "-q"});
+  EXPECT_NE(r.err.find("broken.so: not a loadable shared library"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("Bad file descriptor"), std::string::npos) << r.err;
+}
+
+constexpr std::string_view kHangYaml = R"(name: cli
+version: 0.1.0
+state: {schema: {}}
+graph: {nodes: [{id: hang, kind: tool, impl: ./tools/hang.mjs}], edges: []}
+)";
+// Never settles; the timer keeps Node's event loop (and so the call) alive.
+constexpr std::string_view kHangJs =
+    "export default async function () { setInterval(() => {}, 60000); await new Promise(() => "
+    "{}); }\n";
+
+TEST_F(CliTest, ANodeThatNeverSettlesGetsAStillRunningNotice) {
+  writeExperience(kHangYaml);
+  writeTool("hang.mjs", kHangJs);
+  LiveOe run({"run", dir_.path().string()}, {{"OE_STILL_RUNNING_INTERVAL_MS", "20"}},
+             dir_.path());
+  ASSERT_TRUE(run.waitForStderr("  still running: hang for ")) << run.err();
+  run.signal(SIGTERM);
+  const int status = run.wait();
+  EXPECT_TRUE(WIFEXITED(status)) << "oe did not handle SIGTERM";
+  EXPECT_NE(run.out().find("stopped: "), std::string::npos) << run.out();
+}
+
+}  // namespace
+}  // namespace oe::test
