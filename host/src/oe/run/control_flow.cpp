@@ -64,14 +64,36 @@ void Run::pumpForEach(NodeRuntime& node) {
   }
 }
 
-void Run::inItemOrder(Call& call, std::function<bool()> settle) {
+void Run::inItemOrder(Call& call, bool ok, std::function<bool()> settle) {
   NodeRuntime& node = *call.node;
   if (!exp_.runtime.deterministic || !node.spec->for_each || !node.each ||
       !call.extra_args.contains("$index")) {
     settle();
     return;
   }
-  node.each->order.settle(call.extra_args["$index"].get<size_t>(), std::move(settle));
+  // A run that stops while items wait for an earlier one that then fails (cancelled) must not
+  // land the later ones: the resumed run would append the earlier item after them, and the
+  // list would not be in item order. They are dropped (not applied, not cached) and run again.
+  Call* item = &call;
+  node.each->order.settle(
+      call.extra_args["$index"].get<size_t>(),
+      [this, item, ok, settle = std::move(settle)] {
+        ForEachRun& each = *item->node->each;
+        if (ok && each.halted) {
+          const std::string message =
+              "not applied: an earlier item of this for_each did not finish before the run "
+              "stopped (runtime.deterministic keeps item order); `oe resume` runs it again";
+          log_.nodeFailed(item->node->spec->id, message, item->node->spec->phase);
+          auto finish = std::move(item->done);
+          finish(false, nullptr);
+          return true;
+        }
+        const bool consumed = settle();
+        if (!ok && cancelling_) {
+          each.halted = true;
+        }
+        return consumed;
+      });
 }
 
 void Run::runPipeline(size_t pipeline_index) {

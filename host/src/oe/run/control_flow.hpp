@@ -50,6 +50,9 @@ struct ForEachRun {
   size_t items_done = 0;
   size_t items_in_flight = 0;
   bool any_item_failed = false;
+  // runtime.deterministic and the run is stopping (a signal, fail_run, the budget): an item
+  // did not succeed, so no later item may land before it; a resume runs them in order.
+  bool halted = false;
   ItemOrder order;
 
   // Another item is left and the node's `concurrency` allows it to start now.

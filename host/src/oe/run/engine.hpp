@@ -99,7 +99,8 @@ class Run {
   // D16: runs `settle` now, or, for a for_each item under runtime.deterministic, once every item
   // before it has settled, so array_append fields fill in item order whatever the completion
   // order. `settle` returns false when it did not settle the item (it will come back).
-  void inItemOrder(Call& call, std::function<bool()> settle);
+  // `ok`: the outcome is a success (its output is to be applied).
+  void inItemOrder(Call& call, bool ok, std::function<bool()> settle);
   // A run.warning event for `id` (a node or a pipeline), kept for the summary too.
   void warn(std::string_view id, std::string message);
 

@@ -211,7 +211,7 @@ void Run::startCall(NodeRuntime& node, Json extra_args, Json edge_inputs,
       hit = cache_->get(call->cache_key);
     }
     if (hit) {
-      inItemOrder(*call, [this, call, hit = std::move(*hit)] {
+      inItemOrder(*call, /*ok=*/true, [this, call, hit = std::move(*hit)] {
         std::string replay_error;
         if (!applyOutput(*call, hit, true, &replay_error)) {
           // D12: a replay that fails is a miss; the node runs.
@@ -405,7 +405,7 @@ void Run::invokeDone(const std::shared_ptr<Call>& call) {
     // The host's own account of the node's LLM calls fills what the plugin did not report.
     addLlmMetrics(output, call->llm_usage.usage);
   }
-  inItemOrder(*call, [this, call, output = std::move(output)]() mutable {
+  inItemOrder(*call, /*ok=*/true, [this, call, output = std::move(output)]() mutable {
     std::string error;
     if (!applyOutput(*call, output, false, &error)) {
       attemptFailed(call, std::move(error));  // a retry, or the failure settled in this slot
@@ -486,7 +486,7 @@ void Run::attemptFailed(const std::shared_ptr<Call>& call, std::string message) 
     // in flight finish (their spend is already reserved), and `oe resume` continues it.
     any_failure_ = true;
     stopForBudget();
-    inItemOrder(*call, [this, call, message = std::move(message)] {
+    inItemOrder(*call, /*ok=*/false, [this, call, message = std::move(message)] {
       const std::string error = message +
                                 "; raise runtime.budget (or pass --max-tokens / --max-cost-usd) "
                                 "and run `oe resume " + log_.runId() + "`";
@@ -523,7 +523,7 @@ void Run::attemptFailed(const std::shared_ptr<Call>& call, std::string message) 
     any_failure_ = true;
     cancelAll("node \"" + node.spec->id + "\" failed and policy=fail_run: " + message);
   }
-  inItemOrder(*call, [this, call, message = std::move(message)] {
+  inItemOrder(*call, /*ok=*/false, [this, call, message = std::move(message)] {
     log_.nodeFailed(call->node->spec->id, message, call->node->spec->phase);
     summary_.failures.push_back(NodeFailure{call->node->spec->id, message});
     auto finish = std::move(call->done);
