@@ -68,5 +68,17 @@ TEST(StringifyIndented, MatchesJsonStringifyWithAnIndent) {
   EXPECT_EQ(stringifyIndented(Json("s"), 2), "\"s\"");
 }
 
+TEST(StringifyIndented, MembersKeepTheOrderTheyAreGivenIn) {
+  const Json utterance = "hi";
+  const Json list = Json::parse(R"([1,{"z":1,"a":2}])");
+  const Json mode = "strict";
+  EXPECT_EQ(stringifyIndentedMembers({{"utterance", &utterance}, {"list", &list}, {"mode", &mode}}, 2),
+            "{\n  \"utterance\": \"hi\",\n  \"list\": [\n    1,\n    {\n      \"a\": 2,\n"
+            "      \"z\": 1\n    }\n  ],\n  \"mode\": \"strict\"\n}");
+  EXPECT_EQ(stringifyIndentedMembers({{"b", &mode}, {"a", &utterance}}, 0),
+            "{\"b\":\"strict\",\"a\":\"hi\"}");
+  EXPECT_EQ(stringifyIndentedMembers({}, 2), "{}");
+}
+
 }  // namespace
 }  // namespace oe::expr

@@ -385,6 +385,39 @@ void stringifyIndentedTo(const Json& value, int indent, int depth, std::string& 
 
 }  // namespace
 
+std::string stringifyIndentedMembers(
+    const std::vector<std::pair<std::string_view, const Json*>>& members, int indent) {
+  std::string out;
+  if (members.empty()) {
+    return "{}";
+  }
+  indent = std::min(std::max(indent, 0), 10);
+  out += '{';
+  bool first = true;
+  for (const auto& [key, value] : members) {
+    if (!first) {
+      out += ',';
+    }
+    first = false;
+    if (indent > 0) {
+      out += '\n';
+      out.append(static_cast<size_t>(indent), ' ');
+    }
+    appendEscaped(key, out);
+    out += indent > 0 ? ": " : ":";
+    if (indent > 0) {
+      stringifyIndentedTo(*value, indent, 1, out);
+    } else {
+      stringifyTo(*value, out);
+    }
+  }
+  if (indent > 0) {
+    out += '\n';
+  }
+  out += '}';
+  return out;
+}
+
 std::string stringifyIndented(const Json& value, int indent) {
   std::string out;
   if (indent <= 0) {

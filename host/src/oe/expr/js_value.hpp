@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "oe/common/json.hpp"
 
@@ -48,5 +50,9 @@ void stringifyTo(const Json& value, std::string& out);
 // JSON.stringify(v, null, indent): as stringify, with `indent` spaces per level, one member or
 // element per line, ": " after keys, and `[]` / `{}` for empty ones. indent 0 is stringify.
 [[nodiscard]] std::string stringifyIndented(const Json& value, int indent);
+// JSON.stringify of an object whose members are `members` in that order (JS keeps insertion
+// order, a Json object sorts its keys), formatted as stringifyIndented. Keys must be distinct.
+[[nodiscard]] std::string stringifyIndentedMembers(
+    const std::vector<std::pair<std::string_view, const Json*>>& members, int indent);
 
 }  // namespace oe::expr

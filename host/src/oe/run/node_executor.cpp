@@ -138,7 +138,31 @@ oe_status Call::renderPrompt(std::string_view template_text, std::string& out) {
 }
 
 oe_status Call::promptValues(uint32_t indent, std::string& out) {
-  out = expr::stringifyIndented(promptValueMap(), static_cast<int>(indent));
+  // Upstream's JSON.stringify({...state_view, ...edge_inputs, ...args}) keeps insertion order:
+  // the reads in declaration order, then the edge inputs, then the args; a key given again
+  // keeps its first place and takes the later value. (Json objects sort their keys.)
+  std::vector<std::pair<std::string_view, const Json*>> members;
+  auto put = [&members](std::string_view key, const Json& value) {
+    for (auto& member : members) {
+      if (member.first == key) {
+        member.second = &value;
+        return;
+      }
+    }
+    members.emplace_back(key, &value);
+  };
+  for (const std::string& field : node->spec->reads) {
+    if (auto it = state_view.find(field); it != state_view.end()) {
+      put(field, *it);
+    }
+  }
+  for (const auto& [key, value] : edge_inputs.items()) {
+    put(key, value);
+  }
+  for (const auto& [key, value] : args.items()) {
+    put(key, value);
+  }
+  out = expr::stringifyIndentedMembers(members, static_cast<int>(indent));
   return OE_OK;
 }
 
