@@ -349,12 +349,21 @@ graph:
 }
 
 TEST_F(Scheduler, TimeoutFailsTheNodeAndKillsTheTool) {
-  writeExecutable("tools/slow.sh", "#!/bin/sh\nsleep 30\necho '{\"state_delta\":{}}'\n");
+  // The tool and a child of it would run for 10 minutes and then leave a marker: only the
+  // timeout's kill of the whole process group ends the run in time for ctest's 300 s limit.
+  const auto tool_pid = dir_.path() / "tool.pid";
+  const auto child_pid = dir_.path() / "child.pid";
+  const auto marker = dir_.path() / "finished";
+  // The pid files are written long before the 1 s timeout; nothing waits on that.
+  writeExecutable("tools/slow.sh", "#!/bin/sh\necho $$ > '" + tool_pid.string() +
+                                       "'\nsleep 600 &\necho $! > '" + child_pid.string() +
+                                       "'\nwait\ntouch '" + marker.string() +
+                                       "'\necho '{\"state_delta\":{}}'\n");
   writeExperience(R"(name: slow
 version: 0.1.0
 state: { schema: {} }
 graph:
-  nodes: [ { id: slow, kind: tool, impl: ./tools/slow.sh, timeout_ms: 300 } ]
+  nodes: [ { id: slow, kind: tool, impl: ./tools/slow.sh, timeout_ms: 1000 } ]
   edges: []
 )");
   int code = -1;
@@ -364,10 +373,20 @@ graph:
   bool found = false;
   for (const auto& e : evs) {
     if (e["type"] == "node.failed") {
-      found = e["error"].get<std::string>().find("timed out after 300 ms") != std::string::npos;
+      found = e["error"].get<std::string>().find("timed out after 1000 ms") != std::string::npos;
     }
   }
   EXPECT_TRUE(found);
+  const pid_t tool = pidIn(tool_pid);
+  const pid_t child = pidIn(child_pid);
+  ASSERT_GT(tool, 0);
+  ASSERT_GT(child, 0);
+  EXPECT_TRUE(processGone(tool));
+  EXPECT_TRUE(processGone(child)) << "the tool's child outlived the timeout";
+  if (!processGone(child)) {
+    ::kill(child, SIGKILL);
+  }
+  EXPECT_FALSE(std::filesystem::exists(marker));
 }
 
 TEST_F(Scheduler, CacheReplaysUnchangedNodesAndReRunsEditedTools) {
