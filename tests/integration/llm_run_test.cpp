@@ -22,7 +22,10 @@ class LlmRunTest : public OeTest {
             {"OE_ANTHROPIC_MODEL", ""}};
   }
   static std::map<std::string, std::string> noProviderEnv() {
-    return {{"OPENAI_BASE_URL", ""}, {"OPENAI_API_KEY", ""}, {"ANTHROPIC_API_KEY", ""}};
+    return {{"OPENAI_BASE_URL", ""},
+            {"OPENAI_API_KEY", ""},
+            {"ANTHROPIC_API_KEY", ""},
+            {"ANTHROPIC_BASE_URL", ""}};
   }
   json run(std::vector<std::string> extra, const std::map<std::string, std::string>& env,
            int* exit_code = nullptr, const std::string& command = "run") {
