@@ -342,14 +342,15 @@ graph:
 }
 
 TEST_F(LlmRunTest, DeterministicFanOutAppendsInItemOrderWhateverFinishesFirst) {
-  // Item 0 is answered last, item 2 first: arrival order is the reverse of item order.
+  // All three requests are in flight together, then item c is answered first, b after it and
+  // a last: the answers arrive in the reverse of item order, by construction rather than by sleeps.
   server_.setHandler([](const RecordedRequest& request) {
     const std::string item = userText(request);
-    const int delay_ms = item == "item a" ? 400 : item == "item b" ? 200 : 0;
-    return FakeLlmServer::delayed(
+    const size_t answers_before = item == "item a" ? 2 : item == "item b" ? 1 : 0;
+    return FakeLlmServer::heldUntil(
         FakeLlmServer::openAiToolCalls(
             {{"structured_output", json{{"seen", json::array({item})}}.dump()}}),
-        std::chrono::milliseconds(delay_ms));
+        3, answers_before);
   });
   writeTool("seed.mjs",
             "export default () => ({state_delta: {items: ['a', 'b', 'c']}});\n");
@@ -378,7 +379,7 @@ runtime:
   json out = run({"-q"}, serverEnv(), &code);
   ASSERT_EQ(code, 0) << last_stderr_;
   EXPECT_EQ(out["final_state"]["seen"], json::parse(R"(["item a", "item b", "item c"])"));
-  EXPECT_GE(server_.peakInFlight(), 2U);  // the items really overlapped
+  EXPECT_EQ(server_.peakInFlight(), 3U);  // the items really overlapped
 }
 
 }  // namespace

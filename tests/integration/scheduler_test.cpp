@@ -19,6 +19,41 @@ export default async function (args) {
 }
 )";
 
+// The same, synchronised instead of timed (one worker serves all calls, so calls can wait for
+// each other): `until_in_flight: n` holds a call until n calls have been in flight at once, and
+// `after: <label>` holds it until the call labelled so has finished. Either wait gives up after
+// 10 s, so a scheduler that cannot satisfy it makes the test fail rather than hang.
+constexpr std::string_view kSyncTool = R"(
+let inflight = 0;
+let max = 0;
+const done = new Set();
+const waiters = [];
+function wake() {
+  for (const w of waiters.splice(0)) {
+    if (w.ready()) w.resolve(); else waiters.push(w);
+  }
+}
+function until(ready) {
+  if (ready()) return Promise.resolve();
+  return new Promise((resolve) => {
+    waiters.push({ ready, resolve });
+    setTimeout(resolve, 10000);
+  });
+}
+export default async function (args) {
+  const label = args.$item ?? args.label;
+  inflight++;
+  max = Math.max(max, inflight);
+  wake();
+  if (args.until_in_flight) await until(() => max >= args.until_in_flight);
+  if (args.after) await until(() => done.has(args.after));
+  inflight--;
+  done.add(label);
+  wake();
+  return { state_delta: { max_in_flight: max, seen: [label] } };
+}
+)";
+
 TEST_F(Scheduler, RunnerThreadsValuesFromAToB) {
   writeTool("a.mjs", "export default () => ({ state_delta: { a: 7 } });");
   writeTool("b.mjs", "export default (args) => ({ state_delta: { b: args._state.a * 2 } });");
@@ -102,7 +137,7 @@ graph:
 
 TEST_F(Scheduler, ForEachSeesItemsInOrderAndRespectsConcurrency) {
   writeTool("seed.mjs", "export default () => ({ state_delta: { items: ['a','b','c','d','e','f','g','h'] } });");
-  writeTool("probe.mjs", kInFlightTool);
+  writeTool("probe.mjs", kSyncTool);
   writeExperience(R"(name: fe
 version: 0.1.0
 state:
@@ -113,7 +148,7 @@ state:
 graph:
   nodes:
     - { id: seed, kind: tool, impl: ./tools/seed.mjs, writes: [items] }
-    - { id: each, kind: tool, impl: ./tools/probe.mjs, args: { ms: 50 }, writes: [seen, max_in_flight],
+    - { id: each, kind: tool, impl: ./tools/probe.mjs, writes: [seen, max_in_flight],
         for_each: { source: $.items } }
   edges: [ { from: seed, to: each } ]
 )");
@@ -122,32 +157,35 @@ graph:
   EXPECT_EQ(out["final_state"]["seen"], nlohmann::json({"a", "b", "c", "d", "e", "f", "g", "h"}));
   EXPECT_EQ(out["final_state"]["max_in_flight"], 1);  // concurrency unset → one at a time
 
+  // Each item waits until 4 items have been in flight at once: the limit must let exactly 4 run
+  // together (3 would make every wait give up; 8 would show as 8).
   std::string yaml = readFile(dir_.path() / "experience.yaml");
+  yaml.replace(yaml.find("writes: [seen, max_in_flight],"), 30,
+               "args: { until_in_flight: 4 }, writes: [seen, max_in_flight],");
   yaml.replace(yaml.find("source: $.items }"), 17, "source: $.items, concurrency: 4 }");
   writeExperience(yaml);
   out = runJson({"--no-cache"});
   EXPECT_EQ(out["status"], "success");
-  const int max = out["final_state"]["max_in_flight"];
-  EXPECT_GE(max, 2);
-  EXPECT_LE(max, 4);
+  EXPECT_EQ(out["final_state"]["max_in_flight"], 4);
 }
 
 TEST_F(Scheduler, IndependentNodesRunInParallelAndADependencyDoesNot) {
-  writeTool("probe.mjs", kInFlightTool);
+  // Every node waits until all four have been in flight together.
+  writeTool("probe.mjs", kSyncTool);
   writeExperience(R"(name: par
 version: 0.1.0
 runtime: { concurrency: 4 }
 state: { schema: { seen: { type: array, merge: array_append }, max_in_flight: { type: number } } }
 graph:
   nodes:
-    - { id: n1, kind: tool, impl: ./tools/probe.mjs, args: { label: n1, ms: 100 }, writes: [seen, max_in_flight] }
-    - { id: n2, kind: tool, impl: ./tools/probe.mjs, args: { label: n2, ms: 100 }, writes: [seen, max_in_flight] }
-    - { id: n3, kind: tool, impl: ./tools/probe.mjs, args: { label: n3, ms: 100 }, writes: [seen, max_in_flight] }
-    - { id: n4, kind: tool, impl: ./tools/probe.mjs, args: { label: n4, ms: 100 }, writes: [seen, max_in_flight] }
+    - { id: n1, kind: tool, impl: ./tools/probe.mjs, args: { label: n1, until_in_flight: 4 }, writes: [seen, max_in_flight] }
+    - { id: n2, kind: tool, impl: ./tools/probe.mjs, args: { label: n2, until_in_flight: 4 }, writes: [seen, max_in_flight] }
+    - { id: n3, kind: tool, impl: ./tools/probe.mjs, args: { label: n3, until_in_flight: 4 }, writes: [seen, max_in_flight] }
+    - { id: n4, kind: tool, impl: ./tools/probe.mjs, args: { label: n4, until_in_flight: 4 }, writes: [seen, max_in_flight] }
   edges: []
 )");
   auto out = runJson({"--no-cache"});
-  EXPECT_GE(out["final_state"]["max_in_flight"].get<int>(), 2);
+  EXPECT_EQ(out["final_state"]["max_in_flight"].get<int>(), 4);
   EXPECT_EQ(out["final_state"]["seen"].size(), 4u);
 
   writeExperience(R"(name: par
@@ -156,10 +194,12 @@ runtime: { concurrency: 4 }
 state: { schema: { seen: { type: array, merge: array_append }, max_in_flight: { type: number } } }
 graph:
   nodes:
-    - { id: a, kind: tool, impl: ./tools/probe.mjs, args: { label: a, ms: 20 }, writes: [seen, max_in_flight] }
-    - { id: b, kind: tool, impl: ./tools/probe.mjs, args: { label: b, ms: 20 }, writes: [seen, max_in_flight] }
+    - { id: a, kind: tool, impl: ./tools/timed.mjs, args: { label: a, ms: 20 }, writes: [seen, max_in_flight] }
+    - { id: b, kind: tool, impl: ./tools/timed.mjs, args: { label: b, ms: 20 }, writes: [seen, max_in_flight] }
   edges: [ { from: a, to: b } ]
 )");
+  // Timed on purpose: only an ignored dependency could overlap a and b, and then likely would.
+  writeTool("timed.mjs", kInFlightTool);
   TempDir fresh;  // a fresh worker: the module-level counters start at zero
   std::filesystem::copy(dir_.path() / "experience.yaml", fresh / "experience.yaml");
   std::filesystem::copy(dir_.path() / "tools", fresh / "tools", std::filesystem::copy_options::recursive);
@@ -170,18 +210,18 @@ graph:
 }
 
 TEST_F(Scheduler, ReadyQueueDoesNotWaitForTheSlowestOfAWave) {
-  // D5: c depends only on the fast a, so it finishes before the slow b (a wave scheduler would
-  // start c only after b).
-  writeTool("probe.mjs", kInFlightTool);
+  // D5: c depends only on a, and b does not finish before c has: a ready-queue scheduler runs
+  // c while b waits; a wave scheduler would start c only after b, whose wait then gives up.
+  writeTool("probe.mjs", kSyncTool);
   writeExperience(R"(name: d5
 version: 0.1.0
 runtime: { concurrency: 2 }
 state: { schema: { seen: { type: array, merge: array_append }, max_in_flight: { type: number } } }
 graph:
   nodes:
-    - { id: a, kind: tool, impl: ./tools/probe.mjs, args: { label: a, ms: 10 }, writes: [seen, max_in_flight] }
-    - { id: b, kind: tool, impl: ./tools/probe.mjs, args: { label: b, ms: 1500 }, writes: [seen, max_in_flight] }
-    - { id: c, kind: tool, impl: ./tools/probe.mjs, args: { label: c, ms: 10 }, writes: [seen, max_in_flight] }
+    - { id: a, kind: tool, impl: ./tools/probe.mjs, args: { label: a }, writes: [seen, max_in_flight] }
+    - { id: b, kind: tool, impl: ./tools/probe.mjs, args: { label: b, after: c }, writes: [seen, max_in_flight] }
+    - { id: c, kind: tool, impl: ./tools/probe.mjs, args: { label: c }, writes: [seen, max_in_flight] }
   edges: [ { from: a, to: c } ]
 )");
   auto out = runJson({"--no-cache"});
