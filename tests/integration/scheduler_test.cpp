@@ -1,4 +1,6 @@
 // The scheduler tests of reference §11.3, ported to run the real `oe` with real .mjs tools.
+#include <algorithm>
+
 #include "oe_fixture.hpp"
 
 namespace oe::test {
@@ -386,6 +388,123 @@ graph:
   EXPECT_EQ(out["final_state"]["y"], "run/node");
   auto evs = events(out["run_id"]);
   EXPECT_EQ(evs.front()["args"]["name"], "run");
+}
+
+// A tool that appends what it was called with to the field `args.into`: its args without `into`
+// and the names of the `_state` fields it was given.
+constexpr std::string_view kRecordTool = R"(
+export default (a) => {
+  const { into, _state, _edge_inputs, ...args } = a;
+  return { state_delta: { [into]: [{ args, state: Object.keys(_state) }] } };
+};
+)";
+
+TEST_F(Scheduler, PathArgsResolveAgainstTheStateAtRunTime) {
+  // `pr` and `list` are written by `seed` in this very run: the args of `use` can only resolve
+  // when `use` is dispatched, not when the experience is loaded.
+  writeTool("seed.mjs",
+            "export default () => ({ state_delta: { pr: { id: 7, title: 'Fix' }, list: [1, 2, 3] } "
+            "});");
+  writeTool("record.mjs", kRecordTool);
+  writeExperience(R"(name: paths
+version: 0.1.0
+state:
+  schema:
+    pr: { type: object }
+    list: { type: array }
+    calls: { type: array, merge: array_append }
+graph:
+  nodes:
+    - { id: seed, kind: tool, impl: ./tools/seed.mjs, writes: [pr, list] }
+    - id: use
+      kind: tool
+      impl: ./tools/record.mjs
+      writes: [calls]
+      args:
+        into: calls
+        id: $.pr.id
+        n: $.list.length
+        pair: [$.pr.title, $.nothing]
+        nested: { title: $.pr.title, gone: $.nothing }
+        plain: see $.pr
+  edges: [ { from: seed, to: use } ]
+)");
+  auto out = runJson({"--no-cache"});
+  ASSERT_EQ(out["status"], "success") << last_stderr_;
+  const auto& call = out["final_state"]["calls"].at(0);
+  EXPECT_EQ(call["args"], nlohmann::json::parse(R"({"id": 7, "n": 3, "pair": ["Fix", null],
+      "nested": {"title": "Fix"}, "plain": "see $.pr"})"));
+}
+
+TEST_F(Scheduler, InjectedKeysReachForEachPipelineAndLoopCalls) {
+  writeTool("seed.mjs", "export default () => ({ state_delta: { items: ['x', 'y'] } });");
+  writeTool("record.mjs", kRecordTool);
+  writeTool("inc.mjs",
+            "export default (a) => ({ state_delta: { count: (a._state.count ?? 0) + 1, "
+            "looped: [{ iter: a.$iter, loop: a.$loop }] } });");
+  writeExperience(R"(name: injected
+version: 0.1.0
+runtime: { deterministic: true }
+state:
+  schema:
+    items: { type: array }
+    count: { type: number }
+    each_calls: { type: array, merge: array_append }
+    stage_calls: { type: array, merge: array_append }
+    looped: { type: array, merge: array_append }
+graph:
+  nodes:
+    - { id: seed, kind: tool, impl: ./tools/seed.mjs, writes: [items] }
+    - { id: each, kind: tool, impl: ./tools/record.mjs, writes: [each_calls], args: { into: each_calls },
+        for_each: { source: $.items, concurrency: 2 } }
+    - { id: stage, kind: tool, impl: ./tools/record.mjs, writes: [stage_calls], args: { into: stage_calls } }
+    - { id: inc, kind: tool, impl: ./tools/inc.mjs, reads: [count], writes: [count, looped] }
+  edges: [ { from: seed, to: each }, { from: seed, to: inc } ]
+  pipelines: [ { id: p1, items: $.items, stages: [stage] } ]
+  loops: [ { id: again, body: inc, until: '$.count >= 2', max_iters: 5 } ]
+)");
+  auto out = runJson({"--no-cache"});
+  ASSERT_EQ(out["status"], "success") << last_stderr_;
+  const auto& state = out["final_state"];
+  EXPECT_EQ(state["each_calls"], nlohmann::json::parse(R"([
+      {"args": {"$item": "x", "$index": 0}, "state": []},
+      {"args": {"$item": "y", "$index": 1}, "state": []}])"));
+  EXPECT_EQ(state["stage_calls"], nlohmann::json::parse(R"([
+      {"args": {"$item": "x", "$index": 0, "$pipeline": "p1"}, "state": []},
+      {"args": {"$item": "y", "$index": 1, "$pipeline": "p1"}, "state": []}])"));
+  EXPECT_EQ(state["looped"], nlohmann::json::parse(R"([
+      {"iter": 0, "loop": "again"}, {"iter": 1, "loop": "again"}])"));
+}
+
+TEST_F(Scheduler, ToolsSeeOnlyTheStateFieldsTheyRead) {
+  writeTool("seed.mjs",
+            "export default () => ({ state_delta: { a: 1, b: 2, secret: 'not yours' } });");
+  writeTool("record.mjs", kRecordTool);
+  writeExperience(R"(name: reads
+version: 0.1.0
+state:
+  schema:
+    a: { type: number }
+    b: { type: number }
+    secret: { type: string }
+    unset: { type: string }
+    calls: { type: array, merge: array_append }
+graph:
+  nodes:
+    - { id: seed, kind: tool, impl: ./tools/seed.mjs, writes: [a, b, secret] }
+    - { id: some, kind: tool, impl: ./tools/record.mjs, reads: [b, a, unset], writes: [calls],
+        args: { into: calls } }
+    - { id: none, kind: tool, impl: ./tools/record.mjs, writes: [calls], args: { into: calls } }
+  edges: [ { from: seed, to: some }, { from: some, to: none } ]
+)");
+  auto out = runJson({"--no-cache"});
+  ASSERT_EQ(out["status"], "success") << last_stderr_;
+  const auto& calls = out["final_state"]["calls"];
+  ASSERT_EQ(calls.size(), 2U);
+  auto some = calls[0]["state"].get<std::vector<std::string>>();
+  std::sort(some.begin(), some.end());
+  EXPECT_EQ(some, (std::vector<std::string>{"a", "b"}));  // no `secret`, nothing for `unset`
+  EXPECT_EQ(calls[1]["state"], nlohmann::json::array());
 }
 
 TEST_F(Scheduler, TimeoutFailsTheNodeAndKillsTheTool) {
