@@ -1,5 +1,7 @@
 // The scheduler tests of reference §11.3, ported to run the real `oe` with real .mjs tools.
 #include <algorithm>
+#include <map>
+#include <regex>
 
 #include "oe_fixture.hpp"
 
@@ -323,6 +325,65 @@ graph:
   auto evs = events(out["run_id"]);
   EXPECT_EQ(count(evs, "node.skipped", "after_bad"), 1u);
   EXPECT_EQ(count(evs, "node.finished", "sibling"), 1u);
+}
+
+TEST_F(Scheduler, RetriesRunOutWithLinearOrExponentialBackoff) {
+  // Every attempt fails with its number; the retry events say how long the host waits.
+  // One module per node: each counts its own attempts.
+  for (const char* name : {"lin.mjs", "exp.mjs"}) {
+    writeTool(name, R"(
+let calls = 0;
+export default () => { calls++; throw new Error('attempt ' + calls + ' failed'); };)");
+  }
+  writeTool("ok.mjs", "export default () => ({ state_delta: { ok: true } });");
+  writeExperience(R"(name: exhaust
+version: 0.1.0
+state: { schema: { ok: { type: boolean } } }
+graph:
+  nodes:
+    - { id: lin, kind: tool, impl: ./tools/lin.mjs,
+        on_error: { policy: retry, attempts: 4, base_ms: 10 } }
+    - { id: exp, kind: tool, impl: ./tools/exp.mjs,
+        on_error: { policy: retry, attempts: 4, backoff: exponential, base_ms: 10 } }
+    - { id: after_lin, kind: tool, impl: ./tools/ok.mjs, writes: [ok] }
+  edges: [ { from: lin, to: after_lin } ]
+)");
+  // The retries are progress lines (they are not in the event log): run without --json.
+  auto r = oe({"run", dir_.path().string(), "--no-cache"});
+  EXPECT_EQ(r.exit_code, 1);
+  using Waits = std::vector<std::pair<int, int64_t>>;
+  std::map<std::string, Waits> retries;  // node -> (attempt, delay_ms)
+  static const std::regex kRetry(R"(  retry   (\w+) after attempt (\d+) in (\d+) ms: )");
+  for (std::sregex_iterator it(r.err.begin(), r.err.end(), kRetry), end; it != end; ++it) {
+    retries[(*it)[1]].emplace_back(std::stoi((*it)[2]), std::stoll((*it)[3]));
+  }
+  // attempts: 4 means 4 calls, 3 waits: base*n when linear (the default), base*2^(n-1) else.
+  EXPECT_EQ(retries["lin"], (Waits{{1, 10}, {2, 20}, {3, 30}})) << r.err;
+  EXPECT_EQ(retries["exp"], (Waits{{1, 10}, {2, 20}, {3, 40}})) << r.err;
+  std::string run_id;  // the only run of this folder
+  for (const auto& entry :
+       std::filesystem::directory_iterator(dir_.path() / ".openexpertise" / "runs")) {
+    if (entry.path().extension() == ".jsonl") {
+      run_id = entry.path().stem().string();
+    }
+  }
+  auto evs = events(run_id);
+  ASSERT_FALSE(evs.empty()) << r.out << r.err;
+  EXPECT_EQ(evs.back()["status"], "failed") << "every node failed or was skipped";
+  std::map<std::string, std::string> failures;
+  for (const auto& e : evs) {
+    if (e["type"] == "node.failed") {
+      failures[e["node_id"]] = e["error"];
+    }
+  }
+  ASSERT_EQ(failures.size(), 2U);
+  // Each node fails once, with its 4th attempt's error; the descendant is skipped, unrun.
+  EXPECT_NE(failures["lin"].find("attempt 4 failed"), std::string::npos) << failures["lin"];
+  EXPECT_NE(failures["exp"].find("attempt 4 failed"), std::string::npos) << failures["exp"];
+  EXPECT_EQ(count(evs, "node.failed", "lin"), 1u);
+  EXPECT_EQ(count(evs, "node.started", "lin"), 1u);
+  EXPECT_EQ(count(evs, "node.skipped", "after_lin"), 1u);
+  EXPECT_EQ(count(evs, "node.started", "after_lin"), 0u);
 }
 
 TEST_F(Scheduler, FailRunCancelsTheRestAndWritesRunFinished) {
