@@ -146,6 +146,109 @@ TEST_F(LlmRunTest, BudgetStopsBeforeTheLimitAndResumeContinuesWithALargerOne) {
   EXPECT_EQ(resumed.back()["usage_total"]["llm_calls"], 6);
 }
 
+TEST_F(LlmRunTest, CostBudgetStopsTheRunBeforeItIsPassed) {
+  // $0.01 a token. Each call reserves 46 tokens ($0.46: a 2-byte prompt, max_tokens 20) and
+  // spends 10 ($0.10). Under $0.70: calls 1-3 fit (0.20 + 0.46 <= 0.70), the 4th would not
+  // (0.30 + 0.46 > 0.70), so the chain stops there and nothing after it starts.
+  server_.setHandler([](const RecordedRequest&) {
+    return FakeLlmServer::openAiText("ok", 7, 3, "stop", "priced-model");
+  });
+  dir_.write("prompts/p.md", "hi");
+  std::string yaml = agentsYaml(6, true,
+                                "runtime:\n  budget: {max_cost_usd: 0.70}\n  prices:\n"
+                                "    priced-model: {input: 10000, output: 10000}\n",
+                                20);
+  for (size_t at = yaml.find("kind: agent,"); at != std::string::npos;
+       at = yaml.find("kind: agent,", at + 1)) {
+    yaml.insert(at + 12, " model: priced-model,");
+  }
+  writeExperience(yaml);
+  int code = -1;
+  json out = run({"-q"}, serverEnv(), &code);
+  EXPECT_EQ(code, 1);
+  EXPECT_EQ(out["reason"], "budget_exhausted");
+  EXPECT_EQ(server_.requestCount(), 3U);
+  EXPECT_NEAR(out["usage"]["cost_usd"].get<double>(), 0.30, 1e-9);
+  EXPECT_LE(out["usage"]["cost_usd"].get<double>(), 0.70);
+  EXPECT_EQ(out["final_state"]["out2"], "ok");
+  EXPECT_FALSE(out["final_state"].contains("out3"));
+  auto evs = events(out["run_id"]);
+  std::string refusal;
+  for (const auto& e : evs) {
+    if (e.value("type", "") == "node.failed" && e.value("node_id", "") == "a3") {
+      refusal = e["error"];
+    }
+  }
+  EXPECT_NE(refusal.find("max_cost_usd"), std::string::npos) << refusal;
+  EXPECT_EQ(count(evs, "node.started", "a4"), 0U);
+  EXPECT_EQ(evs.back()["reason"], "budget_exhausted");
+}
+
+// A per-minute limit cannot be waited out in a test: the third call finds the window full and
+// waits (reported as activity) until its node's timeout cancels the wait. Without the limiter
+// all three would reach the server.
+TEST_F(LlmRunTest, RequestsPerMinuteHoldsTheCallsAboveTheLimit) {
+  server_.setHandler([](const RecordedRequest&) { return FakeLlmServer::openAiText("ok"); });
+  dir_.write("prompts/p.md", "item {{n}}");
+  std::string yaml = agentsYaml(
+      3, false, "runtime:\n  concurrency: 3\n  limits:\n    openai: {requests_per_minute: 2}\n");
+  for (size_t at = yaml.find("kind: agent,"); at != std::string::npos;
+       at = yaml.find("kind: agent,", at + 1)) {
+    yaml.insert(at + 12, " timeout_ms: 3000,");
+  }
+  writeExperience(yaml);
+  int code = -1;
+  json out = run({"-q"}, serverEnv(), &code);
+  EXPECT_EQ(code, 1);
+  EXPECT_EQ(server_.requestCount(), 2U);
+  EXPECT_EQ(out["nodes"]["failed"], 1);
+  auto evs = events(out["run_id"]);
+  std::string failed;
+  std::string error;
+  for (const auto& e : evs) {
+    if (e.value("type", "") == "node.failed") {
+      failed = e["node_id"];
+      error = e["error"];
+    }
+  }
+  EXPECT_NE(error.find("timed out after 3000 ms"), std::string::npos) << error;
+  bool waited = false;
+  for (const auto& e : evs) {
+    waited = waited || (e.value("type", "") == "node.activity" && e.value("node_id", "") == failed &&
+                        e.value("activity", "").find("runtime.limits.openai") != std::string::npos);
+  }
+  EXPECT_TRUE(waited);
+}
+
+// tokens_per_minute counts a call's upper bound while it runs and its real usage after: here
+// each call reserves 46 tokens and really uses 50, so under 100 a minute the third never fits.
+TEST_F(LlmRunTest, TokensPerMinuteHoldsTheCallsAboveTheLimit) {
+  server_.setHandler([](const RecordedRequest&) { return FakeLlmServer::openAiText("ok", 40, 10); });
+  dir_.write("prompts/p.md", "hi");
+  std::string yaml = agentsYaml(
+      3, false, "runtime:\n  concurrency: 3\n  limits:\n    openai: {tokens_per_minute: 100}\n",
+      20);
+  for (size_t at = yaml.find("kind: agent,"); at != std::string::npos;
+       at = yaml.find("kind: agent,", at + 1)) {
+    yaml.insert(at + 12, " timeout_ms: 3000,");
+  }
+  writeExperience(yaml);
+  int code = -1;
+  json out = run({"-q"}, serverEnv(), &code);
+  EXPECT_EQ(code, 1);
+  EXPECT_EQ(server_.requestCount(), 2U);
+  EXPECT_EQ(out["nodes"]["failed"], 1);
+  EXPECT_EQ(out["usage"]["input_tokens"], 80);
+  auto evs = events(out["run_id"]);
+  std::string error;
+  for (const auto& e : evs) {
+    if (e.value("type", "") == "node.failed") {
+      error = e["error"];
+    }
+  }
+  EXPECT_NE(error.find("timed out after 3000 ms"), std::string::npos) << error;
+}
+
 TEST_F(LlmRunTest, RecordedRunReplaysOfflineToTheSameState) {
   server_.setHandler([](const RecordedRequest& request) {
     return FakeLlmServer::openAiText("echo: " + userText(request));
