@@ -1,6 +1,7 @@
 // LLM runs end to end (issue 4): the real `oe` binary, the agent and openai-llm plugins, the
-// host's HTTP client and a real local server speaking the OpenAI protocol. Rate limits under a
-// 429-happy server, budgets that stop before the limit, record and replay, schema repair.
+// host's HTTP client and a real local server speaking the OpenAI protocol. Rate limits measured
+// by the server, budgets that stop before the limit, record and replay, schema repair, and the
+// host's prompt values as the agent and skill kinds receive them.
 #include <set>
 
 #include "oe_fixture.hpp"

@@ -1,7 +1,8 @@
 // A real HTTP/1.1 server on 127.0.0.1:<ephemeral port> standing in for an LLM provider: it answers
 // from a script (or a handler), records every request, and can misbehave on purpose (429 with
-// Retry-After, 500, stalls, malformed JSON, overload above K requests in flight). Builders below
-// produce OpenAI chat-completions and Anthropic Messages response bodies.
+// Retry-After, 500, stalls, malformed JSON, overload above K requests in flight). An answer can be
+// held until N requests arrived or M answers were sent, which orders clients without sleeps.
+// Builders below produce OpenAI chat-completions and Anthropic Messages response bodies.
 //
 // Threading: one Boost.Asio thread serves every connection; handlers run on it. Test code may call
 // any public member from any thread. Framing: Content-Length only, keep-alive honoured.
