@@ -89,6 +89,41 @@ class Durability : public OeTest {
   }
 };
 
+// D14: `state.store` names the state's SQLite file, relative to the experience directory. Runs,
+// `oe state` and `oe reset-state` all use it, and nothing is written to the default place.
+TEST_F(Durability, StateStoreNamesTheStateFileEveryCommandUses) {
+  writeTool("inc.mjs",
+            "export default (a) => ({ state_delta: { count: (a._state.count ?? 0) + 1 } });");
+  writeExperience(R"(name: stored
+version: 0.1.0
+state:
+  store: ./data/state.sqlite
+  schema: { count: { type: number } }
+graph:
+  nodes: [ { id: inc, kind: tool, impl: ./tools/inc.mjs, reads: [count], writes: [count] } ]
+  edges: []
+)");
+  int code = -1;
+  runJson({"--no-cache"}, &code);
+  ASSERT_EQ(code, 0) << last_stderr_;
+  auto second = runJson({"--no-cache"}, &code);
+  ASSERT_EQ(code, 0) << last_stderr_;
+  EXPECT_EQ(second["final_state"]["count"], 2);  // the second run read what the first stored
+  const auto store = dir_.path() / "data" / "state.sqlite";
+  EXPECT_TRUE(std::filesystem::exists(store));
+  EXPECT_FALSE(std::filesystem::exists(dir_.path() / ".openexpertise" / "state.sqlite"));
+
+  auto shown = oe({"state", "count", "--experience", dir_.path().string()});
+  EXPECT_EQ(shown.exit_code, 0) << shown.err;
+  EXPECT_EQ(shown.out, "2\n");
+
+  auto reset = oe({"reset-state", "--yes", "--experience", dir_.path().string()});
+  EXPECT_EQ(reset.exit_code, 0) << reset.err;
+  EXPECT_FALSE(std::filesystem::exists(store));
+  auto third = runJson({"--no-cache"}, &code);
+  EXPECT_EQ(third["final_state"]["count"], 1);
+}
+
 TEST_F(Durability, RunsListsRunsNewestFirstWithTheirCounts) {
   const std::string first = runTick(1);
   const std::string second = runTick(1);  // same inputs: everything replays from the cache

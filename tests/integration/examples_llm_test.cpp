@@ -21,7 +21,10 @@ class ExamplesReplayTest : public OeTest {
     }
     auto r = oe({"run", dir_.path().string(), "--json", "--llm-replay",
                  (dir_.path() / "llm-recording.jsonl").string()},
-                {{"OPENAI_API_KEY", ""}, {"ANTHROPIC_API_KEY", ""}, {"OPENAI_BASE_URL", ""}});
+                {{"OPENAI_API_KEY", ""},
+                 {"ANTHROPIC_API_KEY", ""},
+                 {"OPENAI_BASE_URL", ""},
+                 {"ANTHROPIC_BASE_URL", ""}});
     *exit_code = r.exit_code;
     last_stderr_ = r.err;
     auto parsed = json::parse(r.out, nullptr, false);

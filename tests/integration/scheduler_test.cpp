@@ -1,4 +1,8 @@
 // The scheduler tests of reference §11.3, ported to run the real `oe` with real .mjs tools.
+#include <algorithm>
+#include <map>
+#include <regex>
+
 #include "oe_fixture.hpp"
 
 namespace oe::test {
@@ -16,6 +20,41 @@ export default async function (args) {
   await new Promise((r) => setTimeout(r, args.ms ?? 50));
   inflight--;
   return { state_delta: { max_in_flight: max, seen: [args.$item ?? args.label] } };
+}
+)";
+
+// The same, synchronised instead of timed (one worker serves all calls, so calls can wait for
+// each other): `until_in_flight: n` holds a call until n calls have been in flight at once, and
+// `after: <label>` holds it until the call labelled so has finished. Either wait gives up after
+// 10 s, so a scheduler that cannot satisfy it makes the test fail rather than hang.
+constexpr std::string_view kSyncTool = R"(
+let inflight = 0;
+let max = 0;
+const done = new Set();
+const waiters = [];
+function wake() {
+  for (const w of waiters.splice(0)) {
+    if (w.ready()) w.resolve(); else waiters.push(w);
+  }
+}
+function until(ready) {
+  if (ready()) return Promise.resolve();
+  return new Promise((resolve) => {
+    waiters.push({ ready, resolve });
+    setTimeout(resolve, 10000);
+  });
+}
+export default async function (args) {
+  const label = args.$item ?? args.label;
+  inflight++;
+  max = Math.max(max, inflight);
+  wake();
+  if (args.until_in_flight) await until(() => max >= args.until_in_flight);
+  if (args.after) await until(() => done.has(args.after));
+  inflight--;
+  done.add(label);
+  wake();
+  return { state_delta: { max_in_flight: max, seen: [label] } };
 }
 )";
 
@@ -102,7 +141,7 @@ graph:
 
 TEST_F(Scheduler, ForEachSeesItemsInOrderAndRespectsConcurrency) {
   writeTool("seed.mjs", "export default () => ({ state_delta: { items: ['a','b','c','d','e','f','g','h'] } });");
-  writeTool("probe.mjs", kInFlightTool);
+  writeTool("probe.mjs", kSyncTool);
   writeExperience(R"(name: fe
 version: 0.1.0
 state:
@@ -113,7 +152,7 @@ state:
 graph:
   nodes:
     - { id: seed, kind: tool, impl: ./tools/seed.mjs, writes: [items] }
-    - { id: each, kind: tool, impl: ./tools/probe.mjs, args: { ms: 50 }, writes: [seen, max_in_flight],
+    - { id: each, kind: tool, impl: ./tools/probe.mjs, writes: [seen, max_in_flight],
         for_each: { source: $.items } }
   edges: [ { from: seed, to: each } ]
 )");
@@ -122,32 +161,35 @@ graph:
   EXPECT_EQ(out["final_state"]["seen"], nlohmann::json({"a", "b", "c", "d", "e", "f", "g", "h"}));
   EXPECT_EQ(out["final_state"]["max_in_flight"], 1);  // concurrency unset → one at a time
 
+  // Each item waits until 4 items have been in flight at once: the limit must let exactly 4 run
+  // together (3 would make every wait give up; 8 would show as 8).
   std::string yaml = readFile(dir_.path() / "experience.yaml");
+  yaml.replace(yaml.find("writes: [seen, max_in_flight],"), 30,
+               "args: { until_in_flight: 4 }, writes: [seen, max_in_flight],");
   yaml.replace(yaml.find("source: $.items }"), 17, "source: $.items, concurrency: 4 }");
   writeExperience(yaml);
   out = runJson({"--no-cache"});
   EXPECT_EQ(out["status"], "success");
-  const int max = out["final_state"]["max_in_flight"];
-  EXPECT_GE(max, 2);
-  EXPECT_LE(max, 4);
+  EXPECT_EQ(out["final_state"]["max_in_flight"], 4);
 }
 
 TEST_F(Scheduler, IndependentNodesRunInParallelAndADependencyDoesNot) {
-  writeTool("probe.mjs", kInFlightTool);
+  // Every node waits until all four have been in flight together.
+  writeTool("probe.mjs", kSyncTool);
   writeExperience(R"(name: par
 version: 0.1.0
 runtime: { concurrency: 4 }
 state: { schema: { seen: { type: array, merge: array_append }, max_in_flight: { type: number } } }
 graph:
   nodes:
-    - { id: n1, kind: tool, impl: ./tools/probe.mjs, args: { label: n1, ms: 100 }, writes: [seen, max_in_flight] }
-    - { id: n2, kind: tool, impl: ./tools/probe.mjs, args: { label: n2, ms: 100 }, writes: [seen, max_in_flight] }
-    - { id: n3, kind: tool, impl: ./tools/probe.mjs, args: { label: n3, ms: 100 }, writes: [seen, max_in_flight] }
-    - { id: n4, kind: tool, impl: ./tools/probe.mjs, args: { label: n4, ms: 100 }, writes: [seen, max_in_flight] }
+    - { id: n1, kind: tool, impl: ./tools/probe.mjs, args: { label: n1, until_in_flight: 4 }, writes: [seen, max_in_flight] }
+    - { id: n2, kind: tool, impl: ./tools/probe.mjs, args: { label: n2, until_in_flight: 4 }, writes: [seen, max_in_flight] }
+    - { id: n3, kind: tool, impl: ./tools/probe.mjs, args: { label: n3, until_in_flight: 4 }, writes: [seen, max_in_flight] }
+    - { id: n4, kind: tool, impl: ./tools/probe.mjs, args: { label: n4, until_in_flight: 4 }, writes: [seen, max_in_flight] }
   edges: []
 )");
   auto out = runJson({"--no-cache"});
-  EXPECT_GE(out["final_state"]["max_in_flight"].get<int>(), 2);
+  EXPECT_EQ(out["final_state"]["max_in_flight"].get<int>(), 4);
   EXPECT_EQ(out["final_state"]["seen"].size(), 4u);
 
   writeExperience(R"(name: par
@@ -156,10 +198,12 @@ runtime: { concurrency: 4 }
 state: { schema: { seen: { type: array, merge: array_append }, max_in_flight: { type: number } } }
 graph:
   nodes:
-    - { id: a, kind: tool, impl: ./tools/probe.mjs, args: { label: a, ms: 20 }, writes: [seen, max_in_flight] }
-    - { id: b, kind: tool, impl: ./tools/probe.mjs, args: { label: b, ms: 20 }, writes: [seen, max_in_flight] }
+    - { id: a, kind: tool, impl: ./tools/timed.mjs, args: { label: a, ms: 20 }, writes: [seen, max_in_flight] }
+    - { id: b, kind: tool, impl: ./tools/timed.mjs, args: { label: b, ms: 20 }, writes: [seen, max_in_flight] }
   edges: [ { from: a, to: b } ]
 )");
+  // Timed on purpose: only an ignored dependency could overlap a and b, and then likely would.
+  writeTool("timed.mjs", kInFlightTool);
   TempDir fresh;  // a fresh worker: the module-level counters start at zero
   std::filesystem::copy(dir_.path() / "experience.yaml", fresh / "experience.yaml");
   std::filesystem::copy(dir_.path() / "tools", fresh / "tools", std::filesystem::copy_options::recursive);
@@ -170,18 +214,18 @@ graph:
 }
 
 TEST_F(Scheduler, ReadyQueueDoesNotWaitForTheSlowestOfAWave) {
-  // D5: c depends only on the fast a, so it finishes before the slow b (a wave scheduler would
-  // start c only after b).
-  writeTool("probe.mjs", kInFlightTool);
+  // D5: c depends only on a, and b does not finish before c has: a ready-queue scheduler runs
+  // c while b waits; a wave scheduler would start c only after b, whose wait then gives up.
+  writeTool("probe.mjs", kSyncTool);
   writeExperience(R"(name: d5
 version: 0.1.0
 runtime: { concurrency: 2 }
 state: { schema: { seen: { type: array, merge: array_append }, max_in_flight: { type: number } } }
 graph:
   nodes:
-    - { id: a, kind: tool, impl: ./tools/probe.mjs, args: { label: a, ms: 10 }, writes: [seen, max_in_flight] }
-    - { id: b, kind: tool, impl: ./tools/probe.mjs, args: { label: b, ms: 1500 }, writes: [seen, max_in_flight] }
-    - { id: c, kind: tool, impl: ./tools/probe.mjs, args: { label: c, ms: 10 }, writes: [seen, max_in_flight] }
+    - { id: a, kind: tool, impl: ./tools/probe.mjs, args: { label: a }, writes: [seen, max_in_flight] }
+    - { id: b, kind: tool, impl: ./tools/probe.mjs, args: { label: b, after: c }, writes: [seen, max_in_flight] }
+    - { id: c, kind: tool, impl: ./tools/probe.mjs, args: { label: c }, writes: [seen, max_in_flight] }
   edges: [ { from: a, to: c } ]
 )");
   auto out = runJson({"--no-cache"});
@@ -283,6 +327,65 @@ graph:
   EXPECT_EQ(count(evs, "node.finished", "sibling"), 1u);
 }
 
+TEST_F(Scheduler, RetriesRunOutWithLinearOrExponentialBackoff) {
+  // Every attempt fails with its number; the retry events say how long the host waits.
+  // One module per node: each counts its own attempts.
+  for (const char* name : {"lin.mjs", "exp.mjs"}) {
+    writeTool(name, R"(
+let calls = 0;
+export default () => { calls++; throw new Error('attempt ' + calls + ' failed'); };)");
+  }
+  writeTool("ok.mjs", "export default () => ({ state_delta: { ok: true } });");
+  writeExperience(R"(name: exhaust
+version: 0.1.0
+state: { schema: { ok: { type: boolean } } }
+graph:
+  nodes:
+    - { id: lin, kind: tool, impl: ./tools/lin.mjs,
+        on_error: { policy: retry, attempts: 4, base_ms: 10 } }
+    - { id: exp, kind: tool, impl: ./tools/exp.mjs,
+        on_error: { policy: retry, attempts: 4, backoff: exponential, base_ms: 10 } }
+    - { id: after_lin, kind: tool, impl: ./tools/ok.mjs, writes: [ok] }
+  edges: [ { from: lin, to: after_lin } ]
+)");
+  // The retries are progress lines (they are not in the event log): run without --json.
+  auto r = oe({"run", dir_.path().string(), "--no-cache"});
+  EXPECT_EQ(r.exit_code, 1);
+  using Waits = std::vector<std::pair<int, int64_t>>;
+  std::map<std::string, Waits> retries;  // node -> (attempt, delay_ms)
+  static const std::regex kRetry(R"(  retry   (\w+) after attempt (\d+) in (\d+) ms: )");
+  for (std::sregex_iterator it(r.err.begin(), r.err.end(), kRetry), end; it != end; ++it) {
+    retries[(*it)[1]].emplace_back(std::stoi((*it)[2]), std::stoll((*it)[3]));
+  }
+  // attempts: 4 means 4 calls, 3 waits: base*n when linear (the default), base*2^(n-1) else.
+  EXPECT_EQ(retries["lin"], (Waits{{1, 10}, {2, 20}, {3, 30}})) << r.err;
+  EXPECT_EQ(retries["exp"], (Waits{{1, 10}, {2, 20}, {3, 40}})) << r.err;
+  std::string run_id;  // the only run of this folder
+  for (const auto& entry :
+       std::filesystem::directory_iterator(dir_.path() / ".openexpertise" / "runs")) {
+    if (entry.path().extension() == ".jsonl") {
+      run_id = entry.path().stem().string();
+    }
+  }
+  auto evs = events(run_id);
+  ASSERT_FALSE(evs.empty()) << r.out << r.err;
+  EXPECT_EQ(evs.back()["status"], "failed") << "every node failed or was skipped";
+  std::map<std::string, std::string> failures;
+  for (const auto& e : evs) {
+    if (e["type"] == "node.failed") {
+      failures[e["node_id"]] = e["error"];
+    }
+  }
+  ASSERT_EQ(failures.size(), 2U);
+  // Each node fails once, with its 4th attempt's error; the descendant is skipped, unrun.
+  EXPECT_NE(failures["lin"].find("attempt 4 failed"), std::string::npos) << failures["lin"];
+  EXPECT_NE(failures["exp"].find("attempt 4 failed"), std::string::npos) << failures["exp"];
+  EXPECT_EQ(count(evs, "node.failed", "lin"), 1u);
+  EXPECT_EQ(count(evs, "node.started", "lin"), 1u);
+  EXPECT_EQ(count(evs, "node.skipped", "after_lin"), 1u);
+  EXPECT_EQ(count(evs, "node.started", "after_lin"), 0u);
+}
+
 TEST_F(Scheduler, FailRunCancelsTheRestAndWritesRunFinished) {
   writeTool("boom.mjs", "export default () => { throw new Error('boom'); };");
   writeTool("ok.mjs", "export default () => ({ state_delta: { ok: true } });");
@@ -348,13 +451,139 @@ graph:
   EXPECT_EQ(evs.front()["args"]["name"], "run");
 }
 
+// A tool that appends what it was called with to the field `args.into`: its args without `into`
+// and the names of the `_state` fields it was given.
+constexpr std::string_view kRecordTool = R"(
+export default (a) => {
+  const { into, _state, _edge_inputs, ...args } = a;
+  return { state_delta: { [into]: [{ args, state: Object.keys(_state) }] } };
+};
+)";
+
+TEST_F(Scheduler, PathArgsResolveAgainstTheStateAtRunTime) {
+  // `pr` and `list` are written by `seed` in this very run: the args of `use` can only resolve
+  // when `use` is dispatched, not when the experience is loaded.
+  writeTool("seed.mjs",
+            "export default () => ({ state_delta: { pr: { id: 7, title: 'Fix' }, list: [1, 2, 3] } "
+            "});");
+  writeTool("record.mjs", kRecordTool);
+  writeExperience(R"(name: paths
+version: 0.1.0
+state:
+  schema:
+    pr: { type: object }
+    list: { type: array }
+    calls: { type: array, merge: array_append }
+graph:
+  nodes:
+    - { id: seed, kind: tool, impl: ./tools/seed.mjs, writes: [pr, list] }
+    - id: use
+      kind: tool
+      impl: ./tools/record.mjs
+      writes: [calls]
+      args:
+        into: calls
+        id: $.pr.id
+        n: $.list.length
+        pair: [$.pr.title, $.nothing]
+        nested: { title: $.pr.title, gone: $.nothing }
+        plain: see $.pr
+  edges: [ { from: seed, to: use } ]
+)");
+  auto out = runJson({"--no-cache"});
+  ASSERT_EQ(out["status"], "success") << last_stderr_;
+  const auto& call = out["final_state"]["calls"].at(0);
+  EXPECT_EQ(call["args"], nlohmann::json::parse(R"({"id": 7, "n": 3, "pair": ["Fix", null],
+      "nested": {"title": "Fix"}, "plain": "see $.pr"})"));
+}
+
+TEST_F(Scheduler, InjectedKeysReachForEachPipelineAndLoopCalls) {
+  writeTool("seed.mjs", "export default () => ({ state_delta: { items: ['x', 'y'] } });");
+  writeTool("record.mjs", kRecordTool);
+  writeTool("inc.mjs",
+            "export default (a) => ({ state_delta: { count: (a._state.count ?? 0) + 1, "
+            "looped: [{ iter: a.$iter, loop: a.$loop }] } });");
+  writeExperience(R"(name: injected
+version: 0.1.0
+runtime: { deterministic: true }
+state:
+  schema:
+    items: { type: array }
+    count: { type: number }
+    each_calls: { type: array, merge: array_append }
+    stage_calls: { type: array, merge: array_append }
+    looped: { type: array, merge: array_append }
+graph:
+  nodes:
+    - { id: seed, kind: tool, impl: ./tools/seed.mjs, writes: [items] }
+    - { id: each, kind: tool, impl: ./tools/record.mjs, writes: [each_calls], args: { into: each_calls },
+        for_each: { source: $.items, concurrency: 2 } }
+    - { id: stage, kind: tool, impl: ./tools/record.mjs, writes: [stage_calls], args: { into: stage_calls } }
+    - { id: inc, kind: tool, impl: ./tools/inc.mjs, reads: [count], writes: [count, looped] }
+  edges: [ { from: seed, to: each }, { from: seed, to: inc } ]
+  pipelines: [ { id: p1, items: $.items, stages: [stage] } ]
+  loops: [ { id: again, body: inc, until: '$.count >= 2', max_iters: 5 } ]
+)");
+  auto out = runJson({"--no-cache"});
+  ASSERT_EQ(out["status"], "success") << last_stderr_;
+  const auto& state = out["final_state"];
+  EXPECT_EQ(state["each_calls"], nlohmann::json::parse(R"([
+      {"args": {"$item": "x", "$index": 0}, "state": []},
+      {"args": {"$item": "y", "$index": 1}, "state": []}])"));
+  EXPECT_EQ(state["stage_calls"], nlohmann::json::parse(R"([
+      {"args": {"$item": "x", "$index": 0, "$pipeline": "p1"}, "state": []},
+      {"args": {"$item": "y", "$index": 1, "$pipeline": "p1"}, "state": []}])"));
+  EXPECT_EQ(state["looped"], nlohmann::json::parse(R"([
+      {"iter": 0, "loop": "again"}, {"iter": 1, "loop": "again"}])"));
+}
+
+TEST_F(Scheduler, ToolsSeeOnlyTheStateFieldsTheyRead) {
+  writeTool("seed.mjs",
+            "export default () => ({ state_delta: { a: 1, b: 2, secret: 'not yours' } });");
+  writeTool("record.mjs", kRecordTool);
+  writeExperience(R"(name: reads
+version: 0.1.0
+state:
+  schema:
+    a: { type: number }
+    b: { type: number }
+    secret: { type: string }
+    unset: { type: string }
+    calls: { type: array, merge: array_append }
+graph:
+  nodes:
+    - { id: seed, kind: tool, impl: ./tools/seed.mjs, writes: [a, b, secret] }
+    - { id: some, kind: tool, impl: ./tools/record.mjs, reads: [b, a, unset], writes: [calls],
+        args: { into: calls } }
+    - { id: none, kind: tool, impl: ./tools/record.mjs, writes: [calls], args: { into: calls } }
+  edges: [ { from: seed, to: some }, { from: some, to: none } ]
+)");
+  auto out = runJson({"--no-cache"});
+  ASSERT_EQ(out["status"], "success") << last_stderr_;
+  const auto& calls = out["final_state"]["calls"];
+  ASSERT_EQ(calls.size(), 2U);
+  auto some = calls[0]["state"].get<std::vector<std::string>>();
+  std::sort(some.begin(), some.end());
+  EXPECT_EQ(some, (std::vector<std::string>{"a", "b"}));  // no `secret`, nothing for `unset`
+  EXPECT_EQ(calls[1]["state"], nlohmann::json::array());
+}
+
 TEST_F(Scheduler, TimeoutFailsTheNodeAndKillsTheTool) {
-  writeExecutable("tools/slow.sh", "#!/bin/sh\nsleep 30\necho '{\"state_delta\":{}}'\n");
+  // The tool and a child of it would run for 10 minutes and then leave a marker: only the
+  // timeout's kill of the whole process group ends the run in time for ctest's 300 s limit.
+  const auto tool_pid = dir_.path() / "tool.pid";
+  const auto child_pid = dir_.path() / "child.pid";
+  const auto marker = dir_.path() / "finished";
+  // The pid files are written long before the 1 s timeout; nothing waits on that.
+  writeExecutable("tools/slow.sh", "#!/bin/sh\necho $$ > '" + tool_pid.string() +
+                                       "'\nsleep 600 &\necho $! > '" + child_pid.string() +
+                                       "'\nwait\ntouch '" + marker.string() +
+                                       "'\necho '{\"state_delta\":{}}'\n");
   writeExperience(R"(name: slow
 version: 0.1.0
 state: { schema: {} }
 graph:
-  nodes: [ { id: slow, kind: tool, impl: ./tools/slow.sh, timeout_ms: 300 } ]
+  nodes: [ { id: slow, kind: tool, impl: ./tools/slow.sh, timeout_ms: 1000 } ]
   edges: []
 )");
   int code = -1;
@@ -364,10 +593,20 @@ graph:
   bool found = false;
   for (const auto& e : evs) {
     if (e["type"] == "node.failed") {
-      found = e["error"].get<std::string>().find("timed out after 300 ms") != std::string::npos;
+      found = e["error"].get<std::string>().find("timed out after 1000 ms") != std::string::npos;
     }
   }
   EXPECT_TRUE(found);
+  const pid_t tool = pidIn(tool_pid);
+  const pid_t child = pidIn(child_pid);
+  ASSERT_GT(tool, 0);
+  ASSERT_GT(child, 0);
+  EXPECT_TRUE(processGone(tool));
+  EXPECT_TRUE(processGone(child)) << "the tool's child outlived the timeout";
+  if (!processGone(child)) {
+    ::kill(child, SIGKILL);
+  }
+  EXPECT_FALSE(std::filesystem::exists(marker));
 }
 
 TEST_F(Scheduler, CacheReplaysUnchangedNodesAndReRunsEditedTools) {

@@ -1,7 +1,8 @@
 // A real HTTP/1.1 server on 127.0.0.1:<ephemeral port> standing in for an LLM provider: it answers
 // from a script (or a handler), records every request, and can misbehave on purpose (429 with
-// Retry-After, 500, stalls, malformed JSON, overload above K requests in flight). Builders below
-// produce OpenAI chat-completions and Anthropic Messages response bodies.
+// Retry-After, 500, stalls, malformed JSON, overload above K requests in flight). An answer can be
+// held until N requests arrived or M answers were sent, which orders clients without sleeps.
+// Builders below produce OpenAI chat-completions and Anthropic Messages response bodies.
 //
 // Threading: one Boost.Asio thread serves every connection; handlers run on it. Test code may call
 // any public member from any thread. Framing: Content-Length only, keep-alive honoured.
@@ -61,6 +62,11 @@ struct FakeResponse {
   std::string body;
   std::string content_type = "application/json";
   std::chrono::milliseconds delay{0};  // wait this long before answering (request stays in flight)
+  // Hold the answer (request in flight) until at least this many requests have arrived, then
+  // apply `delay`. A count, not a clock: it makes overlap between clients certain, not likely.
+  size_t until_requests = 0;
+  // ... and until at least this many answers were sent (an order between answers, no sleeps).
+  size_t until_answers = 0;
   Stall stall = Stall::kNone;          // a stalled connection stays open until the client leaves
   bool close = false;                  // close the connection after this response
 };
@@ -145,6 +151,7 @@ class FakeLlmServer {
         }
       }
       sessions_.clear();
+      parked_.clear();
     });
     thread_.join();
   }
@@ -245,6 +252,11 @@ class FakeLlmServer {
     response.delay = delay;
     return response;
   }
+  static FakeResponse heldUntil(FakeResponse response, size_t requests, size_t answers = 0) {
+    response.until_requests = requests;
+    response.until_answers = answers;
+    return response;
+  }
 
  private:
   using Tcp = boost::asio::ip::tcp;
@@ -319,6 +331,7 @@ class FakeLlmServer {
     std::unique_lock lock(mutex_);
     requests_.push_back(req);
     arrived_.notify_all();
+    boost::asio::post(io_, [this] { wakeParked(); });  // after the caller parked, if it does
     if (max_in_flight_ && in_flight_ >= *max_in_flight_) {
       ++rejected_;
       admitted = false;
@@ -344,8 +357,16 @@ class FakeLlmServer {
            {"message", "fake server: no scripted response for " + req.method + " " + req.path}}}});
   }
   void answered() {
+    {
+      std::lock_guard lock(mutex_);
+      --in_flight_;
+      ++answers_;
+    }
+    boost::asio::post(io_, [this] { wakeParked(); });
+  }
+  [[nodiscard]] bool gateOpen(const FakeResponse& r) const {
     std::lock_guard lock(mutex_);
-    --in_flight_;
+    return r.until_requests <= requests_.size() && r.until_answers <= answers_;
   }
 
   class Session : public std::enable_shared_from_this<Session> {
@@ -354,6 +375,7 @@ class FakeLlmServer {
         : server_(server), socket_(std::move(socket)), timer_(server.io_), id_(id) {}
 
     void start() { readHead(); }
+    [[nodiscard]] const FakeResponse& response() const { return response_; }
     void close() {
       boost::system::error_code ignored;
       timer_.cancel();
@@ -447,6 +469,15 @@ class FakeLlmServer {
       request_.received = std::chrono::steady_clock::now();
       close_after_ = lower(request_.header("connection")) == "close";
       response_ = server_.respondTo(request_, admitted_);
+      if (!server_.gateOpen(response_)) {
+        server_.parked_.push_back(shared_from_this());
+        return;  // wakeParked() calls answer() once enough requests arrived
+      }
+      answer();
+    }
+
+   public:
+    void answer() {
       if (response_.delay.count() > 0) {
         auto self = shared_from_this();
         timer_.expires_after(response_.delay);
@@ -462,6 +493,7 @@ class FakeLlmServer {
       send();
     }
 
+   private:
     void send() {
       auto self = shared_from_this();
       switch (response_.stall) {
@@ -529,6 +561,21 @@ class FakeLlmServer {
     bool close_after_ = false;
   };
 
+  // Server thread: answers the parked requests whose request-count gate is now open.
+  void wakeParked() {
+    std::vector<std::shared_ptr<Session>> ready;
+    std::erase_if(parked_, [&](const std::shared_ptr<Session>& session) {
+      if (!gateOpen(session->response())) {
+        return false;
+      }
+      ready.push_back(session);
+      return true;
+    });
+    for (auto& session : ready) {
+      session->answer();
+    }
+  }
+
   void accept() {
     acceptor_.async_accept([this](boost::system::error_code ec, Tcp::socket socket) {
       if (ec) {
@@ -552,6 +599,7 @@ class FakeLlmServer {
   uint16_t port_ = 0;
   std::thread thread_;
   std::vector<std::weak_ptr<Session>> sessions_;  // server thread only
+  std::vector<std::shared_ptr<Session>> parked_;   // server thread only: held by until_requests
 
   mutable std::mutex mutex_;
   mutable std::condition_variable arrived_;
@@ -564,6 +612,7 @@ class FakeLlmServer {
   size_t in_flight_ = 0;
   size_t peak_in_flight_ = 0;
   size_t rejected_ = 0;
+  size_t answers_ = 0;  // admitted answers fully sent (or abandoned)
 };
 
 }  // namespace oe::test

@@ -8,7 +8,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -109,6 +111,26 @@ inline ProcessResult runProcess(const std::vector<std::string>& argv,
   }
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return result;
+}
+
+// True when `pid` no longer runs: gone, or a zombie waiting for a parent that may never reap
+// it (an orphan in a container whose PID 1 does not reap). For "the tool was killed" checks.
+inline bool processGone(pid_t pid) {
+  if (::kill(pid, 0) != 0) {
+    return errno == ESRCH;
+  }
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  const auto paren = text.rfind(')');  // the command name may itself hold spaces and parens
+  return paren != std::string::npos && paren + 2 < text.size() && text[paren + 2] == 'Z';
+}
+
+// The pid a tool wrote into `file` (0 when the file is missing or holds no number).
+inline pid_t pidIn(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  long pid = 0;
+  in >> pid;
+  return static_cast<pid_t>(pid);
 }
 
 }  // namespace oe::test

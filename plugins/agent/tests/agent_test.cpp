@@ -74,13 +74,14 @@ TEST_F(AgentTest, RendersThePromptAndSendsUpstreamsRequest) {
   EXPECT_EQ(host_.outstandingBuffers(), 0);
 }
 
-TEST_F(AgentTest, ArgsBeatEdgeInputsWhichBeatState) {
-  dir_.write("p.md", "{{who}} / {{topic}}");
+// Which value wins between args, edge inputs and state is the host's oe.prompt/1 (this fixture's
+// fake merges them itself): see LlmRunTest.PromptValuesPreferArgsThenEdgeInputsThenState.
+TEST_F(AgentTest, ThePromptIsWhatTheHostsPromptServiceRendered) {
+  dir_.write("p.md", "{{who}} / {{topic}} / {{missing}}");
   oe_node* node = create(spec("a", "p.md", {"out"}));
   llm_.answerText("ok");
-  responseOf(
-      call(node, "a", {{"who", "args"}}, {{"who", "state"}, {"topic", "t"}}, {{"who", "edge"}}));
-  EXPECT_EQ(llm_.requests()[0]["messages"][0]["content"], "args / t");
+  responseOf(call(node, "a", {{"who", "args"}, {"topic", "t"}}));
+  EXPECT_EQ(llm_.requests()[0]["messages"][0]["content"], "args / t / {{missing}}");
 }
 
 TEST_F(AgentTest, ModelAndMaxTokensComeFromTheNode) {

@@ -69,14 +69,20 @@ TEST_F(AnthropicTest, ToolUseBlocksBecomeToolCalls) {
 
 TEST_F(AnthropicTest, MissingKeyNamesAnthropicApiKey) {
   ScopedEnv no_key("ANTHROPIC_API_KEY", std::nullopt);
+  ScopedEnv no_base("ANTHROPIC_BASE_URL", std::nullopt);
+  // Without base_url the request would go to the real api.anthropic.com: should the key check
+  // regress, it must fail here rather than reach it.
+  OfflineHttp offline;
+  host_.setExtension(OE_EXT_HTTP, offline.api());
   Json cfg = config("anthropic");
   cfg.erase("api_key");
+  cfg.erase("base_url");
   const CallResult result = complete(cfg, userRequest("hi"));
   EXPECT_EQ(result.status, OE_FAILED_PRECONDITION);
   EXPECT_EQ(result.error,
             "anthropic provider requires ANTHROPIC_API_KEY: set it in the environment (or api_key "
             "in the provider configuration)");
-  EXPECT_EQ(server_.requestCount(), 0U);
+  EXPECT_EQ(OfflineHttp::fetchCount(), 0);
 }
 
 TEST_F(AnthropicTest, KeyAndBaseUrlComeFromTheEnvironment) {

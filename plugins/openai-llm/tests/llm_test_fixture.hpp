@@ -7,6 +7,7 @@
 #include <oe/ext/http.h>
 #include <oe/ext/llm.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -32,6 +33,44 @@ using oe::test::LoadedPlugin;
 using oe::test::RecordedRequest;
 
 using oe::test::ScopedEnv;
+
+// An oe.http/1 that never connects: every fetch fails and is counted. Tests whose request, were a
+// check to regress, would go to a real provider (the default api.openai.com) install it, so the
+// regression fails locally instead of reaching the network.
+class OfflineHttp {
+ public:
+  OfflineHttp() {
+    table_.struct_size = sizeof(oe_http_api);
+    table_.request = nullptr;  // writers are the plugin's; fetch is what it calls
+    table_.fetch = &OfflineHttp::fetch;
+    table_.release = &OfflineHttp::release;
+    fetches().store(0);
+  }
+  [[nodiscard]] const oe_http_api* api() const { return &table_; }
+  [[nodiscard]] static int fetchCount() { return fetches().load(); }
+
+ private:
+  static std::atomic<int>& fetches() {
+    static std::atomic<int> count{0};
+    return count;
+  }
+  static oe_status OE_ABI fetch(oe_host_ctx*, oe_str request_json, oe_host_buf* out_response,
+                                oe_host_buf* out_error) {
+    fetches().fetch_add(1);
+    *out_response = oe_host_buf{nullptr, 0, nullptr};
+    auto* text = new std::string("the test forbids the network; the request was: " +  // NOLINT
+                                 std::string(request_json.ptr, request_json.len));
+    *out_error = oe_host_buf{text->data(), text->size(), text};
+    return OE_UNAVAILABLE;
+  }
+  static void OE_ABI release(oe_host_buf* buf) {
+    if (buf != nullptr) {
+      delete static_cast<std::string*>(buf->opaque);  // NOLINT: the string fetch allocated
+      *buf = oe_host_buf{nullptr, 0, nullptr};
+    }
+  }
+  oe_http_api table_{};
+};
 
 class LlmPluginTest : public ::testing::Test {
  protected:

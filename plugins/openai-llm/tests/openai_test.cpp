@@ -43,6 +43,10 @@ TEST_F(OpenAiTest, WithoutSystemTheUserMessageComesFirst) {
 TEST_F(OpenAiTest, MissingKeyNamesOpenAiApiKey) {
   ScopedEnv no_key("OPENAI_API_KEY", std::nullopt);
   ScopedEnv no_base("OPENAI_BASE_URL", std::nullopt);
+  // The default base URL is the real api.openai.com: should the key check regress, the request
+  // must fail here rather than reach it.
+  OfflineHttp offline;
+  host_.setExtension(OE_EXT_HTTP, offline.api());
   Json cfg = config("openai");
   cfg.erase("api_key");
   cfg.erase("base_url");  // the default api.openai.com needs a key; nothing is sent
@@ -51,6 +55,7 @@ TEST_F(OpenAiTest, MissingKeyNamesOpenAiApiKey) {
   EXPECT_EQ(result.error,
             "openai provider requires OPENAI_API_KEY: set it in the environment (or api_key in "
             "the provider configuration)");
+  EXPECT_EQ(OfflineHttp::fetchCount(), 0);
 }
 
 TEST_F(OpenAiTest, KeyAndBaseUrlComeFromTheEnvironment) {

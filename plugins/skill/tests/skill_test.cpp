@@ -47,7 +47,8 @@ TEST_F(SkillTest, ClassifiesWithSkillMdAsTheSystemPrompt) {
   EXPECT_EQ(request["messages"][0]["role"], "user");
   const std::string user = request["messages"][0]["content"];
   EXPECT_NE(user.find("hello there"), std::string::npos) << user;
-  // JSON.stringify({...state_view, ...edge_inputs, ...args}, null, 2)
+  // The prompt service's values_json(2), passed through unchanged. This text is the fixture's fake
+  // service; the real host's is checked by LlmRunTest.SkillSendsItsInputsAsUpstreamsJson...
   EXPECT_EQ(user, "{\n  \"utterance\": \"hello there\",\n  \"mode\": \"strict\"\n}");
   EXPECT_EQ(request["max_tokens"], 4096);
   EXPECT_FALSE(request.contains("model"));

@@ -4,6 +4,7 @@
 #include <future>
 #include <thread>
 
+#include "support/process.hpp"
 #include "tool_test_fixture.hpp"
 
 namespace oe::tool::test {
@@ -30,26 +31,31 @@ RunningCall startCall(ToolPluginTest& test, FakeHost& host, oe_node* node, const
 TEST_F(CancelTest, CancelStopsASleepingExecutable) {
   StartSignal started(dir_ / "started.fifo");
   writeFile("tools/sleepy.sh",
-            "#!/bin/sh\ncat >/dev/null\necho started > started.fifo\nsleep 60\n"
-            "echo '{\"state_delta\":{}}'\n",
+            "#!/bin/sh\ncat >/dev/null\necho $$ > tool.pid\necho started > started.fifo\n"
+            "sleep 600\necho '{\"state_delta\":{}}'\n",
             true);
   oe_node* node = create("sleepy", "./tools/sleepy.sh");
   RunningCall running = startCall(*this, host_, node, "sleepy", Json::object());
   ASSERT_TRUE(started.wait());
   kind_->cancel(node, FakeHost::context(*running.ctx));
+  // Without the kill, the call would last the tool's 10 minutes (past ctest's limit).
   const CallResult result = running.result.get();
   EXPECT_EQ(result.status, OE_CANCELLED);
   EXPECT_EQ(result.error, "cancelled");
+  const pid_t pid = oe::test::pidIn(dir_ / "tool.pid");
+  ASSERT_GT(pid, 0);
+  EXPECT_TRUE(oe::test::processGone(pid));
 }
 
 TEST_F(CancelTest, HostCancelFlagStopsAnExecutable) {
   StartSignal started(dir_ / "started.fifo");
   writeFile("tools/sleepy.py",
             "#!/usr/bin/env python3\n"
-            "import sys, time\n"
+            "import os, sys, time\n"
             "sys.stdin.read()\n"
+            "open('tool.pid', 'w').write(str(os.getpid()))\n"
             "open('started.fifo', 'w').write('started\\n')\n"
-            "time.sleep(60)\n",
+            "time.sleep(600)\n",
             true);
   oe_node* node = create("sleepy", "./tools/sleepy.py");
   RunningCall running = startCall(*this, host_, node, "sleepy", Json::object());
@@ -58,13 +64,16 @@ TEST_F(CancelTest, HostCancelFlagStopsAnExecutable) {
   const CallResult result = running.result.get();
   EXPECT_EQ(result.status, OE_CANCELLED);
   EXPECT_EQ(result.error, "cancelled");
+  const pid_t pid = oe::test::pidIn(dir_ / "tool.pid");
+  ASSERT_GT(pid, 0);
+  EXPECT_TRUE(oe::test::processGone(pid));
 }
 
 TEST_F(CancelTest, ExecutableIgnoringSigtermIsKilled) {
   StartSignal started(dir_ / "started.fifo");
   writeFile("tools/stubborn.sh",
-            "#!/bin/sh\ntrap '' TERM\ncat >/dev/null\necho started > started.fifo\n"
-            "sleep 60\nsleep 60\n",
+            "#!/bin/sh\ntrap '' TERM\ncat >/dev/null\necho $$ > tool.pid\n"
+            "echo started > started.fifo\nsleep 600\nsleep 600\n",
             true);
   oe_node* node = create("stubborn", "./tools/stubborn.sh");
   RunningCall running = startCall(*this, host_, node, "stubborn", Json::object());
@@ -72,6 +81,9 @@ TEST_F(CancelTest, ExecutableIgnoringSigtermIsKilled) {
   kind_->cancel(node, FakeHost::context(*running.ctx));
   const CallResult result = running.result.get();
   EXPECT_EQ(result.status, OE_CANCELLED);
+  const pid_t pid = oe::test::pidIn(dir_ / "tool.pid");
+  ASSERT_GT(pid, 0);
+  EXPECT_TRUE(oe::test::processGone(pid)) << "SIGKILL must follow the ignored SIGTERM";
 }
 
 TEST_F(CancelTest, CallCancelledBeforeItStartsRunsNothing) {

@@ -2,6 +2,7 @@
 #include <set>
 #include <thread>
 
+#include "support/process.hpp"
 #include "tool_test_fixture.hpp"
 
 namespace oe::tool::test {
@@ -131,12 +132,18 @@ TEST_F(ExecutableTest, LargeInputAndOutputDoNotDeadlock) {
 }
 
 TEST_F(ExecutableTest, ToolThatLeavesABackgroundProcessStillReturns) {
-  // The background sleep inherits stdout; the call must end when the tool itself exits.
+  // The background sleep inherits stdout and lasts 10 minutes (past ctest's limit): the call
+  // must end when the tool itself exits, with the sleep still running.
   writeFile("tools/bg.sh",
-            "#!/bin/sh\ncat >/dev/null\nsleep 30 &\necho '{\"state_delta\":{\"done\":true}}'\n",
+            "#!/bin/sh\ncat >/dev/null\nsleep 600 &\necho $! > bg.pid\n"
+            "echo '{\"state_delta\":{\"done\":true}}'\n",
             true);
   oe_node* node = create("bg", "./tools/bg.sh");
   EXPECT_EQ(responseOf(call(node, "bg"))["state_delta"]["done"], true);
+  const pid_t pid = oe::test::pidIn(dir_ / "bg.pid");
+  ASSERT_GT(pid, 0);
+  EXPECT_FALSE(oe::test::processGone(pid)) << "the call waited for the background process";
+  ::kill(pid, SIGKILL);
 }
 
 TEST_F(ExecutableTest, ConcurrentCallsEachGetTheirOwnProcess) {

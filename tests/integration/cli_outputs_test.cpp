@@ -1,0 +1,191 @@
+// What the CLI prints for machines and editors: `oe --version`, `oe schema` (checked against every
+// shipped example, so the schema and the loader cannot drift apart), and the --json forms of
+// `oe state` and `oe inspect`.
+#include <yaml-cpp/yaml.h>
+
+#include <regex>
+
+// Without this, valijson prints and abort()s on a malformed schema.
+#ifndef VALIJSON_USE_EXCEPTIONS
+#define VALIJSON_USE_EXCEPTIONS 1
+#endif
+// GCC 12 at -O3 reports a false -Wrestrict inside valijson's json_pointer string handling.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wrestrict"
+#include <valijson/adapters/nlohmann_json_adapter.hpp>
+#include <valijson/schema.hpp>
+#include <valijson/schema_parser.hpp>
+#include <valijson/validation_results.hpp>
+#include <valijson/validator.hpp>
+#pragma GCC diagnostic pop
+
+#include "oe_fixture.hpp"
+
+namespace oe::test {
+namespace {
+
+using nlohmann::json;
+
+// YAML to JSON as an editor's YAML language server sees it (YAML 1.2 core schema scalars).
+json toJson(const YAML::Node& node) {
+  switch (node.Type()) {
+    case YAML::NodeType::Sequence: {
+      json out = json::array();
+      for (const auto& item : node) {
+        out.push_back(toJson(item));
+      }
+      return out;
+    }
+    case YAML::NodeType::Map: {
+      json out = json::object();
+      for (const auto& entry : node) {
+        out[entry.first.as<std::string>()] = toJson(entry.second);
+      }
+      return out;
+    }
+    case YAML::NodeType::Scalar: {
+      const std::string text = node.Scalar();
+      if (node.Tag() == "!") {
+        return text;  // quoted: always a string
+      }
+      static const std::regex kInt(R"([-+]?[0-9]+)");
+      static const std::regex kFloat(R"([-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?)");
+      if (text == "true" || text == "false") {
+        return text == "true";
+      }
+      if (text == "null" || text == "~") {
+        return nullptr;
+      }
+      if (std::regex_match(text, kInt)) {
+        return std::stoll(text);
+      }
+      if (std::regex_match(text, kFloat)) {
+        return std::stod(text);
+      }
+      return text;
+    }
+    case YAML::NodeType::Null:
+    case YAML::NodeType::Undefined:
+    default:
+      return nullptr;
+  }
+}
+
+class CliOutputs : public OeTest {
+ protected:
+  // The errors of `document` against `oe schema`'s output (empty when it validates).
+  std::vector<std::string> schemaErrors(const json& document) {
+    if (!schema_) {
+      auto printed = oe({"schema"});
+      EXPECT_EQ(printed.exit_code, 0) << printed.err;
+      schema_json_ = json::parse(printed.out);
+      schema_ = std::make_unique<valijson::Schema>();
+      valijson::SchemaParser parser(valijson::SchemaParser::kDraft7);
+      valijson::adapters::NlohmannJsonAdapter adapter(schema_json_);
+      parser.populateSchema(adapter, *schema_);
+    }
+    valijson::Validator validator;
+    valijson::ValidationResults results;
+    valijson::adapters::NlohmannJsonAdapter target(document);
+    std::vector<std::string> errors;
+    if (!validator.validate(*schema_, target, &results)) {
+      valijson::ValidationResults::Error error;
+      while (results.popError(error)) {
+        std::string where;
+        for (const auto& part : error.context) {
+          where += part;
+        }
+        errors.push_back(where + ": " + error.description);
+      }
+    }
+    return errors;
+  }
+  void copyExample(const std::string& name) {
+    const auto example = std::filesystem::path(OE_SOURCE_DIR) / "examples" / name;
+    for (const auto& entry : std::filesystem::directory_iterator(example)) {
+      if (entry.path().filename() != ".openexpertise") {
+        std::filesystem::copy(entry.path(), dir_.path() / entry.path().filename(),
+                              std::filesystem::copy_options::recursive);
+      }
+    }
+  }
+
+  json schema_json_;
+  std::unique_ptr<valijson::Schema> schema_;
+};
+
+TEST_F(CliOutputs, VersionIsTheProjectsVersion) {
+  for (const char* flag : {"--version", "-V"}) {
+    auto r = oe({flag});
+    EXPECT_EQ(r.exit_code, 0) << flag;
+    EXPECT_EQ(r.out, std::string(OE_PROJECT_VERSION) + "\n") << flag;
+  }
+}
+
+TEST_F(CliOutputs, SchemaIsADraft7SchemaThatEveryShippedExampleSatisfies) {
+  int examples = 0;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::filesystem::path(OE_SOURCE_DIR) / "examples")) {
+    const auto yaml = entry.path() / "experience.yaml";
+    if (!std::filesystem::exists(yaml)) {
+      continue;
+    }
+    ++examples;
+    const json document = toJson(YAML::LoadFile(yaml.string()));
+    EXPECT_EQ(schemaErrors(document), std::vector<std::string>{}) << yaml;
+  }
+  EXPECT_GE(examples, 5);
+  EXPECT_EQ(schema_json_["$schema"], "http://json-schema.org/draft-07/schema#");
+  EXPECT_EQ(schema_json_["required"], json({"name", "version", "state", "graph"}));
+}
+
+TEST_F(CliOutputs, SchemaRejectsWhatTheLoaderRejects) {
+  const json good = toJson(YAML::Load(R"(name: x
+version: 0.1.0
+state: { schema: { n: { type: number } } }
+graph:
+  nodes: [ { id: a, kind: tool, impl: ./a.mjs, writes: [n] } ]
+  edges: []
+runtime: { concurrency: 2, limits: { openai: { max_in_flight: 1 } } }
+)"));
+  EXPECT_EQ(schemaErrors(good), std::vector<std::string>{});
+  json misspelled = good;
+  misspelled["grpah"] = misspelled["graph"];
+  misspelled.erase("graph");
+  EXPECT_FALSE(schemaErrors(misspelled).empty());
+  json zero_limit = good;
+  zero_limit["runtime"]["limits"]["openai"]["max_in_flight"] = 0;
+  EXPECT_FALSE(schemaErrors(zero_limit).empty());
+  json no_edges = good;
+  no_edges["graph"].erase("edges");
+  EXPECT_FALSE(schemaErrors(no_edges).empty());
+}
+
+TEST_F(CliOutputs, StateJsonPrintsTheWholeStateOrOneField) {
+  copyExample("hello-tool");
+  int code = -1;
+  runJson({}, &code);
+  ASSERT_EQ(code, 0) << last_stderr_;
+  auto all = oe({"state", "--json", "--experience", dir_.path().string()});
+  EXPECT_EQ(all.exit_code, 0) << all.err;
+  EXPECT_EQ(json::parse(all.out), json({{"greeting", "hello, World"}}));
+  auto one = oe({"state", "greeting", "--json", "--experience", dir_.path().string()});
+  EXPECT_EQ(one.exit_code, 0) << one.err;
+  EXPECT_EQ(json::parse(one.out), "hello, World");
+}
+
+TEST_F(CliOutputs, InspectJsonIsTheRunsEventLog) {
+  copyExample("hello-tool");
+  int code = -1;
+  json run = runJson({}, &code);
+  ASSERT_EQ(code, 0) << last_stderr_;
+  auto r = oe({"inspect", run["run_id"], "--json", "--experience", dir_.path().string()});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const json printed = json::parse(r.out, nullptr, false);
+  ASSERT_TRUE(printed.is_array()) << r.out;
+  const auto logged = events(run["run_id"]);
+  EXPECT_EQ(printed, json(logged));
+}
+
+}  // namespace
+}  // namespace oe::test
