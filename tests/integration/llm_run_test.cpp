@@ -526,11 +526,9 @@ graph:
   EXPECT_NE(user.find("\n  \"mode\": \"strict\""), std::string::npos) << user;
 }
 
-// Upstream's object spread keeps insertion order: the state field, then the arg. The host's
-// value map is a sorted nlohmann::json, so it sends "mode" first. Disabled until
-// Call::promptValueMap (host/src/oe/run) builds an ordered map: reads order, then edge inputs,
-// then args, an overridden key keeping its first position.
-TEST_F(LlmRunTest, DISABLED_SkillUserMessageKeepsUpstreamsKeyOrder) {
+// Upstream's object spread keeps insertion order: the state field, then the arg (a sorted
+// value map would send "mode" first).
+TEST_F(LlmRunTest, SkillUserMessageKeepsUpstreamsKeyOrder) {
   server_.setHandler([](const RecordedRequest&) { return FakeLlmServer::openAiText("greeting"); });
   dir_.write("skills/classify/SKILL.md", "# Classify\n");
   writeTool("seed.mjs", "export default () => ({state_delta: {utterance: 'hello there'}});\n");
