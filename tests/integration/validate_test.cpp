@@ -1,4 +1,7 @@
 // `oe validate` reports every problem at once with file:line:column (D8, D9).
+#include <filesystem>
+#include <map>
+
 #include "oe_fixture.hpp"
 
 namespace oe::test {
@@ -183,15 +186,88 @@ graph:
   EXPECT_EQ(strict.exit_code, 1);
 }
 
-TEST_F(Validate, ExamplesValidate) {
-  for (const char* name : {"hello-tool", "python-tool"}) {
-    auto path = std::filesystem::path(OE_SOURCE_DIR) / "examples" / name;
-    if (!std::filesystem::exists(path)) {
+// Every example (issue 10, item 10): each folder under examples/ holds an experience.yaml
+// (at any depth), and `oe validate` accepts every one of them. An example that needs a build
+// step is validated where the build puts its runnable copy (or its plugin), and fails, not
+// skips, when that is missing.
+TEST_F(Validate, EveryExampleValidates) {
+  namespace fs = std::filesystem;
+  const fs::path examples = fs::path(OE_SOURCE_DIR) / "examples";
+  const fs::path build = fs::path(OE_EXE).parent_path().parent_path();
+  size_t folders = 0;
+  size_t validated = 0;
+  for (const auto& folder : fs::directory_iterator(examples)) {
+    if (!folder.is_directory()) {
       continue;
     }
-    auto r = oe({"validate", path.string()});
-    EXPECT_EQ(r.exit_code, 0) << name << ": " << r.err;
+    ++folders;
+    const std::string name = folder.path().filename().string();
+    std::vector<fs::path> found;
+    for (const auto& entry : fs::recursive_directory_iterator(folder.path())) {
+      if (entry.path().filename() == "experience.yaml") {
+        found.push_back(entry.path().parent_path());
+      }
+    }
+    EXPECT_FALSE(found.empty()) << "examples/" << name << " has no experience.yaml";
+    for (fs::path dir : found) {
+      std::map<std::string, std::string> env = {{"OE_PLUGIN_PATH", ""}};
+      if (name == "native-tool") {
+        // tools/checksum.so is built into the staged copy (examples/native-tool/CMakeLists.txt).
+        dir = build / "examples" / name;
+        ASSERT_TRUE(fs::exists(dir / "tools" / "checksum.so"))
+            << dir << ": build the example_native_checksum target";
+      } else if (name == "c-plugin") {
+        // Its text-upper kind is examples/c-plugin/upper.c, built in tree for tests/abi.
+        const fs::path plugin = build / "tests" / "abi" / "fixtures" / "c_upper";
+        ASSERT_TRUE(fs::exists(plugin / "c_upper.so"))
+            << plugin << ": build the oe_abi_fixture_c_upper_c_upper target";
+        env["OE_PLUGIN_PATH"] = plugin.string();
+      }
+      auto r = runProcess({OE_EXE, "validate", dir.string()}, env, dir_.path());
+      EXPECT_EQ(r.exit_code, 0) << dir << ": " << r.err;
+      EXPECT_NE(r.out.find("experience valid"), std::string::npos) << dir << ": " << r.out;
+      ++validated;
+    }
   }
+  EXPECT_GE(folders, 7u);
+  EXPECT_GE(validated, folders);
+}
+
+TEST_F(Validate, StructuralAndReferenceErrorsTogether) {
+  writeTool("ok.mjs", "export default () => ({ state_delta: {} });");
+  writeExperience(R"(name: both
+version: 1
+state:
+  schema:
+    x: { type: integer }
+graph:
+  nodes:
+    - { id: a, kind: tool, impl: ./tools/ok.mjs, writes: [y] }
+    - { id: a, kind: wizard }
+    - { kind: tool, impl: ./tools/ok.mjs }
+  edges:
+    - { from: a, to: ghost, when: "$.x >" }
+    - { from: a }
+)");
+  auto r = oe({"validate", dir_.path().string()});
+  EXPECT_EQ(r.exit_code, 1);
+  const std::string& e = r.err;
+  for (const char* expected : {
+           // structural
+           "experience.yaml:2:10: error: version: must be a string",
+           "experience.yaml:5:16: error: state.schema.x.type: must be one of",
+           "experience.yaml:10:7: error: graph.nodes[2]: missing required key \"id\"",
+           "experience.yaml:13:7: error: graph.edges[1]: missing required key \"to\"",
+           // references, in the same run
+           "experience.yaml:8:59: error: node \"a\": writes[0]: writes undeclared state field",
+           "experience.yaml:9:13: error: node \"a\": id: Duplicate node ids",
+           "experience.yaml:9:22: error: node \"a\": kind: unknown node kind \"wizard\"",
+           "experience.yaml:12:22: error: graph.edges[0].to: Edge references unknown node id",
+           "experience.yaml:12:41: error: graph.edges[0].when: invalid when of edge",
+       }) {
+    EXPECT_NE(e.find(expected), std::string::npos) << expected << "\n" << e;
+  }
+  EXPECT_NE(e.find("oe: 9 errors"), std::string::npos) << e;
 }
 
 }  // namespace

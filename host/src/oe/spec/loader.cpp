@@ -818,6 +818,46 @@ bool fill(Experience& exp, const GraphLines* lines = nullptr) {
   return true;
 }
 
+// `raw` with each value fill() relies on given the type it expects (a wrong one becomes empty;
+// arrays keep their length, so every JSON pointer of what is kept still points at its value).
+Json shapedForModel(Json raw) {
+  auto ensure = [](Json& parent, const char* key, Json empty) -> Json& {
+    Json& value = parent[key];
+    if (value.type() != empty.type()) {
+      value = std::move(empty);
+    }
+    return value;
+  };
+  auto objectsIn = [&ensure](Json& parent, const char* key) {
+    for (Json& item : ensure(parent, key, Json::array())) {
+      if (!item.is_object()) {
+        item = Json::object();
+      }
+    }
+  };
+  Json& state = ensure(raw, "state", Json::object());
+  for (auto& [name, field] : ensure(state, "schema", Json::object()).items()) {
+    if (!field.is_object()) {
+      field = Json::object();
+    }
+  }
+  if (raw.contains("phases")) {
+    objectsIn(raw, "phases");
+  }
+  Json& graph = ensure(raw, "graph", Json::object());
+  objectsIn(graph, "nodes");
+  objectsIn(graph, "edges");
+  for (const char* key : {"pipelines", "loops"}) {
+    if (graph.contains(key)) {
+      objectsIn(graph, key);
+    }
+  }
+  if (raw.contains("runtime") && !raw["runtime"].is_object()) {
+    raw.erase("runtime");
+  }
+  return raw;
+}
+
 }  // namespace
 
 bool buildModel(Experience& exp, const GraphLines* lines) { return fill(exp, lines); }
@@ -932,11 +972,35 @@ LoadResult loadExperienceText(std::string_view text, const std::filesystem::path
     return a.line != b.line ? a.line < b.line : a.column < b.column;
   });
   if (hasErrors(diags)) {
+    // The reference checks still get what is sound, so one `oe validate` reports both.
+    exp.raw = shapedForModel(std::move(exp.raw));
+    fill(exp);
+    result.partial = std::move(exp);
     return result;
   }
   fill(exp);
   result.experience = std::move(exp);
   return result;
+}
+
+std::vector<Diagnostic> checkLoaded(const LoadResult& loaded, const KindCatalog& kinds,
+                                    bool strict) {
+  std::vector<Diagnostic> out = loaded.diagnostics;
+  const Experience* exp = loaded.experience ? &*loaded.experience
+                          : loaded.partial  ? &*loaded.partial
+                                            : nullptr;
+  if (exp == nullptr) {
+    return out;
+  }
+  std::vector<Diagnostic> more = validateExperience(*exp, kinds, strict);
+  out.insert(out.end(), std::make_move_iterator(more.begin()),
+             std::make_move_iterator(more.end()));
+  std::stable_sort(out.begin(), out.end(), [](const Diagnostic& a, const Diagnostic& b) {
+    const int la = a.line > 0 ? a.line : std::numeric_limits<int>::max();
+    const int lb = b.line > 0 ? b.line : std::numeric_limits<int>::max();
+    return la != lb ? la < lb : a.column < b.column;
+  });
+  return out;
 }
 
 LoadResult loadExperience(const std::filesystem::path& yaml_path, const LoadLimits& limits) {

@@ -19,7 +19,10 @@ namespace oe::spec {
 
 struct LoadResult {
   std::optional<Experience> experience;  // set when there is no error
-  std::vector<Diagnostic> diagnostics;   // every problem found, with file:line:column
+  // Set instead of `experience` when the YAML parsed but its structure has errors: the model
+  // of what is sound (a value of the wrong type reads as empty), for checkLoaded. Never run.
+  std::optional<Experience> partial;
+  std::vector<Diagnostic> diagnostics;  // every problem found, with file:line:column
 };
 
 // What one YAML document may make oe build. A hostile file (a "billion laughs" alias bomb, a
@@ -46,6 +49,13 @@ struct LoadLimits {
 [[nodiscard]] LoadResult loadExperienceText(std::string_view text,
                                             const std::filesystem::path& yaml_path,
                                             const LoadLimits& limits = {});
+
+// Everything `oe validate` reports about a loaded file, in file order: the loader's diagnostics
+// and, whenever the YAML parsed (structural errors or not), validateExperience's. So duplicate
+// ids, unknown kinds or a bad `when` show together with a missing key, not one batch after the
+// other.
+[[nodiscard]] std::vector<Diagnostic> checkLoaded(const LoadResult& loaded,
+                                                  const KindCatalog& kinds, bool strict);
 
 // Fills the typed model (name, state, nodes, edges, ...) from `exp.raw`, a document that passed
 // the structural check, using `exp.marks`/`exp.key_marks` for positions and the state fields'

@@ -92,6 +92,30 @@ std::string quoteList(const std::vector<std::string>& items) {
 
 std::string indexed(const char* prefix, size_t i) { return prefix + std::to_string(i); }
 
+// `problem`, a did-you-mean (a sentence of its own, ending in "?") if any, then `advice`: no
+// "?." or ".;" where the pieces meet.
+std::string withHint(const std::string& problem, const std::string& hint,
+                     const std::string& advice) {
+  if (hint.empty()) {
+    return problem + ". " + advice;
+  }
+  return problem + hint + " " + advice;
+}
+
+// False when the file's `raw` lacks `key` or holds something else than a string there: a
+// structural error the loader reported already, which the reference checks do not report
+// again as a reference to "". True when there is no raw JSON to tell (a compacted node).
+bool givenString(const Json& raw, const char* key) {
+  if (raw.is_null()) {
+    return true;
+  }
+  if (!raw.is_object()) {
+    return false;
+  }
+  auto it = raw.find(key);
+  return it != raw.end() && it->is_string();
+}
+
 class Validator {
  public:
   Validator(const Experience& exp, const KindCatalog& kinds, bool strict)
@@ -141,7 +165,8 @@ class Validator {
                   const std::vector<std::string>& known_keys) {
     std::string message = "unknown key \"" + key + "\"" + didYouMean(key, known_keys);
     message += strict_ ? " (unknown keys are errors under --strict)"
-                       : ". It is ignored (an error under --strict).";
+               : message.back() == '?' ? " It is ignored (an error under --strict)."
+                                       : ". It is ignored (an error under --strict).";
     out_.push_back(diagnosticAt(exp_, pointer, std::move(message),
                                 strict_ ? Severity::kError : Severity::kWarning, true));
   }
@@ -178,7 +203,12 @@ class Validator {
     for (size_t i = 0; i < exp_.edges.size(); ++i) {
       const EdgeSpec& e = exp_.edges[i];
       const std::string pointer = indexed("/graph/edges/", i);
+      const Json* raw_edge = raw != nullptr && i < raw->size() ? &(*raw)[i] : nullptr;
       for (const auto* end : {&e.from, &e.to}) {
+        const char* key = end == &e.from ? "from" : "to";
+        if (raw_edge != nullptr && !givenString(*raw_edge, key)) {
+          continue;
+        }
         if (!known(*end)) {
           error(pointer + (end == &e.from ? "/from" : "/to"),
                 "Edge references unknown node id \"" + *end + "\"" + didYouMean(*end, node_ids_));
@@ -331,21 +361,25 @@ class Validator {
     for (size_t i = 0; i < exp_.nodes.size(); ++i) {
       const NodeSpec& n = exp_.nodes[i];
       const std::string pointer = indexed("/graph/nodes/", i);
+      // The diagnostic names the node (node "a": writes[0]: ...); the message does not again.
       for (size_t j = 0; j < n.writes.size(); ++j) {
         if (!declared(n.writes[j])) {
           error(pointer + "/writes/" + std::to_string(j),
-                "Node \"" + n.id + "\" writes undeclared state field \"" + n.writes[j] +
-                    "\". Declare it in state.schema." + didYouMean(n.writes[j], field_names_));
+                withHint("writes undeclared state field \"" + n.writes[j] + "\"",
+                         didYouMean(n.writes[j], field_names_),
+                         "Declare it in state.schema."));
         }
       }
       for (size_t j = 0; j < n.reads.size(); ++j) {
         if (!declared(n.reads[j])) {
           error(pointer + "/reads/" + std::to_string(j),
-                "Node \"" + n.id + "\" reads undeclared state field \"" + n.reads[j] +
-                    "\". Declare it in state.schema." + didYouMean(n.reads[j], field_names_));
+                withHint("reads undeclared state field \"" + n.reads[j] + "\"",
+                         didYouMean(n.reads[j], field_names_), "Declare it in state.schema."));
         }
       }
-      auto [first, inserted] = first_seen.emplace(n.id, i);
+      auto [first, inserted] = givenString(n.raw, "id")
+                                   ? first_seen.emplace(n.id, i)
+                                   : std::make_pair(first_seen.end(), true);
       if (!inserted) {
         const Mark m = exp_.nodes[first->second].mark;
         error(pointer + "/id", "Duplicate node ids in graph.nodes: \"" + n.id +
@@ -356,7 +390,10 @@ class Validator {
         warning(pointer + "/phase", "phase \"" + *n.phase + "\" is not declared in phases" +
                                         didYouMean(*n.phase, phaseList()));
       }
-      if (n.for_each) {
+      if (n.for_each && givenString(n.raw.is_object() && n.raw.contains("for_each")
+                                        ? n.raw.at("for_each")
+                                        : Json(),
+                                    "source")) {
         checkSourcePath(n.for_each->source, pointer + "/for_each/source", "for_each.source");
       }
       checkArgs(n.args, pointer + "/args");
@@ -374,11 +411,15 @@ class Validator {
   }
 
   void checkKind(const NodeSpec& n, const std::string& pointer) {
+    if (!givenString(n.raw, "kind")) {
+      return;
+    }
     if (kinds_.find(n.kind) == kinds_.end()) {
+      const std::string hint = didYouMean(n.kind, kind_names_);
       error(pointer + "/kind",
-            "unknown node kind \"" + n.kind +
-                "\"; no loaded plugin provides it (installed kinds: " + quoteList(kind_names_) +
-                "). Run `oe plugins` to see what is installed." + didYouMean(n.kind, kind_names_));
+            "unknown node kind \"" + n.kind + "\"" + hint + (hint.empty() ? "; no" : " No") +
+                " loaded plugin provides it (installed kinds: " + quoteList(kind_names_) +
+                "). Run `oe plugins` to see what is installed.");
       return;
     }
     KindCheck* kc = kindCheck(n.kind);
@@ -461,6 +502,7 @@ class Validator {
     for (size_t i = 0; i < exp_.pipelines.size(); ++i) {
       const PipelineSpec& p = exp_.pipelines[i];
       const std::string pointer = indexed("/graph/pipelines/", i);
+      const Json* raw_pipeline = raw != nullptr && i < raw->size() ? &(*raw)[i] : nullptr;
       for (size_t j = 0; j < p.stages.size(); ++j) {
         if (!known(p.stages[j])) {
           error(pointer + "/stages/" + std::to_string(j),
@@ -468,7 +510,9 @@ class Validator {
                     didYouMean(p.stages[j], node_ids_));
         }
       }
-      checkSourcePath(p.items, pointer + "/items", "pipelines.items");
+      if (raw_pipeline == nullptr || givenString(*raw_pipeline, "items")) {
+        checkSourcePath(p.items, pointer + "/items", "pipelines.items");
+      }
       if (raw != nullptr && i < raw->size()) {
         checkClosedKeys((*raw)[i], pointer, {"id", "items", "stages", "phase"});
       }
@@ -480,7 +524,8 @@ class Validator {
     for (size_t i = 0; i < exp_.loops.size(); ++i) {
       const LoopSpec& l = exp_.loops[i];
       const std::string pointer = indexed("/graph/loops/", i);
-      if (!known(l.body)) {
+      const Json* raw_loop = raw != nullptr && i < raw->size() ? &(*raw)[i] : nullptr;
+      if ((raw_loop == nullptr || givenString(*raw_loop, "body")) && !known(l.body)) {
         error(pointer + "/body", "Loop \"" + l.id + "\" references unknown body node \"" + l.body +
                                      "\"" + didYouMean(l.body, node_ids_));
       }
