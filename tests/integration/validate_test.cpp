@@ -233,6 +233,46 @@ TEST_F(Validate, EveryExampleValidates) {
   EXPECT_GE(validated, folders);
 }
 
+TEST_F(Validate, MissingFilesAndUnsupportedDatasetsBeforeAnythingRuns) {
+  writeTool("ok.mjs", "export default () => ({ state_delta: {} });");
+  dir_.write("data/rows.jsonl", "{\"a\": 1}\n");
+  writeExperience(R"(name: files
+version: 0.1.0
+state:
+  schema:
+    rows: { type: array }
+    text: { type: string }
+graph:
+  nodes:
+    - { id: tool_ok, kind: tool, impl: ./tools/ok.mjs }
+    - { id: tool_gone, kind: tool, impl: ./tools/gone.mjs }
+    - { id: ask, kind: agent, prompt: prompts/gone.md, writes: [text] }
+    - { id: rows_gone, kind: dataset, writes: [rows], source: { type: file, uri: data/gone.csv } }
+    - { id: rows_pq, kind: dataset, writes: [rows], source: { type: file, uri: data/rows.jsonl, format: parquet } }
+  edges: []
+)");
+  for (const char* command : {"validate", "run"}) {
+    auto r = oe({command, dir_.path().string()});
+    EXPECT_EQ(r.exit_code, 1) << command << ": " << r.err;
+    const std::string& e = r.err;
+    for (const char* expected : {
+             "experience.yaml:10:42: error: node \"tool_gone\": impl: \"./tools/gone.mjs\" does "
+             "not exist (looked for ",
+             "experience.yaml:11:39: error: node \"ask\": prompt: \"prompts/gone.md\" does not "
+             "exist",
+             "experience.yaml:12:82: error: node \"rows_gone\": source.uri: \"data/gone.csv\" does "
+             "not exist",
+             "experience.yaml:13:105: error: node \"rows_pq\": source.format: \"parquet\" is not "
+             "supported",
+         }) {
+      EXPECT_NE(e.find(expected), std::string::npos) << command << ": " << expected << "\n" << e;
+    }
+    EXPECT_NE(e.find("oe: 4 errors"), std::string::npos) << command << ": " << e;
+    // Nothing ran: no run log was started.
+    EXPECT_FALSE(std::filesystem::exists(dir_.path() / ".openexpertise" / "runs")) << command;
+  }
+}
+
 TEST_F(Validate, StructuralAndReferenceErrorsTogether) {
   writeTool("ok.mjs", "export default () => ({ state_delta: {} });");
   writeExperience(R"(name: both

@@ -7,6 +7,7 @@
 
 #include "oe/expr/condition.hpp"
 #include "oe/expr/state_path.hpp"
+#include "oe/spec/file_check.hpp"
 #include "oe/spec/locate.hpp"
 #include "oe/spec/schema.hpp"
 #include "oe/spec/schema_check.hpp"
@@ -118,8 +119,8 @@ bool givenString(const Json& raw, const char* key) {
 
 class Validator {
  public:
-  Validator(const Experience& exp, const KindCatalog& kinds, bool strict)
-      : exp_(exp), kinds_(kinds), strict_(strict), ids_(indexIds(exp)) {
+  Validator(const Experience& exp, const KindCatalog& kinds, bool strict, bool check_files)
+      : exp_(exp), kinds_(kinds), strict_(strict), check_files_(check_files), ids_(indexIds(exp)) {
     node_ids_.reserve(exp.nodes.size());
     for (const auto& n : exp.nodes) {
       node_ids_.push_back(n.id);
@@ -398,6 +399,7 @@ class Validator {
       }
       checkArgs(n.args, pointer + "/args");
       checkKind(n, pointer);
+      checkFiles(n, i, pointer);
       checkNodeKeys(n, pointer);
     }
   }
@@ -452,6 +454,47 @@ class Validator {
     for (const SchemaIssue& issue : kc->checker->check(*checked)) {
       out_.push_back(diagnosticAt(exp_, pointer + issue.pointer, issue.message, Severity::kError,
                                   issue.at_key));
+    }
+  }
+
+  // Some node can run before node `i`: an edge leads to it, or it is a later pipeline stage or
+  // a loop body (an earlier iteration).
+  bool hasPredecessors(size_t i) {
+    if (!predecessors_) {
+      predecessors_.emplace(exp_.nodes.size(), false);
+      auto mark = [this](const std::string& id) {
+        if (auto it = ids_.find(id); it != ids_.end()) {
+          (*predecessors_)[it->second] = true;
+        }
+      };
+      for (const auto& e : exp_.edges) {
+        mark(e.to);
+      }
+      for (const auto& p : exp_.pipelines) {
+        for (size_t k = 1; k < p.stages.size(); ++k) {
+          mark(p.stages[k]);
+        }
+      }
+      for (const auto& l : exp_.loops) {
+        mark(l.body);
+      }
+    }
+    return (*predecessors_)[i];
+  }
+
+  // The files the node names, and values its kind cannot run, as its kind's schema marks them
+  // (file_check.hpp): known before the run, so reported before it.
+  void checkFiles(const NodeSpec& n, size_t i, const std::string& pointer) {
+    if (!check_files_ || !givenString(n.raw, "kind")) {
+      return;
+    }
+    auto kind = kinds_.find(n.kind);
+    if (kind == kinds_.end()) {
+      return;
+    }
+    const Json* schema = kind->second.schema ? &*kind->second.schema : nullptr;
+    for (FileFinding& f : checkFileFields(n.kind, schema, n.raw, exp_.dir, hasPredecessors(i))) {
+      out_.push_back(diagnosticAt(exp_, pointer + f.pointer, std::move(f.message), f.severity));
     }
   }
 
@@ -592,6 +635,8 @@ class Validator {
   const Experience& exp_;
   const KindCatalog& kinds_;
   bool strict_;
+  bool check_files_;
+  std::optional<std::vector<bool>> predecessors_;
   IdIndex ids_;
   std::vector<std::string> node_ids_;
   std::vector<std::string> field_names_;
@@ -618,8 +663,8 @@ std::vector<std::vector<std::string>> findCycles(const Experience& exp, size_t l
 }
 
 std::vector<Diagnostic> validateExperience(const Experience& exp, const KindCatalog& kinds,
-                                           bool strict) {
-  return Validator(exp, kinds, strict).run();
+                                           bool strict, bool check_files) {
+  return Validator(exp, kinds, strict, check_files).run();
 }
 
 }  // namespace oe::spec
