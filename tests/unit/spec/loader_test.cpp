@@ -606,6 +606,24 @@ TEST(LoadLimits, HostileFuzzSeedsAreRefused) {
   EXPECT_GE(seen, 7u);
 }
 
+// Every seed of the loader's fuzz corpus through what `oe validate` runs (checkLoaded, also on
+// the partial model of a broken file), in every build: diagnostics, never a crash or a throw.
+TEST(LoadLimits, EveryFuzzSeedEndsInDiagnosticsOrAModel) {
+  const auto corpus = std::filesystem::path(OE_SOURCE_DIR) / "tests/fuzz/corpus/spec_loader";
+  const KindCatalog kinds = testing::testKinds();
+  size_t seen = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(corpus)) {
+    ++seen;
+    LoadResult r = loadExperience(entry.path());
+    for (const bool strict : {false, true}) {
+      std::vector<Diagnostic> all;
+      ASSERT_NO_THROW(all = checkLoaded(r, kinds, strict)) << entry.path();
+      EXPECT_TRUE(r.experience || hasErrors(all)) << entry.path();
+    }
+  }
+  EXPECT_GE(seen, 15u);
+}
+
 TEST(LoadExperience, TenThousandNodes) {
   std::string text =
       "name: big\nversion: 0.1.0\nstate:\n  schema:\n    v: {type: number}\n"

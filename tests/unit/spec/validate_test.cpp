@@ -259,14 +259,14 @@ TEST(ValidateExperience, PipelinesAndForEachSources) {
   ASSERT_EQ(ds.size(), 4u) << dump(ds);
   EXPECT_EQ(ds[0].severity, Severity::kWarning);
   EXPECT_EQ(ds[0].message,
-            "for_each.source \"$.items.0\" is not a $.path (such as $.items), so "
-            "it gives zero iterations");
+            "\"$.items.0\" is not a $.path (such as $.items), so it gives zero iterations");
+  EXPECT_EQ(ds[0].field, "for_each.source");
   EXPECT_EQ(ds[1].severity, Severity::kWarning);
   EXPECT_NE(ds[1].message.find("not declared in state.schema"), std::string::npos);
   EXPECT_EQ(ds[2].message, "Pipeline \"p\" references unknown stage node \"c\"");
   EXPECT_EQ(ds[2].severity, Severity::kError);
   EXPECT_EQ(ds[3].severity, Severity::kWarning);
-  EXPECT_NE(ds[3].message.find("pipelines.items \"items\" is not a $.path"), std::string::npos);
+  EXPECT_NE(ds[3].message.find("\"items\" is not a $.path"), std::string::npos);
 }
 
 TEST(ValidateExperience, ArgsPaths) {

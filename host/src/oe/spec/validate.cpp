@@ -268,16 +268,17 @@ class Validator {
     }
   }
 
-  // for_each.source and pipelines.items: anything but a `$.path` gives zero iterations.
-  void checkSourcePath(const std::string& value, const std::string& pointer, const char* what) {
+  // for_each.source and pipelines.items: anything but a `$.path` gives zero iterations. The
+  // diagnostic prints the field in front, so the message does not name it again.
+  void checkSourcePath(const std::string& value, const std::string& pointer) {
     auto path = expr::StatePath::parse(value);
     if (!path) {
-      warning(pointer, std::string(what) + " \"" + value +
+      warning(pointer, "\"" + value +
                            "\" is not a $.path (such as $.items), so it gives zero iterations");
       return;
     }
     if (!declared(path->field())) {
-      warning(pointer, std::string(what) + " reads \"" + path->field() +
+      warning(pointer, "reads \"" + path->field() +
                            "\", which is not declared in state.schema, so it gives zero "
                            "iterations" +
                            didYouMean(path->field(), field_names_));
@@ -388,14 +389,14 @@ class Validator {
                                    std::to_string(m.line) + ". Node ids must be unique.");
       }
       if (n.phase && !phase_ids_.empty() && phase_ids_.count(*n.phase) == 0) {
-        warning(pointer + "/phase", "phase \"" + *n.phase + "\" is not declared in phases" +
+        warning(pointer + "/phase", "\"" + *n.phase + "\" is not declared in phases" +
                                         didYouMean(*n.phase, phaseList()));
       }
       if (n.for_each && givenString(n.raw.is_object() && n.raw.contains("for_each")
                                         ? n.raw.at("for_each")
                                         : Json(),
                                     "source")) {
-        checkSourcePath(n.for_each->source, pointer + "/for_each/source", "for_each.source");
+        checkSourcePath(n.for_each->source, pointer + "/for_each/source");
       }
       checkArgs(n.args, pointer + "/args");
       checkKind(n, pointer);
@@ -554,7 +555,7 @@ class Validator {
         }
       }
       if (raw_pipeline == nullptr || givenString(*raw_pipeline, "items")) {
-        checkSourcePath(p.items, pointer + "/items", "pipelines.items");
+        checkSourcePath(p.items, pointer + "/items");
       }
       if (raw != nullptr && i < raw->size()) {
         checkClosedKeys((*raw)[i], pointer, {"id", "items", "stages", "phase"});
