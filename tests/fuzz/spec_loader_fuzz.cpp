@@ -1,4 +1,5 @@
-// libFuzzer target: experience.yaml bytes through the loader, `oe validate`'s checks and the DAG
+// libFuzzer target: experience.yaml bytes through the loader (bounded by LoadLimits), `oe
+// validate`'s checks (also on the partial model of a structurally broken file) and the DAG
 // build. Every input must end as diagnostics or a model, never a crash, a hang or an exception.
 #include <cstddef>
 #include <cstdint>
@@ -34,18 +35,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // A path that does not exist: the loader must not need the file, only its name.
   oe::spec::LoadResult loaded =
       oe::spec::loadExperienceText(text, "/nonexistent/oe-fuzz/experience.yaml");
-  for (const oe::Diagnostic& d : loaded.diagnostics) {
-    (void)d.format();
+  // What `oe validate` reports: with structural errors too, on the partial model.
+  for (const bool strict : {false, true}) {
+    for (const oe::Diagnostic& d : oe::spec::checkLoaded(loaded, kKinds, strict)) {
+      (void)d.format();
+    }
   }
   if (!loaded.experience) {
     return 0;
   }
   const oe::spec::Experience& exp = *loaded.experience;
-  for (const bool strict : {false, true}) {
-    for (const oe::Diagnostic& d : oe::spec::validateExperience(exp, kKinds, strict)) {
-      (void)d.format();
-    }
-  }
   (void)oe::spec::findCycles(exp);
   (void)oe::graph::buildDag(exp);
   return 0;

@@ -1,4 +1,6 @@
-// `oe validate [path]`: every error at once, each with file:line:column (D8, D9).
+// `oe validate [path]`: every error at once, each with file:line:column (D8, D9): structural
+// and reference errors together (spec::checkLoaded), before anything runs.
+#include <algorithm>
 #include <iostream>
 #include <memory>
 
@@ -20,8 +22,30 @@ void addValidateCommand(CLI::App& app, int& exit_code) {
   cmd->callback([a, &exit_code] {
     StderrLog sink;
     plugins::PluginRegistry registry(&sink);
-    auto experience = loadValidated(a->path, registry, a->strict);
-    if (!experience) {
+    const auto yaml_path = spec::resolveExperiencePath(a->path);
+    const spec::LoadResult loaded = spec::loadExperience(yaml_path);
+    const spec::Experience* experience = loaded.experience ? &*loaded.experience
+                                         : loaded.partial  ? &*loaded.partial
+                                                           : nullptr;
+    spec::KindCatalog catalog;
+    if (experience != nullptr) {
+      // Plugins only when there is something to check against them (not for a YAML error).
+      loadPlugins(registry, experience->dir);
+      reportPluginProblems(registry);
+      catalog = kindCatalog(registry);
+    }
+    const std::vector<Diagnostic> diagnostics = spec::checkLoaded(loaded, catalog, a->strict);
+    for (const auto& d : diagnostics) {
+      std::cerr << d.format() << '\n';
+    }
+    if (experience == nullptr || hasErrors(diagnostics)) {
+      const auto errors = std::count_if(diagnostics.begin(), diagnostics.end(),
+                                        [](const Diagnostic& d) { return d.severity == Severity::kError; });
+      std::cerr << "oe: " << errors << (errors == 1 ? " error" : " errors");
+      if (experience != nullptr) {
+        std::cerr << " in " << experience->file.string();
+      }
+      std::cerr << '\n';
       exit_code = kExitFailed;
       return;
     }

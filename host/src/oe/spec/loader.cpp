@@ -10,11 +10,13 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <cstdio>
 #include <cmath>
 #include <fstream>
 #include <istream>
 #include <limits>
 #include <memory>
+#include <stdexcept>
 #include <streambuf>
 
 #include "oe/common/file.hpp"
@@ -192,12 +194,28 @@ Json resolveScalar(const std::string& tag, const std::string& value) {
   return resolvePlain(value);
 }
 
+// A LoadLimits bound crossed while building. Thrown from inside yaml-cpp's event callbacks,
+// the only way to stop its parser mid-document; loadExperienceText turns it into a diagnostic.
+class LimitExceeded : public std::runtime_error {
+ public:
+  LimitExceeded(Mark at, const std::string& message) : std::runtime_error(message), mark(at) {}
+  Mark mark;
+};
+
+std::string mebibytes(size_t bytes) {
+  const double mib = static_cast<double>(bytes) / (1024.0 * 1024.0);
+  char text[32];
+  std::snprintf(text, sizeof text, mib < 10 ? "%.1f MiB" : "%.0f MiB", mib);
+  return text;
+}
+
 // Builds the JSON value from yaml-cpp's parse events and records where each value (and each
-// mapping key) is, by JSON pointer, in the same pass.
+// mapping key) is, by JSON pointer, in the same pass. Counts what it builds against `limits`.
 class JsonBuilder final : public YAML::EventHandler {
  public:
-  JsonBuilder(Experience& exp, std::string_view text, std::vector<Diagnostic>& diagnostics)
-      : exp_(exp), text_(text), diagnostics_(diagnostics) {}
+  JsonBuilder(Experience& exp, std::string_view text, std::vector<Diagnostic>& diagnostics,
+              const LoadLimits& limits)
+      : exp_(exp), text_(text), diagnostics_(diagnostics), limits_(limits) {}
 
   Json take() { return std::move(root_); }
 
@@ -210,9 +228,23 @@ class JsonBuilder final : public YAML::EventHandler {
 
   void OnAlias(const YAML::Mark& mark, YAML::anchor_t anchor) override {
     auto it = anchors_.find(anchor);
-    Json value = it != anchors_.end() ? it->second : Json(nullptr);
+    if (it == anchors_.end()) {
+      scalar(mark, Json(nullptr), "", 0);
+      return;
+    }
+    const Anchored& anchored = it->second;
+    // Checked before the copy is made: the copy is what a bomb makes huge.
+    charge(anchored.nodes, anchored.bytes, toMark(mark));
+    const int depth = static_cast<int>(stack_.size()) + anchored.height;
+    if (depth > limits_.max_depth) {
+      throw tooDeep(mark, "this alias");
+    }
+    nodes_ += anchored.nodes;
+    bytes_ += anchored.bytes;
+    placed(anchored.height);
+    Json value = anchored.value;
     std::string text = value.is_string() ? value.get<std::string>() : expr::stringify(value);
-    scalar(mark, std::move(value), text, 0);
+    placeScalar(mark, std::move(value), text, 0);
   }
 
   void OnScalar(const YAML::Mark& mark, const std::string& tag, YAML::anchor_t anchor,
@@ -239,6 +271,10 @@ class JsonBuilder final : public YAML::EventHandler {
  private:
   struct Frame {
     Json* container = nullptr;
+    size_t nodes_at_open = 0;  // nodes_ and bytes_ when it opened: its anchor's size
+    size_t bytes_at_open = 0;
+    int height = 1;  // levels of mappings and sequences in it, itself included
+    Mark open_mark;
     size_t pointer_len = 0;  // pointer_ of this container
     bool is_map = false;
     bool want_key = true;  // map: the next node is a key
@@ -319,19 +355,70 @@ class JsonBuilder final : public YAML::EventHandler {
       d.file = exp_.source_name;
       d.line = mark.line;
       d.column = mark.column;
-      d.message = "YAML parse error at line " + std::to_string(d.line) + ", column " +
-                  std::to_string(d.column) + ": Map keys must be unique; \"" + key +
-                  "\" is repeated";
+      d.message = "YAML parse error: Map keys must be unique; \"" + key + "\" is repeated";
       diagnostics_.push_back(std::move(d));
     }
     f.key = std::move(key);
     f.key_mark = mark;
   }
 
+  // What an anchor holds, for its aliases: the value and what copying it costs.
+  struct Anchored {
+    Json value;
+    size_t nodes = 0;
+    size_t bytes = 0;
+    int height = 0;
+  };
+
+  LimitExceeded tooDeep(const YAML::Mark& mark, const char* what) const {
+    return LimitExceeded(toMark(mark),
+                         std::string(what) + " nests mappings and sequences more than " +
+                             std::to_string(limits_.max_depth) +
+                             " levels deep; oe refuses deeper YAML so that a hostile file "
+                             "cannot exhaust the stack. Flatten the document");
+  }
+
+  // Anchors and aliases copy trees; their copies are bounded, whatever the document's size.
+  void charge(size_t nodes, size_t bytes, Mark mark) {
+    copied_nodes_ += nodes;
+    copied_bytes_ += bytes;
+    if (copied_nodes_ > limits_.max_alias_nodes) {
+      throw LimitExceeded(mark,
+                          "alias expansion exceeds " + std::to_string(limits_.max_alias_nodes) +
+                              " nodes (a \"billion laughs\" document?); write the repeated "
+                              "parts out, or alias fewer and smaller anchors");
+    }
+    // A long string aliased many times costs its length each time, not one node.
+    const size_t max_bytes = std::max(limits_.max_bytes, size_t{64} << 20);
+    if (copied_bytes_ > max_bytes) {
+      throw LimitExceeded(mark, "alias expansion exceeds " + mebibytes(max_bytes) +
+                                            " of text (a \"billion laughs\" document?); write "
+                                            "the repeated parts out, or alias fewer and "
+                                            "smaller anchors");
+    }
+  }
+
+  // A value of `height` levels was placed in the innermost open collection.
+  void placed(int height) {
+    if (!stack_.empty() && key_depth_ == 0) {
+      stack_.back().height = std::max(stack_.back().height, height + 1);
+    }
+  }
+
   void scalar(const YAML::Mark& mark, Json value, const std::string& text, YAML::anchor_t anchor) {
+    ++nodes_;
+    bytes_ += text.size();
+    if (anchor != 0) {
+      charge(1, text.size(), toMark(mark));
+    }
+    placeScalar(mark, std::move(value), text, anchor);
+  }
+
+  void placeScalar(const YAML::Mark& mark, Json value, const std::string& text,
+                   YAML::anchor_t anchor) {
     if (expectingKey()) {
       if (anchor != 0) {
-        anchors_[anchor] = Json(text);
+        anchors_[anchor] = Anchored{Json(text), 1, text.size(), 0};
       }
       setKey(text, toMark(mark));
       return;
@@ -339,14 +426,22 @@ class JsonBuilder final : public YAML::EventHandler {
     Json* target = slot(contentMark(mark));
     *target = std::move(value);
     if (anchor != 0) {
-      anchors_[anchor] = *target;
+      anchors_[anchor] = Anchored{*target, 1, text.size(), 0};
     }
   }
 
   void open(const YAML::Mark& mark, Json empty, YAML::anchor_t anchor) {
+    // Stops yaml-cpp too: it emits this event before it recurses into the collection.
+    if (static_cast<int>(stack_.size()) >= limits_.max_depth) {
+      throw tooDeep(mark, "the document");
+    }
+    ++nodes_;
     Frame f;
     f.is_map = empty.is_object();
     f.anchor = anchor;
+    f.nodes_at_open = nodes_ - 1;
+    f.open_mark = toMark(mark);
+    f.bytes_at_open = bytes_;
     if (expectingKey()) {
       // A collection used as a mapping key (rare): build it, then use its JSON text as the key.
       Frame& parent = stack_.back();
@@ -367,7 +462,14 @@ class JsonBuilder final : public YAML::EventHandler {
     Frame f = std::move(stack_.back());
     stack_.pop_back();
     if (f.anchor != 0) {
-      anchors_[f.anchor] = *f.container;
+      const size_t nodes = nodes_ - f.nodes_at_open;
+      const size_t bytes = bytes_ - f.bytes_at_open;
+      // The anchor keeps a copy: that costs as much as an alias does.
+      charge(nodes, bytes, f.open_mark);
+      anchors_[f.anchor] = Anchored{*f.container, nodes, bytes, f.height};
+    }
+    if (!f.is_key) {
+      placed(f.height);
     }
     if (f.is_key) {
       --key_depth_;
@@ -379,11 +481,16 @@ class JsonBuilder final : public YAML::EventHandler {
   Experience& exp_;
   std::string_view text_;
   std::vector<Diagnostic>& diagnostics_;
+  const LoadLimits& limits_;
   Json root_;
   std::vector<Frame> stack_;
   std::string pointer_;
   int key_depth_ = 0;
-  std::unordered_map<YAML::anchor_t, Json> anchors_;
+  std::unordered_map<YAML::anchor_t, Anchored> anchors_;
+  size_t nodes_ = 0;  // values and keys built so far
+  size_t bytes_ = 0;  // scalar text built so far
+  size_t copied_nodes_ = 0;
+  size_t copied_bytes_ = 0;
 };
 
 Diagnostic fileDiagnostic(const Experience& exp, std::string message, int line = 0,
@@ -394,6 +501,12 @@ Diagnostic fileDiagnostic(const Experience& exp, std::string message, int line =
   d.column = column;
   d.message = std::move(message);
   return d;
+}
+
+std::string tooLarge(size_t size, const LoadLimits& limits) {
+  return "the file is " + mebibytes(size) + "; oe reads experience files of at most " +
+         mebibytes(limits.max_bytes) +
+         ". Move large data out of it (a dataset node reads a file at run time)";
 }
 
 const SchemaChecker& structureChecker() {
@@ -705,6 +818,46 @@ bool fill(Experience& exp, const GraphLines* lines = nullptr) {
   return true;
 }
 
+// `raw` with each value fill() relies on given the type it expects (a wrong one becomes empty;
+// arrays keep their length, so every JSON pointer of what is kept still points at its value).
+Json shapedForModel(Json raw) {
+  auto ensure = [](Json& parent, const char* key, Json empty) -> Json& {
+    Json& value = parent[key];
+    if (value.type() != empty.type()) {
+      value = std::move(empty);
+    }
+    return value;
+  };
+  auto objectsIn = [&ensure](Json& parent, const char* key) {
+    for (Json& item : ensure(parent, key, Json::array())) {
+      if (!item.is_object()) {
+        item = Json::object();
+      }
+    }
+  };
+  Json& state = ensure(raw, "state", Json::object());
+  for (auto& [name, field] : ensure(state, "schema", Json::object()).items()) {
+    if (!field.is_object()) {
+      field = Json::object();
+    }
+  }
+  if (raw.contains("phases")) {
+    objectsIn(raw, "phases");
+  }
+  Json& graph = ensure(raw, "graph", Json::object());
+  objectsIn(graph, "nodes");
+  objectsIn(graph, "edges");
+  for (const char* key : {"pipelines", "loops"}) {
+    if (graph.contains(key)) {
+      objectsIn(graph, key);
+    }
+  }
+  if (raw.contains("runtime") && !raw["runtime"].is_object()) {
+    raw.erase("runtime");
+  }
+  return raw;
+}
+
 }  // namespace
 
 bool buildModel(Experience& exp, const GraphLines* lines) { return fill(exp, lines); }
@@ -758,9 +911,14 @@ Experience experienceAt(const std::filesystem::path& yaml_path) {
   return exp;
 }
 
-LoadResult loadExperienceText(std::string_view text, const std::filesystem::path& yaml_path) {
+LoadResult loadExperienceText(std::string_view text, const std::filesystem::path& yaml_path,
+                              const LoadLimits& limits) {
   LoadResult result;
   Experience exp = experienceAt(yaml_path);
+  if (text.size() > limits.max_bytes) {
+    result.diagnostics.push_back(fileDiagnostic(exp, tooLarge(text.size(), limits)));
+    return result;
+  }
   // About one value per 8 bytes of YAML in graph-heavy files: no rehash while building.
   exp.marks.reserve(text.size() / 8);
   exp.key_marks.reserve(text.size() / 12);
@@ -769,20 +927,20 @@ LoadResult loadExperienceText(std::string_view text, const std::filesystem::path
   {
     const std::optional<std::string> sanitized = sanitizedUtf8(text);
     const std::string_view clean = sanitized ? std::string_view(*sanitized) : text;
-    JsonBuilder builder(exp, clean, diags);
+    JsonBuilder builder(exp, clean, diags, limits);
     try {
       ViewBuffer buffer(clean);
       std::istream in(&buffer);
       YAML::Parser parser(in);
       parser.HandleNextDocument(builder);
     } catch (const YAML::Exception& e) {
+      // The position is the diagnostic's file:line:column; the message does not repeat it.
       int line = e.mark.is_null() ? 0 : e.mark.line + 1;
       int column = e.mark.is_null() ? 0 : e.mark.column + 1;
-      std::string where =
-          line > 0 ? "line " + std::to_string(line) + ", column " + std::to_string(column)
-                   : std::string("line ?, column ?");
-      diags.push_back(
-          fileDiagnostic(exp, "YAML parse error at " + where + ": " + e.msg, line, column));
+      diags.push_back(fileDiagnostic(exp, "YAML parse error: " + e.msg, line, column));
+      return result;
+    } catch (const LimitExceeded& e) {
+      diags.push_back(fileDiagnostic(exp, e.what(), e.mark.line, e.mark.column));
       return result;
     }
     exp.raw = builder.take();
@@ -814,6 +972,10 @@ LoadResult loadExperienceText(std::string_view text, const std::filesystem::path
     return a.line != b.line ? a.line < b.line : a.column < b.column;
   });
   if (hasErrors(diags)) {
+    // The reference checks still get what is sound, so one `oe validate` reports both.
+    exp.raw = shapedForModel(std::move(exp.raw));
+    fill(exp);
+    result.partial = std::move(exp);
     return result;
   }
   fill(exp);
@@ -821,7 +983,36 @@ LoadResult loadExperienceText(std::string_view text, const std::filesystem::path
   return result;
 }
 
-LoadResult loadExperience(const std::filesystem::path& yaml_path) {
+std::vector<Diagnostic> checkLoaded(const LoadResult& loaded, const KindCatalog& kinds,
+                                    bool strict) {
+  std::vector<Diagnostic> out = loaded.diagnostics;
+  const Experience* exp = loaded.experience ? &*loaded.experience
+                          : loaded.partial  ? &*loaded.partial
+                                            : nullptr;
+  if (exp == nullptr) {
+    return out;
+  }
+  std::vector<Diagnostic> more = validateExperience(*exp, kinds, strict);
+  out.insert(out.end(), std::make_move_iterator(more.begin()),
+             std::make_move_iterator(more.end()));
+  std::stable_sort(out.begin(), out.end(), [](const Diagnostic& a, const Diagnostic& b) {
+    const int la = a.line > 0 ? a.line : std::numeric_limits<int>::max();
+    const int lb = b.line > 0 ? b.line : std::numeric_limits<int>::max();
+    return la != lb ? la < lb : a.column < b.column;
+  });
+  return out;
+}
+
+LoadResult loadExperience(const std::filesystem::path& yaml_path, const LoadLimits& limits) {
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(yaml_path, ec);
+  if (!ec && size > limits.max_bytes) {
+    // Refused before it is read: reading it is the first gigabyte a hostile file costs.
+    LoadResult result;
+    result.diagnostics.push_back(
+        fileDiagnostic(experienceAt(yaml_path), tooLarge(static_cast<size_t>(size), limits)));
+    return result;
+  }
   const std::optional<std::string> text = readFile(yaml_path);
   if (!text) {
     LoadResult result;
@@ -832,7 +1023,7 @@ LoadResult loadExperience(const std::filesystem::path& yaml_path) {
     result.diagnostics.push_back(std::move(d));
     return result;
   }
-  return loadExperienceText(*text, yaml_path);
+  return loadExperienceText(*text, yaml_path, limits);
 }
 
 }  // namespace oe::spec

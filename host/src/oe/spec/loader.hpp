@@ -19,17 +19,43 @@ namespace oe::spec {
 
 struct LoadResult {
   std::optional<Experience> experience;  // set when there is no error
-  std::vector<Diagnostic> diagnostics;   // every problem found, with file:line:column
+  // Set instead of `experience` when the YAML parsed but its structure has errors: the model
+  // of what is sound (a value of the wrong type reads as empty), for checkLoaded. Never run.
+  std::optional<Experience> partial;
+  std::vector<Diagnostic> diagnostics;  // every problem found, with file:line:column
+};
+
+// What one YAML document may make oe build. A hostile file (a "billion laughs" alias bomb, a
+// 100,000-deep `[[[[`, gigabytes of text) is refused with a diagnostic at its line and column
+// instead of exhausting memory or the stack. Real experiences stay far below each bound.
+struct LoadLimits {
+  // Bytes of YAML text; loadExperience checks the file's size before reading it.
+  size_t max_bytes = size_t{16} << 20;
+  // Mappings and sequences inside each other, counting what aliases bring in. yaml-cpp's
+  // parser recurses per level (it stops itself at 2000), and so do the later checks.
+  int max_depth = 128;
+  // Values copied by anchors and aliases (each alias copies its anchor's whole tree). An alias
+  // bomb of 8 levels of 9 copies asks for 43 million: refused here, before the copies exist.
+  size_t max_alias_nodes = 1'000'000;
 };
 
 // Reads and parses the file and checks its structure. All structural errors are reported at
 // once; the typed model is filled only when there are none.
-[[nodiscard]] LoadResult loadExperience(const std::filesystem::path& yaml_path);
+[[nodiscard]] LoadResult loadExperience(const std::filesystem::path& yaml_path,
+                                        const LoadLimits& limits = {});
 
 // The same from YAML text already in memory; `yaml_path` is where it came from (diagnostics
 // print it as given; it also gives Experience::file and ::dir).
 [[nodiscard]] LoadResult loadExperienceText(std::string_view text,
-                                            const std::filesystem::path& yaml_path);
+                                            const std::filesystem::path& yaml_path,
+                                            const LoadLimits& limits = {});
+
+// Everything `oe validate` reports about a loaded file, in file order: the loader's diagnostics
+// and, whenever the YAML parsed (structural errors or not), validateExperience's. So duplicate
+// ids, unknown kinds or a bad `when` show together with a missing key, not one batch after the
+// other.
+[[nodiscard]] std::vector<Diagnostic> checkLoaded(const LoadResult& loaded,
+                                                  const KindCatalog& kinds, bool strict);
 
 // Fills the typed model (name, state, nodes, edges, ...) from `exp.raw`, a document that passed
 // the structural check, using `exp.marks`/`exp.key_marks` for positions and the state fields'

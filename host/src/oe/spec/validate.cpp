@@ -7,6 +7,7 @@
 
 #include "oe/expr/condition.hpp"
 #include "oe/expr/state_path.hpp"
+#include "oe/spec/file_check.hpp"
 #include "oe/spec/locate.hpp"
 #include "oe/spec/schema.hpp"
 #include "oe/spec/schema_check.hpp"
@@ -92,10 +93,34 @@ std::string quoteList(const std::vector<std::string>& items) {
 
 std::string indexed(const char* prefix, size_t i) { return prefix + std::to_string(i); }
 
+// `problem`, a did-you-mean (a sentence of its own, ending in "?") if any, then `advice`: no
+// "?." or ".;" where the pieces meet.
+std::string withHint(const std::string& problem, const std::string& hint,
+                     const std::string& advice) {
+  if (hint.empty()) {
+    return problem + ". " + advice;
+  }
+  return problem + hint + " " + advice;
+}
+
+// False when the file's `raw` lacks `key` or holds something else than a string there: a
+// structural error the loader reported already, which the reference checks do not report
+// again as a reference to "". True when there is no raw JSON to tell (a compacted node).
+bool givenString(const Json& raw, const char* key) {
+  if (raw.is_null()) {
+    return true;
+  }
+  if (!raw.is_object()) {
+    return false;
+  }
+  auto it = raw.find(key);
+  return it != raw.end() && it->is_string();
+}
+
 class Validator {
  public:
-  Validator(const Experience& exp, const KindCatalog& kinds, bool strict)
-      : exp_(exp), kinds_(kinds), strict_(strict), ids_(indexIds(exp)) {
+  Validator(const Experience& exp, const KindCatalog& kinds, bool strict, bool check_files)
+      : exp_(exp), kinds_(kinds), strict_(strict), check_files_(check_files), ids_(indexIds(exp)) {
     node_ids_.reserve(exp.nodes.size());
     for (const auto& n : exp.nodes) {
       node_ids_.push_back(n.id);
@@ -141,7 +166,8 @@ class Validator {
                   const std::vector<std::string>& known_keys) {
     std::string message = "unknown key \"" + key + "\"" + didYouMean(key, known_keys);
     message += strict_ ? " (unknown keys are errors under --strict)"
-                       : ". It is ignored (an error under --strict).";
+               : message.back() == '?' ? " It is ignored (an error under --strict)."
+                                       : ". It is ignored (an error under --strict).";
     out_.push_back(diagnosticAt(exp_, pointer, std::move(message),
                                 strict_ ? Severity::kError : Severity::kWarning, true));
   }
@@ -178,7 +204,12 @@ class Validator {
     for (size_t i = 0; i < exp_.edges.size(); ++i) {
       const EdgeSpec& e = exp_.edges[i];
       const std::string pointer = indexed("/graph/edges/", i);
+      const Json* raw_edge = raw != nullptr && i < raw->size() ? &(*raw)[i] : nullptr;
       for (const auto* end : {&e.from, &e.to}) {
+        const char* key = end == &e.from ? "from" : "to";
+        if (raw_edge != nullptr && !givenString(*raw_edge, key)) {
+          continue;
+        }
         if (!known(*end)) {
           error(pointer + (end == &e.from ? "/from" : "/to"),
                 "Edge references unknown node id \"" + *end + "\"" + didYouMean(*end, node_ids_));
@@ -237,16 +268,17 @@ class Validator {
     }
   }
 
-  // for_each.source and pipelines.items: anything but a `$.path` gives zero iterations.
-  void checkSourcePath(const std::string& value, const std::string& pointer, const char* what) {
+  // for_each.source and pipelines.items: anything but a `$.path` gives zero iterations. The
+  // diagnostic prints the field in front, so the message does not name it again.
+  void checkSourcePath(const std::string& value, const std::string& pointer) {
     auto path = expr::StatePath::parse(value);
     if (!path) {
-      warning(pointer, std::string(what) + " \"" + value +
+      warning(pointer, "\"" + value +
                            "\" is not a $.path (such as $.items), so it gives zero iterations");
       return;
     }
     if (!declared(path->field())) {
-      warning(pointer, std::string(what) + " reads \"" + path->field() +
+      warning(pointer, "reads \"" + path->field() +
                            "\", which is not declared in state.schema, so it gives zero "
                            "iterations" +
                            didYouMean(path->field(), field_names_));
@@ -331,21 +363,25 @@ class Validator {
     for (size_t i = 0; i < exp_.nodes.size(); ++i) {
       const NodeSpec& n = exp_.nodes[i];
       const std::string pointer = indexed("/graph/nodes/", i);
+      // The diagnostic names the node (node "a": writes[0]: ...); the message does not again.
       for (size_t j = 0; j < n.writes.size(); ++j) {
         if (!declared(n.writes[j])) {
           error(pointer + "/writes/" + std::to_string(j),
-                "Node \"" + n.id + "\" writes undeclared state field \"" + n.writes[j] +
-                    "\". Declare it in state.schema." + didYouMean(n.writes[j], field_names_));
+                withHint("writes undeclared state field \"" + n.writes[j] + "\"",
+                         didYouMean(n.writes[j], field_names_),
+                         "Declare it in state.schema."));
         }
       }
       for (size_t j = 0; j < n.reads.size(); ++j) {
         if (!declared(n.reads[j])) {
           error(pointer + "/reads/" + std::to_string(j),
-                "Node \"" + n.id + "\" reads undeclared state field \"" + n.reads[j] +
-                    "\". Declare it in state.schema." + didYouMean(n.reads[j], field_names_));
+                withHint("reads undeclared state field \"" + n.reads[j] + "\"",
+                         didYouMean(n.reads[j], field_names_), "Declare it in state.schema."));
         }
       }
-      auto [first, inserted] = first_seen.emplace(n.id, i);
+      auto [first, inserted] = givenString(n.raw, "id")
+                                   ? first_seen.emplace(n.id, i)
+                                   : std::make_pair(first_seen.end(), true);
       if (!inserted) {
         const Mark m = exp_.nodes[first->second].mark;
         error(pointer + "/id", "Duplicate node ids in graph.nodes: \"" + n.id +
@@ -353,14 +389,18 @@ class Validator {
                                    std::to_string(m.line) + ". Node ids must be unique.");
       }
       if (n.phase && !phase_ids_.empty() && phase_ids_.count(*n.phase) == 0) {
-        warning(pointer + "/phase", "phase \"" + *n.phase + "\" is not declared in phases" +
+        warning(pointer + "/phase", "\"" + *n.phase + "\" is not declared in phases" +
                                         didYouMean(*n.phase, phaseList()));
       }
-      if (n.for_each) {
-        checkSourcePath(n.for_each->source, pointer + "/for_each/source", "for_each.source");
+      if (n.for_each && givenString(n.raw.is_object() && n.raw.contains("for_each")
+                                        ? n.raw.at("for_each")
+                                        : Json(),
+                                    "source")) {
+        checkSourcePath(n.for_each->source, pointer + "/for_each/source");
       }
       checkArgs(n.args, pointer + "/args");
       checkKind(n, pointer);
+      checkFiles(n, i, pointer);
       checkNodeKeys(n, pointer);
     }
   }
@@ -374,11 +414,15 @@ class Validator {
   }
 
   void checkKind(const NodeSpec& n, const std::string& pointer) {
+    if (!givenString(n.raw, "kind")) {
+      return;
+    }
     if (kinds_.find(n.kind) == kinds_.end()) {
+      const std::string hint = didYouMean(n.kind, kind_names_);
       error(pointer + "/kind",
-            "unknown node kind \"" + n.kind +
-                "\"; no loaded plugin provides it (installed kinds: " + quoteList(kind_names_) +
-                "). Run `oe plugins` to see what is installed." + didYouMean(n.kind, kind_names_));
+            "unknown node kind \"" + n.kind + "\"" + hint + (hint.empty() ? "; no" : " No") +
+                " loaded plugin provides it (installed kinds: " + quoteList(kind_names_) +
+                "). Run `oe plugins` to see what is installed.");
       return;
     }
     KindCheck* kc = kindCheck(n.kind);
@@ -411,6 +455,47 @@ class Validator {
     for (const SchemaIssue& issue : kc->checker->check(*checked)) {
       out_.push_back(diagnosticAt(exp_, pointer + issue.pointer, issue.message, Severity::kError,
                                   issue.at_key));
+    }
+  }
+
+  // Some node can run before node `i`: an edge leads to it, or it is a later pipeline stage or
+  // a loop body (an earlier iteration).
+  bool hasPredecessors(size_t i) {
+    if (!predecessors_) {
+      predecessors_.emplace(exp_.nodes.size(), false);
+      auto mark = [this](const std::string& id) {
+        if (auto it = ids_.find(id); it != ids_.end()) {
+          (*predecessors_)[it->second] = true;
+        }
+      };
+      for (const auto& e : exp_.edges) {
+        mark(e.to);
+      }
+      for (const auto& p : exp_.pipelines) {
+        for (size_t k = 1; k < p.stages.size(); ++k) {
+          mark(p.stages[k]);
+        }
+      }
+      for (const auto& l : exp_.loops) {
+        mark(l.body);
+      }
+    }
+    return (*predecessors_)[i];
+  }
+
+  // The files the node names, and values its kind cannot run, as its kind's schema marks them
+  // (file_check.hpp): known before the run, so reported before it.
+  void checkFiles(const NodeSpec& n, size_t i, const std::string& pointer) {
+    if (!check_files_ || !givenString(n.raw, "kind")) {
+      return;
+    }
+    auto kind = kinds_.find(n.kind);
+    if (kind == kinds_.end()) {
+      return;
+    }
+    const Json* schema = kind->second.schema ? &*kind->second.schema : nullptr;
+    for (FileFinding& f : checkFileFields(n.kind, schema, n.raw, exp_.dir, hasPredecessors(i))) {
+      out_.push_back(diagnosticAt(exp_, pointer + f.pointer, std::move(f.message), f.severity));
     }
   }
 
@@ -461,6 +546,7 @@ class Validator {
     for (size_t i = 0; i < exp_.pipelines.size(); ++i) {
       const PipelineSpec& p = exp_.pipelines[i];
       const std::string pointer = indexed("/graph/pipelines/", i);
+      const Json* raw_pipeline = raw != nullptr && i < raw->size() ? &(*raw)[i] : nullptr;
       for (size_t j = 0; j < p.stages.size(); ++j) {
         if (!known(p.stages[j])) {
           error(pointer + "/stages/" + std::to_string(j),
@@ -468,7 +554,9 @@ class Validator {
                     didYouMean(p.stages[j], node_ids_));
         }
       }
-      checkSourcePath(p.items, pointer + "/items", "pipelines.items");
+      if (raw_pipeline == nullptr || givenString(*raw_pipeline, "items")) {
+        checkSourcePath(p.items, pointer + "/items");
+      }
       if (raw != nullptr && i < raw->size()) {
         checkClosedKeys((*raw)[i], pointer, {"id", "items", "stages", "phase"});
       }
@@ -480,7 +568,8 @@ class Validator {
     for (size_t i = 0; i < exp_.loops.size(); ++i) {
       const LoopSpec& l = exp_.loops[i];
       const std::string pointer = indexed("/graph/loops/", i);
-      if (!known(l.body)) {
+      const Json* raw_loop = raw != nullptr && i < raw->size() ? &(*raw)[i] : nullptr;
+      if ((raw_loop == nullptr || givenString(*raw_loop, "body")) && !known(l.body)) {
         error(pointer + "/body", "Loop \"" + l.id + "\" references unknown body node \"" + l.body +
                                      "\"" + didYouMean(l.body, node_ids_));
       }
@@ -547,6 +636,8 @@ class Validator {
   const Experience& exp_;
   const KindCatalog& kinds_;
   bool strict_;
+  bool check_files_;
+  std::optional<std::vector<bool>> predecessors_;
   IdIndex ids_;
   std::vector<std::string> node_ids_;
   std::vector<std::string> field_names_;
@@ -573,8 +664,8 @@ std::vector<std::vector<std::string>> findCycles(const Experience& exp, size_t l
 }
 
 std::vector<Diagnostic> validateExperience(const Experience& exp, const KindCatalog& kinds,
-                                           bool strict) {
-  return Validator(exp, kinds, strict).run();
+                                           bool strict, bool check_files) {
+  return Validator(exp, kinds, strict, check_files).run();
 }
 
 }  // namespace oe::spec

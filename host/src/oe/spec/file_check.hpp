@@ -1,0 +1,41 @@
+// Static checks of the files a node names and of values its kind cannot run (issue 10, item 5),
+// before anything runs. The host knows no kind: the kind's JSON Schema says which fields are
+// what, with annotations that JSON Schema validators ignore:
+//   "x-oe-path": "file" | "directory"  the string is a path (relative to the experience folder,
+//       or absolute) that must exist before the run: a tool's impl, an agent's prompt;
+//   "x-oe-path": "input-file"  a file read when the node runs, which an earlier node of the run
+//       may write: missing is an error for a node nothing runs before, else a warning;
+//   "x-oe-unsupported": {"<value>": "<why, and what to use instead>"}  values the schema accepts
+//       but the kind cannot run yet (a dataset's format: parquet).
+// Annotations are found through `properties` and `allOf` (an entry's `if` is evaluated against
+// the value, so `then` can annotate `uri` only for `type: file`).
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "oe/common/diagnostic.hpp"
+#include "oe/common/json.hpp"
+
+namespace oe::spec {
+
+struct FileFinding {
+  std::string pointer;  // relative to the node ("/impl", "/source/uri")
+  std::string message;  // says what is wrong and what to do
+  Severity severity = Severity::kError;
+};
+
+// The findings for one node, whose kind's schema is `kind_schema` (nullptr: none). `dir` is the
+// experience folder; `has_predecessors`: some node of the graph can run before this one.
+// At most one stat() per annotated field.
+[[nodiscard]] std::vector<FileFinding> checkFileFields(const std::string& kind,
+                                                       const Json* kind_schema, const Json& node,
+                                                       const std::filesystem::path& dir,
+                                                       bool has_predecessors);
+
+// Transitional: the annotations of the first-party kinds (tool, agent, skill, dataset), used
+// for a kind whose schema carries none yet. Delete once their plugins' schemas carry them.
+[[nodiscard]] const Json* firstPartyFileHints(const std::string& kind);
+
+}  // namespace oe::spec

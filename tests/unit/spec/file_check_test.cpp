@@ -1,0 +1,149 @@
+// Static file checks (issue 10, item 5): the files a node names must exist before the run, and
+// values its kind cannot run are errors, as the kind's schema marks them (file_check.hpp).
+#include "oe/spec/file_check.hpp"
+
+#include <gtest/gtest.h>
+
+#include "oe/spec/loader.hpp"
+#include "oe/spec/validate.hpp"
+#include "unit/spec/spec_test_support.hpp"
+
+namespace oe::spec {
+namespace {
+
+using testing::dump;
+using testing::matching;
+using testing::TempDir;
+using testing::testKinds;
+
+class FileChecks : public ::testing::Test {
+ protected:
+  // Validates `nodes` (and `edges`) written to a real experience folder.
+  std::vector<Diagnostic> validate(const std::string& nodes, const std::string& edges = "[]",
+                                   const KindCatalog& kinds = testKinds()) {
+    const auto path = dir_.write("experience.yaml", "name: t\nversion: 0.1.0\nstate:\n  schema:\n"
+                                                    "    rows: {type: array}\ngraph:\n  nodes:\n" +
+                                                        nodes + "  edges: " + edges + "\n");
+    LoadResult loaded = loadExperience(path);
+    EXPECT_TRUE(loaded.experience) << dump(loaded.diagnostics);
+    if (!loaded.experience) {
+      return {};
+    }
+    return validateExperience(*loaded.experience, kinds, false);
+  }
+  TempDir dir_;
+};
+
+TEST_F(FileChecks, ToolImplAndAgentPromptMustExist) {
+  dir_.write("tools/ok.mjs", "export default () => ({})");
+  dir_.write("prompts/ok.md", "hi");
+  auto ds = validate(R"(    - {id: t, kind: tool, impl: ./tools/ok.mjs}
+    - {id: u, kind: tool, impl: ./tools/gone.mjs}
+    - {id: p, kind: agent, prompt: prompts/ok.md}
+    - {id: q, kind: agent, prompt: prompts/gone.md}
+    - {id: d, kind: tool, impl: ./tools}
+)");
+  ASSERT_EQ(ds.size(), 3u) << dump(ds);
+  EXPECT_EQ(ds[0].node_id, "u");
+  EXPECT_EQ(ds[0].field, "impl");
+  EXPECT_EQ(ds[0].line, 9);
+  EXPECT_EQ(ds[0].column, 33);
+  EXPECT_EQ(ds[0].severity, Severity::kError);
+  EXPECT_EQ(ds[0].message, "\"./tools/gone.mjs\" does not exist (looked for " +
+                               (dir_.path() / "tools/gone.mjs").string() +
+                               "). Create it, or fix the path (relative to the experience "
+                               "folder)");
+  EXPECT_EQ(ds[1].node_id, "q");
+  EXPECT_EQ(ds[1].field, "prompt");
+  EXPECT_EQ(ds[1].line, 11);
+  EXPECT_EQ(ds[2].node_id, "d");
+  EXPECT_NE(ds[2].message.find("is a directory"), std::string::npos) << ds[2].message;
+}
+
+TEST_F(FileChecks, SkillImplIsADirectory) {
+  dir_.write("skills/s/SKILL.md", "---\nname: s\n---\nbody");
+  KindCatalog kinds = testKinds();
+  kinds["skill"] = KindInfo{"skill", std::nullopt};
+  auto ds = validate("    - {id: s, kind: skill, impl: skills/s}\n"
+                     "    - {id: f, kind: skill, impl: skills/s/SKILL.md}\n",
+                     "[]", kinds);
+  ASSERT_EQ(ds.size(), 1u) << dump(ds);
+  EXPECT_EQ(ds[0].node_id, "f");
+  EXPECT_NE(ds[0].message.find("a directory is expected here"), std::string::npos);
+}
+
+TEST_F(FileChecks, DatasetFilesFormatsAndSources) {
+  dir_.write("data/rows.jsonl", "{}\n");
+  auto ds = validate(R"(    - {id: ok, kind: dataset, writes: [rows], source: {type: file, uri: data/rows.jsonl}}
+    - {id: gone, kind: dataset, writes: [rows], source: {type: file, uri: data/gone.csv}}
+    - {id: pq, kind: dataset, writes: [rows], source: {type: file, uri: data/rows.jsonl, format: parquet}}
+    - {id: mcp, kind: dataset, writes: [rows], source: {type: mcp-resource, uri: "res://x"}}
+    - {id: web, kind: dataset, writes: [rows], source: {type: http, uri: not/a/path}}
+    - {id: db, kind: dataset, writes: [rows], source: {type: sqlite, uri: gone.db}}
+    - {id: later, kind: dataset, writes: [rows], source: {type: file, uri: made-by-ok.json}}
+)",
+                     "[{from: ok, to: later}]");
+  ASSERT_EQ(ds.size(), 5u) << dump(ds);
+  EXPECT_EQ(ds[0].node_id, "gone");
+  EXPECT_EQ(ds[0].field, "source.uri");
+  EXPECT_EQ(ds[0].severity, Severity::kError);
+  EXPECT_NE(ds[0].message.find("nothing runs before this node"), std::string::npos);
+  EXPECT_EQ(ds[1].node_id, "pq");
+  EXPECT_EQ(ds[1].field, "source.format");
+  EXPECT_EQ(ds[1].message.rfind("\"parquet\" is not supported: parquet files are not read", 0),
+            0u)
+      << ds[1].message;
+  EXPECT_EQ(ds[2].node_id, "mcp");
+  EXPECT_EQ(ds[2].field, "source.type");
+  EXPECT_NE(ds[2].message.find("mcp-resource"), std::string::npos);
+  EXPECT_EQ(ds[3].node_id, "db");  // an http source's uri is not a path: nothing for "web"
+  EXPECT_EQ(ds[3].severity, Severity::kError);
+  // An earlier node may write it: a warning, not an error.
+  EXPECT_EQ(ds[4].node_id, "later");
+  EXPECT_EQ(ds[4].severity, Severity::kWarning);
+  EXPECT_NE(ds[4].message.find("unless an earlier node writes it"), std::string::npos);
+}
+
+TEST_F(FileChecks, AKindSchemaDeclaresItsOwnFileFields) {
+  // Data-driven: a third-party kind marks its fields; the host knows nothing else about it.
+  KindCatalog kinds = testKinds();
+  kinds["render"] = KindInfo{"render", Json::parse(R"({"type": "object", "properties": {
+      "template": {"type": "string", "x-oe-path": "file"},
+      "engine": {"enum": ["jinja", "liquid"], "x-oe-unsupported": {"liquid": "use jinja"}},
+      "opts": {"type": "object", "allOf": [
+        {"if": {"properties": {"local": {"const": true}}}, "then": {"properties": {
+          "dir": {"x-oe-path": "directory"}}}}]}}})")};
+  // A first-party name with annotations of its own: only those count (impl is not checked).
+  kinds["tool"] = KindInfo{"tool", Json::parse(R"({"type": "object", "properties": {
+      "impl": {"type": "string"}, "manifest": {"type": "string", "x-oe-path": "file"}}})")};
+  auto ds = validate(R"(    - {id: r, kind: render, template: t.j2, engine: liquid, opts: {local: true, dir: nope}}
+    - {id: s, kind: render, template: t.j2, opts: {local: false, dir: nope}}
+    - {id: t, kind: tool, impl: gone.mjs, manifest: gone.json}
+)",
+                     "[]", kinds);
+  ASSERT_EQ(ds.size(), 5u) << dump(ds);
+  EXPECT_EQ(matching(ds, "\"t.j2\" does not exist").size(), 2u) << dump(ds);
+  EXPECT_EQ(matching(ds, "\"liquid\" is not supported: use jinja").size(), 1u) << dump(ds);
+  EXPECT_EQ(matching(ds, "\"nope\" does not exist").size(), 1u) << dump(ds);  // only r's
+  EXPECT_EQ(matching(ds, "\"gone.json\" does not exist").size(), 1u) << dump(ds);
+  EXPECT_EQ(matching(ds, "\"gone.mjs\"").size(), 0u) << dump(ds);
+}
+
+TEST_F(FileChecks, StatePathsUrlsAndAbsolutePaths) {
+  const auto abs = dir_.write("abs/tool.mjs", "x");
+  auto ds = validate("    - {id: a, kind: tool, impl: \"" + abs.string() +
+                     "\"}\n"
+                     "    - {id: b, kind: tool, impl: \"$.impl\"}\n"
+                     "    - {id: c, kind: tool, impl: \"https://example.com/t.mjs\"}\n");
+  EXPECT_TRUE(ds.empty()) << dump(ds);
+}
+
+TEST(FirstPartyFileHints, CoverTheFourKinds) {
+  for (const char* kind : {"tool", "agent", "skill", "dataset"}) {
+    EXPECT_NE(firstPartyFileHints(kind), nullptr) << kind;
+  }
+  EXPECT_EQ(firstPartyFileHints("text-upper"), nullptr);
+}
+
+}  // namespace
+}  // namespace oe::spec
