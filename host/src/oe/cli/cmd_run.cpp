@@ -1,5 +1,6 @@
 // `oe run [path]` and `oe resume <run-id>`: execute an experience and print its final state.
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <condition_variable>
 #include <csignal>
@@ -344,9 +345,24 @@ std::vector<run::NodeFailure> failuresOf(const run::RunSummary& s) {
   return failures;
 }
 
-// ` --experience PATH` when the command was not run in the experience's folder.
+// ` --experience PATH` when the command was not run in the experience's folder, quoted for a
+// POSIX shell when it needs to be, so that the printed command can be pasted.
 std::string experienceFlag(const std::string& path) {
-  return path == "." || path.empty() ? "" : " --experience " + path;
+  if (path == "." || path.empty()) {
+    return "";
+  }
+  const bool plain = std::all_of(path.begin(), path.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 ||
+           std::string_view("/._-+:,@").find(c) != std::string_view::npos;
+  });
+  if (plain) {
+    return " --experience " + path;
+  }
+  std::string quoted = "'";
+  for (char c : path) {
+    quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  }
+  return " --experience " + quoted + "'";
 }
 
 // The final state, each value on one line and cut when long: the summary is for reading, and
