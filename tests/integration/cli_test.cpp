@@ -50,14 +50,17 @@ class CliTest : public OeTest {
   }
   // A fake run log, so that ids (and their prefixes) are chosen by the test.
   void writeRunLog(const std::string& id, const std::string& ts) {
-    dir_.write(".openexpertise/runs/" + id + ".jsonl",
-               json{{"type", "run.started"}, {"run_id", id}, {"ts", ts}, {"args", json::object()}}
-                       .dump() +
-                   "\n" +
-                   json{{"type", "run.finished"}, {"run_id", id}, {"ts", ts}, {"status", "success"},
-                        {"nodes", {{"ran", 0}, {"cached", 0}, {"failed", 0}, {"skipped", 0}}}}
-                       .dump() +
-                   "\n");
+    dir_.write(
+        ".openexpertise/runs/" + id + ".jsonl",
+        json{{"type", "run.started"}, {"run_id", id}, {"ts", ts}, {"args", json::object()}}.dump() +
+            "\n" +
+            json{{"type", "run.finished"},
+                 {"run_id", id},
+                 {"ts", ts},
+                 {"status", "success"},
+                 {"nodes", {{"ran", 0}, {"cached", 0}, {"failed", 0}, {"skipped", 0}}}}
+                .dump() +
+            "\n");
   }
   static size_t lines(const std::string& text, std::string_view needle) {
     size_t n = 0;
@@ -107,9 +110,10 @@ TEST_F(CliTest, BadInvocationsExitTwoBeforeAnythingIsRecorded) {
   }
   // The same flags, usable: a key-less local OpenAI server, an existing recording.
   dir_.write("rec.jsonl", "");
-  auto local = oe({"run", dir, "-q", "--llm", "openai"},
-                  {{"ANTHROPIC_API_KEY", ""}, {"OPENAI_API_KEY", ""},
-                   {"OPENAI_BASE_URL", "http://127.0.0.1:9/v1"}});
+  auto local =
+      oe({"run", dir, "-q", "--llm", "openai"}, {{"ANTHROPIC_API_KEY", ""},
+                                                 {"OPENAI_API_KEY", ""},
+                                                 {"OPENAI_BASE_URL", "http://127.0.0.1:9/v1"}});
   EXPECT_EQ(local.exit_code, 1) << local.err;  // partial: the flaky node fails
   auto replay = oe({"run", dir, "-q", "--llm", "anthropic", "--llm-replay",
                     (dir_.path() / "rec.jsonl").string()},
@@ -167,8 +171,9 @@ graph: {nodes: [{id: greet, kind: tool, impl: ./tools/greet.mjs, writes: [greeti
 
   auto resumed_last = oe({"resume", "--last", "--experience", dir, "--json", "-q"});
   ASSERT_EQ(resumed_last.exit_code, 0) << resumed_last.err;
-  EXPECT_EQ(events(json::parse(resumed_last.out)["run_id"].get<std::string>()).front()["resumed_from"],
-            resumed_id);
+  EXPECT_EQ(
+      events(json::parse(resumed_last.out)["run_id"].get<std::string>()).front()["resumed_from"],
+      resumed_id);
 }
 
 TEST_F(CliTest, FailuresSayWhyInJsonQuietAndProgress) {
@@ -216,10 +221,9 @@ version: 0.1.0
 state: {schema: {said: {type: string}}}
 graph: {nodes: [{id: talk, kind: agent, prompt: prompts/p.md, writes: [said]}], edges: []}
 )");
-  auto r = oe({"run", dir_.path().string()},
-              {{"OPENAI_BASE_URL", server.baseUrl() + "/v1"},
-               {"OPENAI_API_KEY", "test-key"},
-               {"ANTHROPIC_API_KEY", ""}});
+  auto r = oe({"run", dir_.path().string()}, {{"OPENAI_BASE_URL", server.baseUrl() + "/v1"},
+                                              {"OPENAI_API_KEY", "test-key"},
+                                              {"ANTHROPIC_API_KEY", ""}});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(lines(r.err, "HTTP 429"), 1U) << r.err;
 }
@@ -267,8 +271,7 @@ constexpr std::string_view kHangJs =
 TEST_F(CliTest, ANodeThatNeverSettlesGetsAStillRunningNotice) {
   writeExperience(kHangYaml);
   writeTool("hang.mjs", kHangJs);
-  LiveOe run({"run", dir_.path().string()}, {{"OE_STILL_RUNNING_INTERVAL_MS", "20"}},
-             dir_.path());
+  LiveOe run({"run", dir_.path().string()}, {{"OE_STILL_RUNNING_INTERVAL_MS", "20"}}, dir_.path());
   ASSERT_TRUE(run.waitForStderr("  still running: hang for ")) << run.err();
   run.signal(SIGTERM);
   const int status = run.wait();

@@ -1,5 +1,6 @@
 // `oe run [path]` and `oe resume <run-id>`: execute an experience and print its final state.
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <condition_variable>
 #include <csignal>
@@ -32,7 +33,7 @@ struct RunArgs {
   bool json = false;
   bool quiet = false;
   bool strict = false;
-  std::string run_id;        // resume: the run to continue
+  std::string run_id;  // resume: the run to continue
   std::string from_node;
   std::string only_node;
   std::string experience = ".";
@@ -165,9 +166,9 @@ class Progress {
     } else if (type == "node.skipped") {
       std::cerr << "  skipped " << node << " (" << event.value("reason", "") << ")\n";
     } else if (type == "node.retry") {
-      std::cerr << "  retry   " << node << " after attempt " << event.value("attempt", 0)
-                << " in " << event.value("delay_ms", 0)
-                << " ms: " << oneLine(event.value("error", "")) << '\n';
+      std::cerr << "  retry   " << node << " after attempt " << event.value("attempt", 0) << " in "
+                << event.value("delay_ms", 0) << " ms: " << oneLine(event.value("error", ""))
+                << '\n';
     } else if (type == "node.activity") {
       printOnce(node, "          " + node + ": ", event.value("activity", ""));
     } else if (type == "node.log") {
@@ -302,8 +303,9 @@ bool checkLlmFlags(const RunArgs& a, const llm::Settings& settings) {
     }
   }
   if (settings.record_file) {
-    const auto folder = settings.record_file->has_parent_path() ? settings.record_file->parent_path()
-                                                                : std::filesystem::path(".");
+    const auto folder = settings.record_file->has_parent_path()
+                            ? settings.record_file->parent_path()
+                            : std::filesystem::path(".");
     std::error_code ec;
     if (!std::filesystem::is_directory(folder, ec)) {
       std::cerr << "oe: --llm-record " << settings.record_file->string() << ": the folder "
@@ -318,8 +320,8 @@ bool checkLlmFlags(const RunArgs& a, const llm::Settings& settings) {
 bool checkSelection(const RunArgs& a, const spec::Experience& experience) {
   for (const auto& [flag, id] : {std::pair{"--from", &a.from_node}, {"--only", &a.only_node}}) {
     if (!id->empty() && experience.findNode(*id) == nullptr) {
-      std::cerr << "oe: " << flag << ": no node \"" << *id << "\" in "
-                << experience.file.string() << '\n';
+      std::cerr << "oe: " << flag << ": no node \"" << *id << "\" in " << experience.file.string()
+                << '\n';
       return false;
     }
   }
@@ -343,9 +345,24 @@ std::vector<run::NodeFailure> failuresOf(const run::RunSummary& s) {
   return failures;
 }
 
-// ` --experience PATH` when the command was not run in the experience's folder.
+// ` --experience PATH` when the command was not run in the experience's folder, quoted for a
+// POSIX shell when it needs to be, so that the printed command can be pasted.
 std::string experienceFlag(const std::string& path) {
-  return path == "." || path.empty() ? "" : " --experience " + path;
+  if (path == "." || path.empty()) {
+    return "";
+  }
+  const bool plain = std::all_of(path.begin(), path.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 ||
+           std::string_view("/._-+:,@").find(c) != std::string_view::npos;
+  });
+  if (plain) {
+    return " --experience " + path;
+  }
+  std::string quoted = "'";
+  for (char c : path) {
+    quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  }
+  return " --experience " + quoted + "'";
 }
 
 // The final state, each value on one line and cut when long: the summary is for reading, and
@@ -387,8 +404,9 @@ int exitCodeOf(const run::RunSummary& s) {
 }
 
 // `resume`: the run resumed, or empty for `oe run`; `path`: the experience as the user named it.
-int execute(const RunArgs& a, const std::string& path, Json run_args, const std::string& resumed_from,
-            const std::string& chain_id = {}, llm::Usage prior_usage = {}) {
+int execute(const RunArgs& a, const std::string& path, Json run_args,
+            const std::string& resumed_from, const std::string& chain_id = {},
+            llm::Usage prior_usage = {}) {
   run::RunOptions options;
   options.llm.env = llm::Environment::fromProcess();
   options.llm.provider_flag = a.llm;
@@ -454,8 +472,8 @@ int execute(const RunArgs& a, const std::string& path, Json run_args, const std:
                       .count();
   const auto& s = *summary;
   const auto failures = failuresOf(s);
-  const bool resumable = s.status == run::RunStatus::kInterrupted ||
-                         s.stop_reason == "budget_exhausted";
+  const bool resumable =
+      s.status == run::RunStatus::kInterrupted || s.stop_reason == "budget_exhausted";
   if (a.json) {
     Json failed = Json::array();
     for (const auto& f : failures) {
@@ -494,8 +512,7 @@ int execute(const RunArgs& a, const std::string& path, Json run_args, const std:
               << s.skipped << " skipped)\n";
     constexpr size_t kListed = 10;
     for (size_t i = 0; i < failures.size() && i < kListed; ++i) {
-      std::cout << "failed: " << failures[i].node_id << ": " << oneLine(failures[i].error)
-                << '\n';
+      std::cout << "failed: " << failures[i].node_id << ": " << oneLine(failures[i].error) << '\n';
     }
     if (failures.size() > kListed) {
       std::cout << "failed: ... and " << failures.size() - kListed << " more\n";
@@ -528,12 +545,14 @@ int execute(const RunArgs& a, const std::string& path, Json run_args, const std:
 }
 
 void addCommonFlags(CLI::App& cmd, RunArgs& a) {
-  cmd.add_option("--concurrency", a.concurrency, "Nodes run at once (overrides runtime.concurrency)");
+  cmd.add_option("--concurrency", a.concurrency,
+                 "Nodes run at once (overrides runtime.concurrency)");
   cmd.add_flag("--no-cache", a.no_cache, "Run every node; neither read nor write the node cache");
   cmd.add_flag("--json", a.json, "Print {run_id, status, final_state} as JSON, no progress");
   cmd.add_flag("-q,--quiet", a.quiet, "No per-node progress on stderr");
   cmd.add_flag("--strict", a.strict, "Treat validation warnings (unknown keys) as errors");
-  cmd.add_option("--llm", a.llm, "LLM provider: anthropic or openai (default: from the API keys set)");
+  cmd.add_option("--llm", a.llm,
+                 "LLM provider: anthropic or openai (default: from the API keys set)");
   auto* record = cmd.add_option("--llm-record", a.llm_record,
                                 "Append every LLM request and response to this JSONL file");
   cmd.add_option("--llm-replay", a.llm_replay,
@@ -553,7 +572,8 @@ void addCommonFlags(CLI::App& cmd, RunArgs& a) {
 
 void addRunCommand(CLI::App& app, int& exit_code) {
   auto a = std::make_shared<RunArgs>();
-  CLI::App* cmd = app.add_subcommand("run", "Run an experience (a folder with experience.yaml, or the yaml)");
+  CLI::App* cmd =
+      app.add_subcommand("run", "Run an experience (a folder with experience.yaml, or the yaml)");
   cmd->add_option("path", a->path, "Experience folder or yaml file")->capture_default_str();
   cmd->add_option("--args", a->args_json, "Run-level args as a JSON object; they reach every node");
   auto* from = cmd->add_option("--from", a->from_node,
@@ -561,13 +581,15 @@ void addRunCommand(CLI::App& app, int& exit_code) {
                                "current state and the cache without executing it");
   cmd->add_option("--only", a->only_node, "Run this one node against the current state")
       ->excludes(from);
-  cmd->add_flag("--fresh", a->fresh,
-                "Start from an empty state instead of the stored one (the node cache still serves)");
+  cmd->add_flag(
+      "--fresh", a->fresh,
+      "Start from an empty state instead of the stored one (the node cache still serves)");
   addCommonFlags(*cmd, *a);
   cmd->callback([a, &exit_code] {
     Json args = Json::parse(a->args_json, nullptr, false);
     if (args.is_discarded() || !args.is_object()) {
-      std::cerr << "oe: --args must be valid JSON (an object, e.g. --args '{\"name\":\"World\"}')\n";
+      std::cerr
+          << "oe: --args must be valid JSON (an object, e.g. --args '{\"name\":\"World\"}')\n";
       exit_code = kExitUsage;
       return;
     }
@@ -578,7 +600,8 @@ void addRunCommand(CLI::App& app, int& exit_code) {
 void addResumeCommand(CLI::App& app, int& exit_code) {
   auto a = std::make_shared<RunArgs>();
   CLI::App* cmd = app.add_subcommand(
-      "resume", "Run an experience again with a past run's args; finished nodes replay from the cache");
+      "resume",
+      "Run an experience again with a past run's args; finished nodes replay from the cache");
   auto* run_id =
       cmd->add_option("run-id", a->run_id, "The run to resume: its id or a unique prefix");
   cmd->add_flag("--last", a->last, "Resume the newest run")->excludes(run_id);
@@ -605,16 +628,16 @@ void addResumeCommand(CLI::App& app, int& exit_code) {
     if (!log->events.empty() && log->events.front().value("type", "") == "run.started") {
       const Json& started = log->events.front();
       args = started.value("args", Json::object());
-      if (auto it = started.find("chain_id"); it != started.end() && it->is_string() &&
-                                              !it->get<std::string>().empty()) {
+      if (auto it = started.find("chain_id");
+          it != started.end() && it->is_string() && !it->get<std::string>().empty()) {
         chain_id = it->get<std::string>();
       }
     } else {
       std::cerr << "oe: " << run->log.string()
                 << " does not start with run.started; resuming with no args\n";
     }
-    exit_code = execute(*a, a->experience, std::move(args), run->id, chain_id,
-                        priorUsage(log->events));
+    exit_code =
+        execute(*a, a->experience, std::move(args), run->id, chain_id, priorUsage(log->events));
   });
 }
 

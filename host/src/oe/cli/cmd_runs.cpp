@@ -52,14 +52,14 @@ void addRunsCommand(CLI::App& app, int& exit_code) {
     }
     const auto w = [](size_t n) { return std::setw(static_cast<int>(n)); };
     std::cout << std::left << w(id_width) << "RUN" << "  " << w(24) << "STARTED" << "  "
-              << std::right << w(10) << "DURATION" << "  " << std::left << w(10) << "STATUS"
+              << std::right << w(10) << "DURATION" << "  " << std::left << w(11) << "STATUS"
               << std::right << w(6) << "RAN" << w(8) << "CACHED" << w(8) << "FAILED" << '\n';
     for (const auto& run : runs) {
       const int64_t ms = run.durationMs();
       std::cout << std::left << w(id_width) << run.id << "  " << w(24)
                 << (run.started_at.empty() ? "?" : run.started_at) << "  " << std::right
                 << w(10) << (ms >= 0 ? std::to_string(ms) + " ms" : "-") << "  " << std::left
-                << w(10) << run.status << std::right << w(6) << run.ran << w(8) << run.cached
+                << w(11) << run.status << std::right << w(6) << run.ran << w(8) << run.cached
                 << w(8) << run.failed;
       if (!run.reason.empty()) {
         std::cout << "  (" << run.reason << ')';
