@@ -29,7 +29,8 @@ using llmkit::Json;
 
 constexpr const char* kSpecSchema =
     R"j({"type":"object","required":["prompt"],"properties":{)j"
-    R"j("prompt":{"type":"string","minLength":1,"description":"Path of the prompt template )j"
+    R"j("prompt":{"type":"string","minLength":1,"x-oe-path":"file",)j"
+    R"j("description":"Path of the prompt template )j"
     R"j(file, relative to the experience directory. {{name}}, {{a.b}} and {{$item.id}} )j"
     R"j(placeholders are filled from the node's reads, edge inputs and args; the result is the )j"
     R"j(user message"},)j"

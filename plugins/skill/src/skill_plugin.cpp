@@ -29,7 +29,8 @@ using llmkit::fail;
 
 constexpr const char* kSpecSchema =
     R"j({"type":"object","required":["impl"],"properties":{)j"
-    R"j("impl":{"type":"string","minLength":1,"description":"The skill directory, relative to )j"
+    R"j("impl":{"type":"string","minLength":1,"x-oe-path":"directory",)j"
+    R"j("description":"The skill directory, relative to )j"
     R"j(the experience directory; its SKILL.md (YAML front matter between --- lines, then the )j"
     R"j(instructions) gives the system prompt"},)j"
     R"j("inputs":{"type":"object","description":"Accepted for compatibility and ignored: the )j"

@@ -31,7 +31,8 @@ namespace {
 
 constexpr const char* kSpecSchema =
     R"({"type":"object","required":["impl"],"properties":{)"
-    R"("impl":{"type":"string","minLength":1,"description":"The tool to run, relative to the )"
+    R"("impl":{"type":"string","minLength":1,"x-oe-path":"file",)"
+    R"("description":"The tool to run, relative to the )"
     R"(experience directory: a .mjs/.js/.cjs module whose default export is called in a )"
     R"(persistent Node.js worker, an executable that reads the input JSON on stdin and prints )"
     R"(the result JSON on stdout, or a shared library (.so) exporting oe_tool_invoke_v1"},)"

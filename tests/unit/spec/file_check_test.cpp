@@ -16,11 +16,37 @@ using testing::matching;
 using testing::TempDir;
 using testing::testKinds;
 
+// testKinds() with the annotations the first-party plugins' schemas carry (tool impl, agent
+// prompt, skill impl, dataset source); the integration tests check the real plugins'.
+KindCatalog annotatedKinds() {
+  KindCatalog kinds = testKinds();
+  kinds["tool"].schema = Json::parse(R"({"type": "object", "required": ["impl"],
+    "properties": {"impl": {"type": "string", "x-oe-path": "file"}}})");
+  kinds["agent"].schema = Json::parse(R"({"type": "object", "required": ["prompt"],
+    "properties": {"prompt": {"type": "string", "x-oe-path": "file"}}})");
+  kinds["skill"] = KindInfo{"skill", Json::parse(R"({"type": "object",
+    "properties": {"impl": {"type": "string", "x-oe-path": "directory"}}})")};
+  kinds["dataset"].schema = Json::parse(R"({"type": "object", "properties": {"source": {
+    "type": "object",
+    "properties": {
+      "type": {"x-oe-unsupported": {"mcp-resource": "dataset sources of type mcp-resource are not supported yet in oe"}},
+      "uri": {"type": "string"},
+      "format": {"x-oe-unsupported": {"parquet": "parquet files are not read yet in oe; convert the file to jsonl, json or csv"}}
+    },
+    "allOf": [
+      {"if": {"properties": {"type": {"const": "file"}}, "required": ["type"]},
+       "then": {"properties": {"uri": {"x-oe-path": "input-file"}}}},
+      {"if": {"properties": {"type": {"const": "sqlite"}}, "required": ["type"]},
+       "then": {"properties": {"uri": {"x-oe-path": "input-file"}}}}
+    ]}}})");
+  return kinds;
+}
+
 class FileChecks : public ::testing::Test {
  protected:
   // Validates `nodes` (and `edges`) written to a real experience folder.
   std::vector<Diagnostic> validate(const std::string& nodes, const std::string& edges = "[]",
-                                   const KindCatalog& kinds = testKinds()) {
+                                   const KindCatalog& kinds = annotatedKinds()) {
     const auto path = dir_.write("experience.yaml", "name: t\nversion: 0.1.0\nstate:\n  schema:\n"
                                                     "    rows: {type: array}\ngraph:\n  nodes:\n" +
                                                         nodes + "  edges: " + edges + "\n");
@@ -62,11 +88,8 @@ TEST_F(FileChecks, ToolImplAndAgentPromptMustExist) {
 
 TEST_F(FileChecks, SkillImplIsADirectory) {
   dir_.write("skills/s/SKILL.md", "---\nname: s\n---\nbody");
-  KindCatalog kinds = testKinds();
-  kinds["skill"] = KindInfo{"skill", std::nullopt};
   auto ds = validate("    - {id: s, kind: skill, impl: skills/s}\n"
-                     "    - {id: f, kind: skill, impl: skills/s/SKILL.md}\n",
-                     "[]", kinds);
+                     "    - {id: f, kind: skill, impl: skills/s/SKILL.md}\n");
   ASSERT_EQ(ds.size(), 1u) << dump(ds);
   EXPECT_EQ(ds[0].node_id, "f");
   EXPECT_NE(ds[0].message.find("a directory is expected here"), std::string::npos);
@@ -113,7 +136,7 @@ TEST_F(FileChecks, AKindSchemaDeclaresItsOwnFileFields) {
       "opts": {"type": "object", "allOf": [
         {"if": {"properties": {"local": {"const": true}}}, "then": {"properties": {
           "dir": {"x-oe-path": "directory"}}}}]}}})")};
-  // A first-party name with annotations of its own: only those count (impl is not checked).
+  // A kind's own annotations are all that count (here impl is not marked, so not checked).
   kinds["tool"] = KindInfo{"tool", Json::parse(R"({"type": "object", "properties": {
       "impl": {"type": "string"}, "manifest": {"type": "string", "x-oe-path": "file"}}})")};
   auto ds = validate(R"(    - {id: r, kind: render, template: t.j2, engine: liquid, opts: {local: true, dir: nope}}
@@ -138,11 +161,10 @@ TEST_F(FileChecks, StatePathsUrlsAndAbsolutePaths) {
   EXPECT_TRUE(ds.empty()) << dump(ds);
 }
 
-TEST(FirstPartyFileHints, CoverTheFourKinds) {
-  for (const char* kind : {"tool", "agent", "skill", "dataset"}) {
-    EXPECT_NE(firstPartyFileHints(kind), nullptr) << kind;
-  }
-  EXPECT_EQ(firstPartyFileHints("text-upper"), nullptr);
+TEST_F(FileChecks, AKindWhoseSchemaSaysNothingIsNotChecked) {
+  // The host knows no kind: without annotations nothing is taken for a path.
+  auto ds = validate("    - {id: u, kind: tool, impl: ./tools/gone.mjs}\n", "[]", testKinds());
+  EXPECT_TRUE(ds.empty()) << dump(ds);
 }
 
 }  // namespace

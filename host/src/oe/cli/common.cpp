@@ -93,7 +93,11 @@ std::optional<spec::Experience> loadValidated(const std::filesystem::path& path_
   std::optional<spec::KindCatalog> catalog;
   spec::LoadResult loaded;
   std::string digest;
-  if (for_run && (text = readFile(yaml_path))) {
+  // A file past the loader's size bound is not read into memory only to be refused.
+  std::error_code size_ec;
+  const auto size = std::filesystem::file_size(yaml_path, size_ec);
+  const bool readable_size = size_ec || size <= spec::LoadLimits{}.max_bytes;
+  if (for_run && readable_size && (text = readFile(yaml_path))) {
     // The plugins come first here: the snapshot is only good for the same kinds and schemas.
     std::error_code ec;
     const auto file = std::filesystem::absolute(yaml_path, ec);
@@ -117,27 +121,29 @@ std::optional<spec::Experience> loadValidated(const std::filesystem::path& path_
   } else {
     loaded = spec::loadExperience(yaml_path);  // reports why it cannot be read
   }
-  if (!loaded.experience || hasErrors(loaded.diagnostics)) {
-    printDiagnostics(loaded.diagnostics);
-    const auto errors = std::count_if(loaded.diagnostics.begin(), loaded.diagnostics.end(),
-                                      [](const Diagnostic& d) { return d.severity == Severity::kError; });
-    std::cerr << "oe: " << errors << (errors == 1 ? " error" : " errors") << '\n';
-    return std::nullopt;
+  // Structural and reference errors together (spec::checkLoaded), as `oe validate` reports
+  // them: a partial model is checked against the plugins too.
+  const spec::Experience* model = loaded.experience ? &*loaded.experience
+                                  : loaded.partial  ? &*loaded.partial
+                                                    : nullptr;
+  if (model != nullptr && !catalog) {
+    loadPlugins(registry, model->dir);
   }
-  if (!catalog) {
-    loadPlugins(registry, loaded.experience->dir);
+  if (model != nullptr) {
+    reportPluginProblems(registry);
   }
-  reportPluginProblems(registry);
-  auto diagnostics = loaded.diagnostics;
-  auto more = spec::validateExperience(*loaded.experience,
-                                       catalog ? *catalog : kindCatalog(registry), strict);
-  diagnostics.insert(diagnostics.end(), more.begin(), more.end());
+  const auto diagnostics = spec::checkLoaded(
+      loaded, catalog ? *catalog : (model != nullptr ? kindCatalog(registry) : spec::KindCatalog{}),
+      strict);
   printDiagnostics(diagnostics);
-  if (hasErrors(diagnostics)) {
+  if (!loaded.experience || hasErrors(diagnostics)) {
     const auto errors = std::count_if(diagnostics.begin(), diagnostics.end(),
                                       [](const Diagnostic& d) { return d.severity == Severity::kError; });
-    std::cerr << "oe: " << errors << (errors == 1 ? " error" : " errors") << " in "
-              << loaded.experience->file.string() << '\n';
+    std::cerr << "oe: " << errors << (errors == 1 ? " error" : " errors");
+    if (model != nullptr) {
+      std::cerr << " in " << model->file.string();
+    }
+    std::cerr << '\n';
     return std::nullopt;
   }
   if (for_run && catalog) {

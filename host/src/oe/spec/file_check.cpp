@@ -15,44 +15,6 @@ namespace fs = std::filesystem;
 // Deep enough for any kind schema; a hostile one cannot recurse without end.
 constexpr int kMaxSchemaDepth = 16;
 
-// The first-party kinds' annotations, as their plugins would declare them (see the header).
-constexpr const char* kFirstPartyHints = R"json({
-  "tool": {"properties": {"impl": {"x-oe-path": "file"}}},
-  "agent": {"properties": {"prompt": {"x-oe-path": "file"}}},
-  "skill": {"properties": {"impl": {"x-oe-path": "directory"}}},
-  "dataset": {"properties": {"source": {
-    "properties": {
-      "type": {"x-oe-unsupported": {"mcp-resource": "dataset sources of type mcp-resource are not supported yet in oe; read the data through a file, sqlite or http source for now"}},
-      "format": {"x-oe-unsupported": {"parquet": "parquet files are not read yet in oe; convert the file to jsonl, json or csv"}}
-    },
-    "allOf": [
-      {"if": {"properties": {"type": {"const": "file"}}, "required": ["type"]},
-       "then": {"properties": {"uri": {"x-oe-path": "input-file"}}}},
-      {"if": {"properties": {"type": {"const": "sqlite"}}, "required": ["type"]},
-       "then": {"properties": {"uri": {"x-oe-path": "input-file"}}}}
-    ]}}}
-})json";
-
-bool hasAnnotations(const Json& schema, int depth = 0) {
-  if (depth > kMaxSchemaDepth) {
-    return false;
-  }
-  if (schema.is_object()) {
-    for (const auto& [key, value] : schema.items()) {
-      if (key.rfind("x-oe-", 0) == 0 || hasAnnotations(value, depth + 1)) {
-        return true;
-      }
-    }
-  } else if (schema.is_array()) {
-    for (const auto& value : schema) {
-      if (hasAnnotations(value, depth + 1)) {
-        return true;
-      }
-    }
-  }
-  return false;
-}
-
 class Walker {
  public:
   Walker(const fs::path& dir, bool has_predecessors, std::vector<FileFinding>& out)
@@ -179,28 +141,13 @@ class Walker {
 
 }  // namespace
 
-const Json* firstPartyFileHints(const std::string& kind) {
-  // Parsed once per process and immutable afterwards (a function-local constant).
-  static const Json hints = Json::parse(kFirstPartyHints);
-  auto it = hints.find(kind);
-  return it != hints.end() ? &*it : nullptr;
-}
-
-std::vector<FileFinding> checkFileFields(const std::string& kind, const Json* kind_schema,
-                                         const Json& node, const fs::path& dir,
-                                         bool has_predecessors) {
+std::vector<FileFinding> checkFileFields(const Json* kind_schema, const Json& node,
+                                         const fs::path& dir, bool has_predecessors) {
   std::vector<FileFinding> out;
-  if (!node.is_object()) {
+  if (!node.is_object() || kind_schema == nullptr) {
     return out;
   }
-  const Json* schema = kind_schema;
-  if (schema == nullptr || !hasAnnotations(*schema)) {
-    schema = firstPartyFileHints(kind);
-  }
-  if (schema == nullptr) {
-    return out;
-  }
-  Walker(dir, has_predecessors, out).walk(*schema, node, "", 0);
+  Walker(dir, has_predecessors, out).walk(*kind_schema, node, "", 0);
   return out;
 }
 

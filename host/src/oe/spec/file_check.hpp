@@ -12,7 +12,6 @@
 #pragma once
 
 #include <filesystem>
-#include <string>
 #include <vector>
 
 #include "oe/common/diagnostic.hpp"
@@ -29,13 +28,8 @@ struct FileFinding {
 // The findings for one node, whose kind's schema is `kind_schema` (nullptr: none). `dir` is the
 // experience folder; `has_predecessors`: some node of the graph can run before this one.
 // At most one stat() per annotated field.
-[[nodiscard]] std::vector<FileFinding> checkFileFields(const std::string& kind,
-                                                       const Json* kind_schema, const Json& node,
+[[nodiscard]] std::vector<FileFinding> checkFileFields(const Json* kind_schema, const Json& node,
                                                        const std::filesystem::path& dir,
                                                        bool has_predecessors);
-
-// Transitional: the annotations of the first-party kinds (tool, agent, skill, dataset), used
-// for a kind whose schema carries none yet. Delete once their plugins' schemas carry them.
-[[nodiscard]] const Json* firstPartyFileHints(const std::string& kind);
 
 }  // namespace oe::spec

@@ -494,7 +494,7 @@ class Validator {
       return;
     }
     const Json* schema = kind->second.schema ? &*kind->second.schema : nullptr;
-    for (FileFinding& f : checkFileFields(n.kind, schema, n.raw, exp_.dir, hasPredecessors(i))) {
+    for (FileFinding& f : checkFileFields(schema, n.raw, exp_.dir, hasPredecessors(i))) {
       out_.push_back(diagnosticAt(exp_, pointer + f.pointer, std::move(f.message), f.severity));
     }
   }
