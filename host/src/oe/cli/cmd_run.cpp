@@ -426,6 +426,9 @@ int execute(const RunArgs& a, const std::string& path, Json run_args,
   options.chain_id = chain_id;
   options.fresh = a.fresh;
   options.wait_for_lock = a.wait;
+  options.on_lock_wait = [](const std::string& holder) {
+    std::cerr << "oe: waiting for " << holder << " to finish with this state store (--wait)\n";
+  };
   options.from_node = a.from_node;
   options.only_node = a.only_node;
   if (!a.concurrency.empty()) {

@@ -53,7 +53,14 @@ Result<RunSummary> runExperience(const spec::Experience& experience,
   const std::string run_id = options.run_id.empty() ? events::newRunId() : options.run_id;
   // One writer per store (issue 10): taken before anything is written, so a refused run leaves
   // no log, and held until the summary is built.
-  auto lock = state::StoreLock::acquire(db_path, run_id, options.wait_for_lock);
+  auto lock = state::StoreLock::acquire(db_path, run_id, /*wait=*/false);
+  if (!lock && options.wait_for_lock) {
+    if (options.on_lock_wait) {
+      const auto holder = state::StoreLock::holder(db_path);
+      options.on_lock_wait(holder ? state::StoreLock::describe(*holder) : "another run");
+    }
+    lock = state::StoreLock::acquire(db_path, run_id, /*wait=*/true);
+  }
   if (!lock) {
     return lock.error();
   }

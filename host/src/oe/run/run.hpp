@@ -45,6 +45,8 @@ struct RunOptions {
   std::string chain_id;
   bool fresh = false;          // --fresh: start from an empty state (the cache still serves)
   bool wait_for_lock = false;  // --wait: wait for a run holding the state store, not refuse
+  // With wait_for_lock, called once (with who holds the store) before waiting for it.
+  std::function<void(const std::string& holder)> on_lock_wait;
 };
 
 // A node (or for_each item) that failed, with its error as the log has it.
