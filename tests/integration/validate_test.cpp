@@ -74,8 +74,9 @@ TEST_F(Validate, DeepNestingIsRefusedNotFatal) {
 }
 
 TEST_F(Validate, OversizedFileIsRefusedUnread) {
-  std::string text = "name: big\nversion: 0.1.0\nstate: {schema: {}}\n"
-                     "graph: {nodes: [], edges: []}\ndescription: ";
+  std::string text =
+      "name: big\nversion: 0.1.0\nstate: {schema: {}}\n"
+      "graph: {nodes: [], edges: []}\ndescription: ";
   text += std::string((size_t{16} << 20) + 1, 'x');
   writeExperience(text + "\n");
   for (const char* command : {"validate", "run"}) {
@@ -289,25 +290,29 @@ graph:
     - { from: a, to: ghost, when: "$.x >" }
     - { from: a }
 )");
-  auto r = oe({"validate", dir_.path().string()});
-  EXPECT_EQ(r.exit_code, 1);
-  const std::string& e = r.err;
-  for (const char* expected : {
-           // structural
-           "experience.yaml:2:10: error: version: must be a string",
-           "experience.yaml:5:16: error: state.schema.x.type: must be one of",
-           "experience.yaml:10:7: error: graph.nodes[2]: missing required key \"id\"",
-           "experience.yaml:13:7: error: graph.edges[1]: missing required key \"to\"",
-           // references, in the same run
-           "experience.yaml:8:59: error: node \"a\": writes[0]: writes undeclared state field",
-           "experience.yaml:9:13: error: node \"a\": id: Duplicate node ids",
-           "experience.yaml:9:22: error: node \"a\": kind: unknown node kind \"wizard\"",
-           "experience.yaml:12:22: error: graph.edges[0].to: Edge references unknown node id",
-           "experience.yaml:12:41: error: graph.edges[0].when: invalid when of edge",
-       }) {
-    EXPECT_NE(e.find(expected), std::string::npos) << expected << "\n" << e;
+  // oe run reports the same, before anything runs.
+  for (const char* command : {"validate", "run"}) {
+    auto r = oe({command, dir_.path().string()});
+    EXPECT_EQ(r.exit_code, 1) << command;
+    const std::string& e = r.err;
+    for (const char* expected : {
+             // structural
+             "experience.yaml:2:10: error: version: must be a string",
+             "experience.yaml:5:16: error: state.schema.x.type: must be one of",
+             "experience.yaml:10:7: error: graph.nodes[2]: missing required key \"id\"",
+             "experience.yaml:13:7: error: graph.edges[1]: missing required key \"to\"",
+             // references, in the same run
+             "experience.yaml:8:59: error: node \"a\": writes[0]: writes undeclared state field",
+             "experience.yaml:9:13: error: node \"a\": id: Duplicate node ids",
+             "experience.yaml:9:22: error: node \"a\": kind: unknown node kind \"wizard\"",
+             "experience.yaml:12:22: error: graph.edges[0].to: Edge references unknown node id",
+             "experience.yaml:12:41: error: graph.edges[0].when: invalid when of edge",
+         }) {
+      EXPECT_NE(e.find(expected), std::string::npos) << expected << "\n" << e;
+    }
+    EXPECT_NE(e.find("oe: 9 errors"), std::string::npos) << command << "\n" << e;
   }
-  EXPECT_NE(e.find("oe: 9 errors"), std::string::npos) << e;
+  EXPECT_FALSE(std::filesystem::exists(dir_.path() / ".openexpertise" / "runs"));
 }
 
 }  // namespace
