@@ -1,9 +1,10 @@
 // The run engine's coordinator (D5), shared by its parts: the Run class owns a run's state, and
-// its members are defined one seam per file: scheduler.cpp (the ready queue and its limits),
-// control_flow.cpp (for_each, pipelines, loops, `when`), node_executor.cpp (cache, plugin call,
-// retries, timeouts), run_lifecycle.cpp (prepare, execute, cancel, finish and status). All
-// scheduling, state writes and event appends happen on the coordinator thread (the one calling
-// runExperience); plugin calls run on a worker pool, or inline when nothing else could run.
+// its members are defined one seam per file: scheduler.cpp (the ready queue and its limits, the
+// predecessor and `when` checks at a node's start), control_flow.cpp (for_each, pipelines,
+// loops), node_executor.cpp (cache lookup and replay, plugin call, retries, timeouts),
+// run_lifecycle.cpp (prepare, execute, cancel, finish and status). All scheduling, state writes
+// and event appends happen on the coordinator thread (the one calling runExperience); plugin
+// calls run on a worker pool, or inline when nothing else could run.
 // Internal to oe_run: nothing outside host/src/oe/run includes it.
 #pragma once
 
