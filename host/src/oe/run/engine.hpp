@@ -12,6 +12,7 @@
 #include <boost/asio/thread_pool.hpp>
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -68,7 +69,10 @@ class Run {
       events::EventLog& log, cache::CacheStore* cache, llm::LlmService* llm)
       : exp_(exp), options_(options), store_(store), log_(log), cache_(cache), llm_(llm) {}
 
-  Result<void> prepare(const plugins::PluginRegistry& plugins);
+  // The kinds come from the registry's table; the unit tests pass a table of in-process kinds
+  // (a LoadedKind without a library: create gets a null oe_plugin*).
+  Result<void> prepare(const plugins::PluginRegistry& plugins) { return prepare(plugins.kinds()); }
+  Result<void> prepare(const std::map<std::string, plugins::LoadedKind, std::less<>>& kinds);
   // definitionPin() from the digests this run computes anyway for its cache keys.
   Json pin() {
     return buildPin(exp_, [this](size_t i) { return fileDigests(nodes_[i]); });
