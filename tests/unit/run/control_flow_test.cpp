@@ -8,6 +8,8 @@
 
 #include "oe/expr/state_reader.hpp"
 
+#include "engine_fixture.hpp"
+
 namespace oe::run::engine {
 namespace {
 
@@ -127,7 +129,6 @@ TEST(ControlFlow, ALoopStopsWhenUntilHolds) {
 }  // namespace oe::run::engine
 
 // The control flow's Run members (control_flow.cpp) through the in-process engine.
-#include "engine_fixture.hpp"
 
 namespace oe::run::engine::testing {
 namespace {

@@ -6,6 +6,8 @@
 
 #include <vector>
 
+#include "engine_fixture.hpp"
+
 namespace oe::run::engine {
 namespace {
 
@@ -108,7 +110,6 @@ TEST(Invocation, HostLlmMetricsFillOnlyWhatThePluginDidNotReport) {
 }  // namespace oe::run::engine
 
 // Node execution's Run members (node_executor.cpp) through the in-process engine.
-#include "engine_fixture.hpp"
 
 namespace oe::run::engine::testing {
 namespace {

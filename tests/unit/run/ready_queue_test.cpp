@@ -5,6 +5,8 @@
 
 #include <vector>
 
+#include "engine_fixture.hpp"
+
 namespace oe::run::engine {
 namespace {
 
@@ -101,7 +103,6 @@ TEST(ReadyQueue, ClearDropsWhatWaitsButNotWhatRuns) {
 }  // namespace oe::run::engine
 
 // The scheduler's Run members (scheduler.cpp) with the queue, through the in-process engine.
-#include "engine_fixture.hpp"
 
 namespace oe::run::engine::testing {
 namespace {

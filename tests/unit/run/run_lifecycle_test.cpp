@@ -5,6 +5,8 @@
 
 #include <csignal>
 
+#include "engine_fixture.hpp"
+
 namespace oe::run::engine {
 namespace {
 
@@ -52,7 +54,6 @@ TEST(RunFinished, CountsAlwaysReusedAndReasonOnlyWhenSet) {
 }  // namespace oe::run::engine
 
 // The lifecycle's Run members (run_lifecycle.cpp) through the in-process engine.
-#include "engine_fixture.hpp"
 
 namespace oe::run::engine::testing {
 namespace {
