@@ -3,29 +3,20 @@
 
 #include <gtest/gtest.h>
 
-#include <csignal>
-
-#include "engine_fixture.hpp"
-
 namespace oe::run::engine {
 namespace {
 
 TEST(RunStatusRule, D6SuccessPartialFailed) {
-  EXPECT_EQ(decideStatus(0, false, false, false), RunStatus::kSuccess);  // nothing ran: no failure
-  EXPECT_EQ(decideStatus(0, false, true, false), RunStatus::kSuccess);
-  EXPECT_EQ(decideStatus(0, false, true, true), RunStatus::kPartial);
-  EXPECT_EQ(decideStatus(0, false, false, true), RunStatus::kFailed);
+  EXPECT_EQ(decideStatus(false, false, false), RunStatus::kSuccess);  // nothing ran: no failure
+  EXPECT_EQ(decideStatus(false, true, false), RunStatus::kSuccess);
+  EXPECT_EQ(decideStatus(false, true, true), RunStatus::kPartial);
+  EXPECT_EQ(decideStatus(false, false, true), RunStatus::kFailed);
 }
 
 TEST(RunStatusRule, D7ARunStoppedEarlyFailsWhateverRanBefore) {
-  EXPECT_EQ(decideStatus(0, true, true, false), RunStatus::kFailed);
-  EXPECT_EQ(decideStatus(0, true, true, true), RunStatus::kFailed);
-  EXPECT_EQ(decideStatus(0, true, false, false), RunStatus::kFailed);
-}
-
-TEST(RunStatusRule, ARunStoppedByASignalIsInterrupted) {
-  EXPECT_EQ(decideStatus(SIGINT, true, true, false), RunStatus::kInterrupted);
-  EXPECT_EQ(decideStatus(SIGTERM, true, false, true), RunStatus::kInterrupted);
+  EXPECT_EQ(decideStatus(true, true, false), RunStatus::kFailed);
+  EXPECT_EQ(decideStatus(true, true, true), RunStatus::kFailed);
+  EXPECT_EQ(decideStatus(true, false, false), RunStatus::kFailed);
 }
 
 TEST(RunStatusRule, StatusNames) {
@@ -54,6 +45,7 @@ TEST(RunFinished, CountsAlwaysReusedAndReasonOnlyWhenSet) {
 }  // namespace oe::run::engine
 
 // The lifecycle's Run members (run_lifecycle.cpp) through the in-process engine.
+#include "engine_fixture.hpp"
 
 namespace oe::run::engine::testing {
 namespace {

@@ -15,10 +15,7 @@
 
 namespace oe::run::engine {
 
-RunStatus decideStatus(int signal, bool stopped, bool any_success, bool any_failure) {
-  if (signal != 0) {
-    return RunStatus::kInterrupted;
-  }
+RunStatus decideStatus(bool stopped, bool any_success, bool any_failure) {
   if (stopped) {
     return RunStatus::kFailed;
   }
@@ -190,7 +187,7 @@ void Run::finishRun() {
     return;
   }
   // D6, plus D7: a run stopped by fail_run (or a signal) is `failed`.
-  summary_.status = decideStatus(summary_.signal, cancelling_, any_success_, any_failure_);
+  summary_.status = decideStatus(cancelling_, any_success_, any_failure_);
   summary_.final_state = store_.snapshot();
   Json extra = finishedFields(summary_);
   if (llm_ != nullptr) {

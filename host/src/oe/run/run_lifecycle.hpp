@@ -9,10 +9,7 @@ namespace oe::run::engine {
 
 // D6: success when no node failed, partial when some failed and some succeeded, else failed;
 // D7: a run stopped early (fail_run, a signal, the budget) is failed whatever ran before.
-// `signal` is RunSummary::signal: a run it stopped is interrupted (run.hpp), which this engine
-// does not record yet (the summary's signal stays 0).
-[[nodiscard]] RunStatus decideStatus(int signal, bool stopped, bool any_success,
-                                     bool any_failure);
+[[nodiscard]] RunStatus decideStatus(bool stopped, bool any_success, bool any_failure);
 
 // The fields run.finished carries besides the status: the node counts ("reused" only when
 // --from/--only reused any) and the reason the run stopped early, if it did.
