@@ -8,6 +8,8 @@
 
 #include "oe/expr/state_reader.hpp"
 
+#include "engine_fixture.hpp"
+
 namespace oe::run::engine {
 namespace {
 
@@ -143,3 +145,89 @@ TEST(ControlFlow, ALoopStopsWhenUntilHolds) {
 
 }  // namespace
 }  // namespace oe::run::engine
+
+// The control flow's Run members (control_flow.cpp) through the in-process engine.
+
+namespace oe::run::engine::testing {
+namespace {
+
+using ControlFlowRun = EngineTest;
+
+constexpr std::string_view kForEach = R"(name: each
+version: 0.1.0
+state: { schema: { xs: { type: array }, seen: { type: array, merge: array_append } } }
+runtime: { deterministic: true }
+graph:
+  nodes:
+    - { id: seed, kind: fake, args: { delta: { xs: [0, 1, 2, 3, 4] } } }
+    - id: each
+      kind: fake
+      for_each: { source: $.xs, concurrency: 3 }
+      args: { append_item: seen, await_left: 3, await_index: 0 }
+  edges: [ { from: seed, to: each } ]
+)";
+
+TEST_F(ControlFlowRun, DeterministicForEachSettlesInItemOrder) {
+  // Item 0 returns only after three calls returned (seed, and items 1 and 2 beside it),
+  // so its outcome comes last of the three; D16 still appends in item order.
+  const RunSummary summary = run(kForEach);
+  EXPECT_EQ(summary.status, RunStatus::kSuccess);
+  EXPECT_EQ(callsOf("each").size(), 5u);
+  ASSERT_GE(recorder_.left_order.size(), 4u);  // seed, then the items
+  EXPECT_EQ(recorder_.left_order[3], 0) << Json(recorder_.left_order).dump();
+  EXPECT_EQ(summary.final_state["seen"], Json::array({0, 1, 2, 3, 4}));
+  EXPECT_EQ(eventsOf("node.finished", "each").size(), 5u);
+}
+
+TEST_F(ControlFlowRun, APipelineHandsEachStagesEdgeOutputToTheNext) {
+  const RunSummary summary = run(R"(name: pipe
+version: 0.1.0
+state: { schema: { items: { type: array } } }
+graph:
+  nodes:
+    - { id: seed, kind: fake, args: { delta: { items: [x, y] } } }
+    - { id: s1, kind: fake, args: { edge_item: true } }
+    - { id: s2, kind: fake }
+    - { id: s3, kind: fake }
+  edges: []
+  pipelines: [ { id: p, items: $.items, stages: [s1, s2, s3] } ]
+)");
+  EXPECT_EQ(summary.status, RunStatus::kSuccess);
+  const auto s2 = callsOf("s2");
+  ASSERT_EQ(s2.size(), 2u);
+  EXPECT_EQ(s2[0]["edge_inputs"], (Json{{"s1", {{"item", "x"}}}}));
+  EXPECT_EQ(s2[1]["edge_inputs"], (Json{{"s1", {{"item", "y"}}}}));
+  EXPECT_EQ(s2[1]["args"]["$pipeline"], "p");
+  EXPECT_EQ(s2[1]["args"]["$index"], 1);
+  // s2 hands on no edge_output, which ends each item's chain (§3.5).
+  EXPECT_TRUE(callsOf("s3").empty());
+}
+
+TEST_F(ControlFlowRun, ALoopRunsUntilMaxItersOrUntil) {
+  RunSummary summary = run(R"(name: loop
+version: 0.1.0
+state: { schema: {} }
+graph:
+  nodes: [ { id: body, kind: fake } ]
+  edges: []
+  loops: [ { id: l, body: body, max_iters: 3 } ]
+)");
+  EXPECT_EQ(summary.status, RunStatus::kSuccess);
+  const auto calls = callsOf("body");
+  ASSERT_EQ(calls.size(), 3u);
+  EXPECT_EQ(calls[2]["args"]["$iter"], 2);
+  EXPECT_EQ(calls[2]["args"]["$loop"], "l");
+
+  summary = run(R"(name: until
+version: 0.1.0
+state: { schema: { done: { type: boolean } } }
+graph:
+  nodes: [ { id: once, kind: fake, args: { delta: { done: true } } } ]
+  edges: []
+  loops: [ { id: l, body: once, until: '$.done == true', max_iters: 50 } ]
+)");
+  EXPECT_EQ(callsOf("once").size(), 1u);
+}
+
+}  // namespace
+}  // namespace oe::run::engine::testing

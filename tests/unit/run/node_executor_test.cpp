@@ -6,6 +6,8 @@
 
 #include <vector>
 
+#include "engine_fixture.hpp"
+
 namespace oe::run::engine {
 namespace {
 
@@ -118,3 +120,106 @@ TEST(Invocation, HostLlmMetricsFillOnlyWhatThePluginDidNotReport) {
 
 }  // namespace
 }  // namespace oe::run::engine
+
+// Node execution's Run members (node_executor.cpp) through the in-process engine.
+
+namespace oe::run::engine::testing {
+namespace {
+
+using NodeExecution = EngineTest;
+
+TEST_F(NodeExecution, ARetrySucceedsAfterFailedAttemptsWithLinearBackoff) {
+  std::vector<Json> retries;
+  RunOptions options;
+  options.on_event = [&retries](const Json& event) {
+    if (event.value("type", "") == "node.retry") {
+      retries.push_back(event);
+    }
+  };
+  const RunSummary summary = run(R"(name: retry
+version: 0.1.0
+state: { schema: {} }
+graph:
+  nodes:
+    - { id: flaky, kind: fake, args: { fail_until: 2 },
+        on_error: { policy: retry, attempts: 3, base_ms: 1 } }
+  edges: []
+)", options);
+  EXPECT_EQ(summary.status, RunStatus::kSuccess);
+  EXPECT_EQ(summary.ran, 1u);
+  const auto calls = callsOf("flaky");
+  ASSERT_EQ(calls.size(), 3u);
+  EXPECT_EQ(calls[2]["attempt"], 3);
+  ASSERT_EQ(retries.size(), 2u);
+  EXPECT_EQ(retries[0]["delay_ms"], 1);
+  EXPECT_EQ(retries[1]["delay_ms"], 2);
+  EXPECT_EQ(retries[1]["error"], "fake failure on attempt 2");
+}
+
+TEST_F(NodeExecution, ExhaustedRetriesFailTheNodeWithTheLastError) {
+  const RunSummary summary = run(R"(name: retry
+version: 0.1.0
+state: { schema: {} }
+graph:
+  nodes:
+    - { id: flaky, kind: fake, args: { fail_until: 9 },
+        on_error: { policy: retry, attempts: 2, base_ms: 0 } }
+  edges: []
+)");
+  EXPECT_EQ(summary.status, RunStatus::kFailed);
+  EXPECT_EQ(callsOf("flaky").size(), 2u);
+  const auto failed = eventsOf("node.failed", "flaky");
+  ASSERT_EQ(failed.size(), 1u);
+  EXPECT_EQ(failed[0]["error"], "fake failure on attempt 2");
+}
+
+TEST_F(NodeExecution, TheSecondRunReplaysFromTheCacheWithoutCallingThePlugin) {
+  constexpr std::string_view kYaml = R"(name: cached
+version: 0.1.0
+state: { schema: { n: { type: number } } }
+graph:
+  nodes:
+    - { id: a, kind: fake, args: { delta: { n: 7 }, edge: 5 } }
+    - { id: b, kind: fake }
+  edges: [ { from: a, to: b } ]
+)";
+  RunSummary summary = run(kYaml);
+  EXPECT_EQ(summary.ran, 2u);
+  EXPECT_EQ(summary.cached, 0u);
+  summary = run(kYaml);
+  EXPECT_EQ(summary.status, RunStatus::kSuccess);
+  EXPECT_EQ(summary.ran, 0u);
+  EXPECT_EQ(summary.cached, 2u);
+  EXPECT_EQ(recorder_.calls.size(), 2u);  // none in the second run
+  EXPECT_EQ(summary.final_state["n"], 7);
+
+  RunOptions no_cache;
+  no_cache.use_cache = false;
+  summary = run(kYaml, no_cache);
+  EXPECT_EQ(summary.ran, 2u);
+  const auto b = callsOf("b");
+  ASSERT_EQ(b.size(), 2u);
+  EXPECT_EQ(b[1]["edge_inputs"], (Json{{"a", 5}}));
+}
+
+TEST_F(NodeExecution, TheBundleCarriesRunArgsNodeArgsAndReads) {
+  RunOptions options;
+  options.args = {{"from_run", 1}, {"both", "run"}};
+  const RunSummary summary = run(R"(name: bundle
+version: 0.1.0
+state: { schema: { n: { type: number } } }
+graph:
+  nodes:
+    - { id: w, kind: fake, args: { delta: { n: 3 } } }
+    - { id: r, kind: fake, reads: [n], args: { both: node, copy: $.n } }
+  edges: [ { from: w, to: r } ]
+)", options);
+  EXPECT_EQ(summary.status, RunStatus::kSuccess);
+  const auto calls = callsOf("r");
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0]["args"], (Json{{"from_run", 1}, {"both", "node"}, {"copy", 3}}));
+  EXPECT_EQ(calls[0]["state_view"], (Json{{"n", 3}}));
+}
+
+}  // namespace
+}  // namespace oe::run::engine::testing

@@ -5,6 +5,8 @@
 
 #include <vector>
 
+#include "engine_fixture.hpp"
+
 namespace oe::run::engine {
 namespace {
 
@@ -99,3 +101,76 @@ TEST(ReadyQueue, ClearDropsWhatWaitsButNotWhatRuns) {
 
 }  // namespace
 }  // namespace oe::run::engine
+
+// The scheduler's Run members (scheduler.cpp) with the queue, through the in-process engine.
+
+namespace oe::run::engine::testing {
+namespace {
+
+using Scheduler = EngineTest;
+
+TEST_F(Scheduler, ADependentNodeStartsAfterItsPredecessorsInOrder) {
+  const RunSummary summary = run(R"(name: chain
+version: 0.1.0
+state: { schema: {} }
+graph:
+  nodes:
+    - { id: c, kind: fake }
+    - { id: a, kind: fake }
+    - { id: b, kind: fake }
+  edges: [ { from: a, to: b }, { from: b, to: c } ]
+)");
+  EXPECT_EQ(summary.status, RunStatus::kSuccess);
+  EXPECT_EQ(summary.ran, 3u);
+  std::vector<std::string> order;
+  for (const Json& call : recorder_.calls) {
+    order.push_back(call["node"]);
+  }
+  EXPECT_EQ(order, (std::vector<std::string>{"a", "b", "c"}));
+  EXPECT_EQ(recorder_.max_in_flight, 1);
+}
+
+TEST_F(Scheduler, ConcurrencyLetsReadyNodesRunTogether) {
+  // Each call waits until both have arrived: with a limit of 1 the run would stall 10 s per
+  // node and max_in_flight would stay 1.
+  const RunSummary summary = run(R"(name: pair
+version: 0.1.0
+state: { schema: {} }
+runtime: { concurrency: 2 }
+graph:
+  nodes:
+    - { id: a, kind: fake, args: { await: 2 } }
+    - { id: b, kind: fake, args: { await: 2 } }
+  edges: []
+)");
+  EXPECT_EQ(summary.status, RunStatus::kSuccess);
+  EXPECT_EQ(recorder_.max_in_flight, 2);
+}
+
+TEST_F(Scheduler, FailedPredecessorsAndFalseWhenSkipNodes) {
+  const RunSummary summary = run(R"(name: skips
+version: 0.1.0
+state: { schema: { flag: { type: boolean } } }
+graph:
+  nodes:
+    - { id: bad, kind: fake, args: { no_delta: true } }
+    - { id: after_bad, kind: fake }
+    - { id: gate, kind: fake }
+    - { id: gated, kind: fake }
+    - { id: free, kind: fake }
+  edges:
+    - { from: bad, to: after_bad }
+    - { from: gate, to: gated, when: '$.flag == true' }
+)");
+  EXPECT_EQ(summary.status, RunStatus::kPartial);
+  EXPECT_EQ(summary.failed, 1u);
+  EXPECT_EQ(summary.skipped, 2u);
+  EXPECT_TRUE(callsOf("after_bad").empty());
+  EXPECT_TRUE(callsOf("gated").empty());
+  EXPECT_EQ(callsOf("free").size(), 1u);
+  ASSERT_EQ(eventsOf("node.skipped", "gated").size(), 1u);
+  EXPECT_EQ(eventsOf("node.skipped", "after_bad").size(), 1u);
+}
+
+}  // namespace
+}  // namespace oe::run::engine::testing

@@ -51,3 +51,76 @@ TEST(RunFinished, CountsAlwaysReusedAndReasonOnlyWhenSet) {
 
 }  // namespace
 }  // namespace oe::run::engine
+
+// The lifecycle's Run members (run_lifecycle.cpp) through the in-process engine.
+#include "engine_fixture.hpp"
+
+namespace oe::run::engine::testing {
+namespace {
+
+using Lifecycle = EngineTest;
+
+TEST_F(Lifecycle, FailRunStopsStartingWorkAndFailsTheRun) {
+  const RunSummary summary = run(R"(name: stop
+version: 0.1.0
+state: { schema: {} }
+graph:
+  nodes:
+    - { id: first, kind: fake }
+    - { id: bad, kind: fake, args: { no_delta: true }, on_error: { policy: fail_run } }
+    - { id: later, kind: fake }
+  edges: [ { from: first, to: bad } ]
+)");
+  EXPECT_EQ(summary.status, RunStatus::kFailed);  // D7, though `first` succeeded
+  EXPECT_NE(summary.stop_reason.find("policy=fail_run"), std::string::npos) << summary.stop_reason;
+  EXPECT_EQ(callsOf("first").size(), 1u);
+  const auto finished = eventsOf("run.finished");
+  ASSERT_EQ(finished.size(), 1u);
+  EXPECT_EQ(finished[0]["status"], "failed");
+  EXPECT_EQ(finished[0]["reason"], summary.stop_reason);
+}
+
+TEST_F(Lifecycle, RunFinishedCarriesTheStatusAndCounts) {
+  const RunSummary summary = run(R"(name: counts
+version: 0.1.0
+state: { schema: {} }
+graph:
+  nodes:
+    - { id: ok, kind: fake }
+    - { id: bad, kind: fake, args: { no_delta: true } }
+    - { id: after, kind: fake }
+  edges: [ { from: bad, to: after } ]
+)");
+  EXPECT_EQ(summary.status, RunStatus::kPartial);
+  const auto finished = eventsOf("run.finished");
+  ASSERT_EQ(finished.size(), 1u);
+  EXPECT_EQ(finished[0]["status"], "partial");
+  EXPECT_EQ(finished[0]["nodes"],
+            (Json{{"ran", 1}, {"cached", 0}, {"failed", 1}, {"skipped", 1}}));
+}
+
+TEST_F(Lifecycle, AKindNoPluginProvidesIsASetUpError) {
+  const auto yaml_path = dir_.write("experience.yaml", "");
+  auto loaded = spec::loadExperienceText(R"(name: unknown
+version: 0.1.0
+state: { schema: {} }
+graph:
+  nodes: [ { id: n, kind: nowhere } ]
+  edges: []
+)", yaml_path);
+  ASSERT_TRUE(loaded.experience);
+  auto store = state::StateStore::open(dir_ / "state.sqlite", loaded.experience->state);
+  ASSERT_TRUE(store);
+  auto log = events::EventLog::open(dir_ / "log.jsonl", "r");
+  ASSERT_TRUE(log);
+  const RunOptions options;
+  engine::Run coordinator(*loaded.experience, options, **store, **log, nullptr, nullptr);
+  auto prepared = coordinator.prepare(kinds_);
+  ASSERT_FALSE(prepared);
+  EXPECT_NE(prepared.error().message.find("node \"n\": no loaded plugin provides kind \"nowhere\""),
+            std::string::npos)
+      << prepared.error().message;
+}
+
+}  // namespace
+}  // namespace oe::run::engine::testing

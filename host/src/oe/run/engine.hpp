@@ -1,9 +1,10 @@
 // The run engine's coordinator (D5), shared by its parts: the Run class owns a run's state, and
-// its members are defined one seam per file: scheduler.cpp (the ready queue and its limits),
-// control_flow.cpp (for_each, pipelines, loops, `when`), node_executor.cpp (cache, plugin call,
-// retries, timeouts), run_lifecycle.cpp (prepare, execute, cancel, finish and status). All
-// scheduling, state writes and event appends happen on the coordinator thread (the one calling
-// runExperience); plugin calls run on a worker pool, or inline when nothing else could run.
+// its members are defined one seam per file: scheduler.cpp (the ready queue and its limits, the
+// predecessor and `when` checks at a node's start), control_flow.cpp (for_each, pipelines,
+// loops), node_executor.cpp (cache lookup and replay, plugin call, retries, timeouts),
+// run_lifecycle.cpp (prepare, execute, cancel, finish and status). All scheduling, state writes
+// and event appends happen on the coordinator thread (the one calling runExperience); plugin
+// calls run on a worker pool, or inline when nothing else could run.
 // Internal to oe_run: nothing outside host/src/oe/run includes it.
 #pragma once
 
@@ -11,6 +12,7 @@
 #include <boost/asio/thread_pool.hpp>
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -67,7 +69,10 @@ class Run {
       events::EventLog& log, cache::CacheStore* cache, llm::LlmService* llm)
       : exp_(exp), options_(options), store_(store), log_(log), cache_(cache), llm_(llm) {}
 
-  Result<void> prepare(const plugins::PluginRegistry& plugins);
+  // The kinds come from the registry's table; the unit tests pass a table of in-process kinds
+  // (a LoadedKind without a library: create gets a null oe_plugin*).
+  Result<void> prepare(const plugins::PluginRegistry& plugins) { return prepare(plugins.kinds()); }
+  Result<void> prepare(const std::map<std::string, plugins::LoadedKind, std::less<>>& kinds);
   // definitionPin() from the digests this run computes anyway for its cache keys.
   Json pin() {
     return buildPin(exp_, [this](size_t i) { return fileDigests(nodes_[i]); });

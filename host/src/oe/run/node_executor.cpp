@@ -307,7 +307,8 @@ Result<oe_node*> Run::acquireInstance(NodeRuntime& node) {
   const std::string config =
       "{\"experience_dir\":" + experience_dir_json_ + ",\"node\":" + nodeJson(node) + "}";
   const oe_status status = node.kind->kind->create(
-      node.kind->library->self(), oe_str{config.data(), config.size()}, nullptr, &instance, &err);
+      node.kind->library ? node.kind->library->self() : nullptr,
+      oe_str{config.data(), config.size()}, nullptr, &instance, &err);
   if (status != OE_OK || instance == nullptr) {
     return makeError(err.data.empty() ? "the " + node.spec->kind +
                                             " plugin could not create the node (status " +

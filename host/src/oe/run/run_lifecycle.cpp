@@ -43,7 +43,7 @@ Json finishedFields(const RunSummary& summary) {
   return extra;
 }
 
-Result<void> Run::prepare(const plugins::PluginRegistry& plugins) {
+Result<void> Run::prepare(const std::map<std::string, plugins::LoadedKind, std::less<>>& kinds) {
   auto dag = graph::buildDag(exp_);
   if (!dag) {
     return dag.error();
@@ -58,7 +58,8 @@ Result<void> Run::prepare(const plugins::PluginRegistry& plugins) {
     const spec::NodeSpec& spec = exp_.nodes[i];
     node.spec = &spec;
     node.index = i;
-    node.kind = plugins.find(spec.kind);
+    const auto kind = kinds.find(spec.kind);
+    node.kind = kind == kinds.end() ? nullptr : &kind->second;
     if (node.kind == nullptr) {
       return makeError("node \"" + spec.id + "\": no loaded plugin provides kind \"" + spec.kind +
                        "\"; run `oe plugins` to see the installed kinds");
