@@ -1,7 +1,6 @@
 // StateStore: type checks and merges, the group-commit journal, SQLite; reads from the mirror.
 #include "oe/state/state_store.hpp"
 
-#include <algorithm>
 #include <system_error>
 
 #include "oe/common/sqlite.hpp"
@@ -611,20 +610,20 @@ Result<void> StateStore::commitRows(const std::vector<Row>& rows, const std::vec
     const Row* full = nullptr;  // the last non-append row, if any
     std::vector<const Row*> appends;  // after `full`
   };
-  std::vector<std::pair<std::string_view, FieldEnd>> ends;
+  std::vector<std::pair<std::string_view, FieldEnd>> ends;  // first-write order
+  std::unordered_map<std::string_view, size_t> end_of;
   for (const Row& row : rows) {
-    auto it = std::find_if(ends.begin(), ends.end(),
-                           [&row](const auto& e) { return e.first == row.field; });
-    if (it == ends.end()) {
+    auto [at, added] = end_of.try_emplace(row.field, ends.size());
+    if (added) {
       ends.emplace_back(row.field, FieldEnd{});
-      it = ends.end() - 1;
     }
-    it->second.last = &row;
+    FieldEnd& end = ends[at->second].second;
+    end.last = &row;
     if (row.append) {
-      it->second.appends.push_back(&row);
+      end.appends.push_back(&row);
     } else {
-      it->second.full = &row;
-      it->second.appends.clear();
+      end.full = &row;
+      end.appends.clear();
     }
     sqlite3_stmt* hist = sql_->insert_history.get();
     sqlite::StmtScope scope(hist);
