@@ -317,6 +317,23 @@ TEST_F(EventLogTest, OpenFailsWithAClearMessage) {
             std::string::npos);
 }
 
+// Issue 10, item 9: a write that fails is kept with its cause, for the run's warning.
+TEST_F(EventLogTest, AFailedWriteIsKeptWithItsCause) {
+  auto ok = EventLog::open(path_, "r");
+  ASSERT_TRUE(ok.ok());
+  (*ok)->nodeReady("a", std::nullopt);
+  EXPECT_FALSE((*ok)->writeError().has_value());
+
+  auto full = EventLog::open("/dev/full", "r");  // every write fails with ENOSPC
+  ASSERT_TRUE(full.ok()) << full.error().message;
+  (*full)->nodeReady("a", std::nullopt);
+  (*full)->nodeStarted("a", std::nullopt);
+  const auto error = (*full)->writeError();
+  ASSERT_TRUE(error.has_value());
+  EXPECT_NE(error->find("cannot write the event log /dev/full: "), std::string::npos) << *error;
+  EXPECT_NE(error->find("space"), std::string::npos) << *error;
+}
+
 TEST_F(EventLogTest, ReadBackWhatWasWritten) {
   {
     auto log = open();

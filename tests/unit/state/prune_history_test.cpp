@@ -68,18 +68,18 @@ TEST_F(PruneHistoryTest, DeletesRowsOfPrunedRunsButKeepsTheNewestRowOfEachField)
   // a: r1, r2 go (r3 is kept); b: r1 goes, r2 is b's newest; c: r1 is c's newest.
   EXPECT_EQ(dry->rows, 3u);
   EXPECT_EQ(dry->value_bytes, 1u + 2u + 1u);  // a:r1 (new "1"), a:r2 ("1" and "2"), b:r1
-  EXPECT_EQ(open()->history("a").size(), 3u);  // nothing deleted by the dry run
+  EXPECT_EQ(open()->history("a").value().size(), 3u);  // nothing deleted by the dry run
 
   auto pruned = pruneHistory(db_, {"r3"}, false);
   ASSERT_TRUE(pruned.ok()) << pruned.error().message;
   EXPECT_EQ(pruned->rows, 3u);
   auto store = open();
-  EXPECT_EQ(runsOf(store->history("a")), (std::vector<std::string>{"r3"}));
-  EXPECT_EQ(runsOf(store->history("b")), (std::vector<std::string>{"r2"}));
-  EXPECT_EQ(runsOf(store->history("c")), (std::vector<std::string>{"r1"}));
+  EXPECT_EQ(runsOf(store->history("a").value()), (std::vector<std::string>{"r3"}));
+  EXPECT_EQ(runsOf(store->history("b").value()), (std::vector<std::string>{"r2"}));
+  EXPECT_EQ(runsOf(store->history("c").value()), (std::vector<std::string>{"r1"}));
   EXPECT_EQ(store->snapshot(), (Json{{"a", 3}, {"b", 2}, {"c", 1}}));  // never touched
   // The newest row of each field still agrees with the snapshot.
-  EXPECT_EQ(store->history("b").back().value_new, 2);
+  EXPECT_EQ(store->history("b").value().back().value_new, 2);
 }
 
 TEST_F(PruneHistoryTest, KeptRunsKeepEveryRow) {
@@ -92,9 +92,9 @@ TEST_F(PruneHistoryTest, KeptRunsKeepEveryRow) {
   auto pruned = pruneHistory(db_, {"r0", "r1"}, false);
   ASSERT_TRUE(pruned.ok()) << pruned.error().message;
   EXPECT_EQ(pruned->rows, 0u);
-  EXPECT_EQ(open()->history("a").size(), 5u);
+  EXPECT_EQ(open()->history("a").value().size(), 5u);
   EXPECT_EQ(pruneHistory(db_, {"r0"}, false)->rows, 2u);  // r1's two rows; r0's stay
-  EXPECT_EQ(runsOf(open()->history("a")), (std::vector<std::string>{"r0", "r0", "r0"}));
+  EXPECT_EQ(runsOf(open()->history("a").value()), (std::vector<std::string>{"r0", "r0", "r0"}));
 }
 
 TEST_F(PruneHistoryTest, AMissingFileIsNotCreated) {
@@ -122,8 +122,37 @@ TEST_F(PruneHistoryTest, TheFileShrinksAndTheWalIsEmptied) {
   const uint64_t after = bytesOnDisk();
   EXPECT_LT(after, before / 4) << before << " -> " << after;
   auto store = open();
-  EXPECT_EQ(store->history("a").size(), 1u);
+  EXPECT_EQ(store->history("a").value().size(), 1u);
   EXPECT_EQ(store->field("b")->get<std::string>(), "kept");
+}
+
+// D17: an appended field's history is explained by its last full row and the appends after
+// it: gc keeps all of those, whatever run wrote them, and prunes the rows before.
+TEST_F(PruneHistoryTest, KeepsTheRowsBackToTheLastFullValueOfAnAppendedField) {
+  schema_.fields.push_back(FieldSpec{"log", FieldType::kArray, MergeStrategy::kArrayAppend, {}});
+  schema_.index.emplace("log", schema_.fields.size() - 1);
+  {
+    auto store = open();
+    write(*store, {{"log", Json::array({1})}}, "r1");  // full (first write)
+    write(*store, {{"log", Json::array({2})}}, "r1");  // append
+    write(*store, {{"log", Json::array({3})}}, "r2");  // append
+    write(*store, {{"a", 1}}, "r1");
+    write(*store, {{"a", 2}}, "r2");
+  }
+  auto pruned = pruneHistory(db_, {"r3"}, false);
+  ASSERT_TRUE(pruned.ok()) << pruned.error().message;
+  EXPECT_EQ(pruned->rows, 1u);  // a's first row only
+  auto store = open();
+  const auto log = store->history("log").value();
+  ASSERT_EQ(log.size(), 3u);
+  Json value = log[0].value_new;
+  for (size_t i = 1; i < log.size(); ++i) {
+    ASSERT_TRUE(log[i].append_from.has_value());
+    EXPECT_EQ(*log[i].append_from, value.size());
+    value.insert(value.end(), log[i].value_new.begin(), log[i].value_new.end());
+  }
+  EXPECT_EQ(value, *store->field("log"));  // the kept rows explain the current value
+  EXPECT_EQ(runsOf(store->history("a").value()), std::vector<std::string>{"r2"});
 }
 
 }  // namespace

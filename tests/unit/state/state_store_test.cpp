@@ -291,8 +291,8 @@ TEST_F(StateStoreTest, SetOnceSameValueAgainIsANoOp) {  // D2
   auto again = store->write({{"id", "abc"}, {"greeting", "hi"}}, meta("r2"));
   ASSERT_TRUE(again.ok()) << again.error().message;
   EXPECT_EQ(*again, std::vector<std::string>{"greeting"});
-  EXPECT_EQ(store->history("id").size(), 1u);
-  EXPECT_EQ(store->historyForRun("r2").size(), 1u);
+  EXPECT_EQ(store->history("id").value().size(), 1u);
+  EXPECT_EQ(store->historyForRun("r2").value().size(), 1u);
 }
 
 TEST_F(StateStoreTest, SetOnceDifferentValueFailsNamingBothValues) {
@@ -329,7 +329,7 @@ TEST_F(StateStoreTest, SetOnceOverANullValueWrites) {
 TEST_F(StateStoreTest, HistoryRecordsOldAndNewValues) {
   auto store = open(defaultSchema());
   ASSERT_TRUE(store->write({{"greeting", "hello"}}, meta("r1", "greet")).ok());
-  auto rows = store->history("greeting");
+  auto rows = store->history("greeting").value();
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_EQ(rows[0].run_id, "r1");
   EXPECT_EQ(rows[0].node_id, "greet");
@@ -341,7 +341,7 @@ TEST_F(StateStoreTest, HistoryRecordsOldAndNewValues) {
       << rows[0].ts;
 
   ASSERT_TRUE(store->write({{"greeting", "bye"}}, meta("r2", "greet")).ok());
-  rows = store->history("greeting");
+  rows = store->history("greeting").value();
   ASSERT_EQ(rows.size(), 2u);
   EXPECT_LT(rows[0].id, rows[1].id);
   ASSERT_TRUE(rows[1].value_old.has_value());
@@ -352,14 +352,68 @@ TEST_F(StateStoreTest, HistoryRecordsOldAndNewValues) {
             (std::vector<std::string>{"1", "0"}));
 }
 
-TEST_F(StateStoreTest, HistoryHoldsTheMergedValue) {
+// D17: the first write of an array_append field keeps upstream's shape (old NULL, new the
+// whole value); an append onto an array records what was appended and where.
+TEST_F(StateStoreTest, HistoryRecordsWhatAnAppendAppended) {
   auto store = open(defaultSchema());
   ASSERT_TRUE(store->write({{"items", Json::array({1})}}, meta()).ok());
-  ASSERT_TRUE(store->write({{"items", Json::array({2})}}, meta()).ok());
-  auto rows = store->history("items");
-  ASSERT_EQ(rows.size(), 2u);
-  EXPECT_EQ(rows[1].value_new, Json::array({1, 2}));
-  EXPECT_EQ(*rows[1].value_old, Json::array({1}));
+  ASSERT_TRUE(store->write({{"items", Json::array({2, 3})}}, meta()).ok());
+  ASSERT_TRUE(store->write({{"items", Json::array()}}, meta()).ok());
+  auto rows = store->history("items").value();
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_FALSE(rows[0].value_old.has_value());
+  EXPECT_EQ(rows[0].value_new, Json::array({1}));
+  EXPECT_FALSE(rows[0].append_from.has_value());
+  EXPECT_EQ(rows[1].value_new, Json::array({2, 3}));
+  EXPECT_EQ(*rows[1].value_old, (Json{{"$oe_append", {{"from_length", 1}}}}));
+  EXPECT_EQ(rows[1].append_from, std::optional<size_t>(1));
+  EXPECT_EQ(rows[2].value_new, Json::array());
+  EXPECT_EQ(rows[2].append_from, std::optional<size_t>(3));
+  RawDb raw(db_path_);
+  EXPECT_EQ(raw.rows("SELECT COALESCE(value_old, '-'), value_new FROM state_history ORDER BY id"),
+            (std::vector<std::string>{"-|[1]", "{\"$oe_append\":{\"from_length\":1}}|[2,3]",
+                                      "{\"$oe_append\":{\"from_length\":3}}|[]"}));
+  EXPECT_EQ(raw.rows("SELECT value FROM state_snapshot"), std::vector<std::string>{"[1,2,3]"});
+}
+
+// The history of N appends of one item grows linearly: each row holds its item, not the list.
+TEST_F(StateStoreTest, AppendHistoryGrowsLinearly) {
+  auto store = open(defaultSchema());
+  for (int i = 0; i < 2000; ++i) {
+    ASSERT_TRUE(store->write({{"items", Json::array({i})}}, meta()).ok());
+  }
+  ASSERT_TRUE(store->flush().ok());
+  RawDb raw(db_path_);
+  // Old form: ~2000 * 2 * 5 KB of lists; now a few bytes per row.
+  EXPECT_EQ(raw.rows("SELECT SUM(length(value_new)) < 20000 FROM state_history"),
+            std::vector<std::string>{"1"});
+  Json expected = Json::array();
+  for (int i = 0; i < 2000; ++i) {
+    expected.push_back(i);
+  }
+  EXPECT_EQ(raw.rows("SELECT value FROM state_snapshot"), std::vector<std::string>{expected.dump()});
+}
+
+// A killed store's appends: the fold rebuilds the snapshot from the committed value.
+TEST_F(StateStoreTest, AKilledStoresAppendsAreFoldedOntoTheCommittedValue) {
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    auto store = StateStore::open(db_path_, defaultSchema());
+    bool ok = store.ok() && (*store)->write({{"items", Json::array({1})}}, meta()).ok() &&
+              (*store)->write({{"items", Json::array({2})}}, meta()).ok() &&
+              (*store)->flush().ok() &&
+              (*store)->write({{"items", Json::array({3, 4})}}, meta()).ok() &&
+              (*store)->write({{"items", Json::array({5})}}, meta()).ok();
+    ::_exit(ok ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  auto store = open(defaultSchema());
+  EXPECT_EQ(*store->field("items"), Json::array({1, 2, 3, 4, 5}));
+  EXPECT_EQ(RawDb(db_path_).rows("SELECT value FROM state_snapshot"),
+            std::vector<std::string>{"[1,2,3,4,5]"});
 }
 
 TEST_F(StateStoreTest, OneWriteIsSortedAndSharesOneTimestamp) {
@@ -368,7 +422,7 @@ TEST_F(StateStoreTest, OneWriteIsSortedAndSharesOneTimestamp) {
   auto r = store->write(delta, meta("r9", "multi"));
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(*r, (std::vector<std::string>{"cfg", "count", "flag", "greeting"}));
-  auto rows = store->historyForRun("r9");
+  auto rows = store->historyForRun("r9").value();
   ASSERT_EQ(rows.size(), 4u);
   for (const HistoryRow& row : rows) {
     EXPECT_EQ(row.ts, rows[0].ts);
@@ -390,7 +444,7 @@ TEST_F(StateStoreTest, AnyErrorAppliesNothing) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(*store->field("greeting"), "before");
   EXPECT_EQ(store->field("count"), nullptr);
-  EXPECT_TRUE(store->historyForRun("r2").empty());
+  EXPECT_TRUE(store->historyForRun("r2").value().empty());
   store.reset();
   store = open(defaultSchema());
   EXPECT_EQ(store->snapshot(), (Json{{"greeting", "before"}}));
@@ -427,6 +481,26 @@ TEST_F(StateStoreTest, ASqliteFailureMidCommitRollsBackTheBatchAndKeepsItForLate
   EXPECT_EQ(raw.rows("SELECT field, value FROM state_snapshot ORDER BY field"),
             (std::vector<std::string>{"count|5", "greeting|\"after\""}));
   EXPECT_EQ(raw.rows("SELECT count(*) FROM state_history"), std::vector<std::string>{"3"});
+}
+
+// Issue 10, item 9: history() commits the batch first; when that fails it says so instead of
+// answering without the batch's rows.
+TEST_F(StateStoreTest, HistoryReportsAFailedCommitInsteadOfAShorterAnswer) {
+  auto store = open(defaultSchema());
+  {
+    RawDb raw(db_path_);
+    raw.exec("CREATE TRIGGER boom BEFORE INSERT ON state_history "
+             "BEGIN SELECT RAISE(ABORT, 'injected failure'); END");
+  }
+  ASSERT_TRUE(store->write({{"count", 5}}, meta("r2", "n2")).ok());
+  auto rows = store->history("count");
+  ASSERT_FALSE(rows.ok());
+  EXPECT_NE(rows.error().message.find("injected failure"), std::string::npos)
+      << rows.error().message;
+  RawDb(db_path_).exec("DROP TRIGGER boom");
+  auto again = store->history("count");
+  ASSERT_TRUE(again.ok()) << again.error().message;
+  EXPECT_EQ(again->size(), 1u);
 }
 
 // Group commit: the journal and the batch (see state_store.hpp).
@@ -500,7 +574,8 @@ TEST_F(StateStoreTest, TheJournalOfAKilledStoreIsFoldedExactlyOnceByTheNextOpen)
   EXPECT_EQ(raw.rows("SELECT field, COALESCE(value_old, '-'), value_new, node_id FROM "
                      "state_history ORDER BY id"),
             (std::vector<std::string>{"count|-|1|a", "greeting|-|\"x\"|b", "count|1|2|c",
-                                      "items|-|[7]|c", "items|[7]|[7,8]|d"}));
+                                      "items|-|[7]|c",
+                                      "items|{\"$oe_append\":{\"from_length\":1}}|[8]|d"}));
   EXPECT_TRUE(raw.rows("SELECT * FROM oe_journal_folds").empty());
   store.reset();
   open(defaultSchema());  // and again: nothing is folded twice
@@ -543,7 +618,7 @@ TEST_F(StateStoreTest, EmptyDeltaWritesNothing) {
   auto r = store->write(Json::object(), meta());
   ASSERT_TRUE(r.ok());
   EXPECT_TRUE(r->empty());
-  EXPECT_TRUE(store->historyForRun("r1").empty());
+  EXPECT_TRUE(store->historyForRun("r1").value().empty());
 }
 
 TEST_F(StateStoreTest, InvalidUtf8IsAnErrorNotACrash) {

@@ -8,6 +8,9 @@
 #include "oe/cli/commands.hpp"
 #include "oe/cli/common.hpp"
 #include "oe/cli/run_history.hpp"
+#include "oe/run/run.hpp"
+#include "oe/spec/loader.hpp"
+#include "oe/state/store_lock.hpp"
 
 namespace oe::cli {
 namespace {
@@ -103,6 +106,21 @@ void addCacheCommand(CLI::App& app, int& exit_code) {
     }
     if (!a->yes) {
       std::cerr << "oe: cache clear requires --yes to confirm destructive action\n";
+      exit_code = kExitFailed;
+      return;
+    }
+    // A run in progress would lose the entries it is writing (issue 10, item 4). Runs lock
+    // their state store; the experience names it (state.store, D14), else the default one.
+    const auto yaml = spec::resolveExperiencePath(a->experience);
+    std::filesystem::path state_db = yaml.parent_path() / ".openexpertise" / "state.sqlite";
+    if (auto loaded = spec::loadExperience(yaml); loaded.experience) {
+      state_db = run::statePath(*loaded.experience);
+    }
+    if (auto holder = state::StoreLock::holder(state_db)) {
+      std::cerr << "oe: cannot clear the cache: " << state::StoreLock::describe(*holder)
+                << " is using it (it holds " << state_db.string()
+                << "). Wait for it to finish (or stop it), then run oe cache clear --yes "
+                   "again.\n";
       exit_code = kExitFailed;
       return;
     }

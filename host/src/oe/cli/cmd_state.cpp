@@ -7,6 +7,7 @@
 #include "oe/cli/common.hpp"
 #include "oe/run/run.hpp"
 #include "oe/state/state_store.hpp"
+#include "oe/state/store_lock.hpp"
 
 namespace oe::cli {
 
@@ -82,6 +83,14 @@ void addResetStateCommand(CLI::App& app, int& exit_code) {
     }
     if (!a->yes) {
       std::cerr << "oe: reset-state requires --yes to confirm destructive action\n";
+      exit_code = kExitFailed;
+      return;
+    }
+    // A run holding the store would keep writing into a file that is gone (issue 10, item 4).
+    if (auto holder = state::StoreLock::holder(db)) {
+      std::cerr << "oe: cannot reset the state: " << state::StoreLock::describe(*holder)
+                << " is using " << db.string()
+                << ". Wait for it to finish (or stop it), then run oe reset-state --yes again.\n";
       exit_code = kExitFailed;
       return;
     }

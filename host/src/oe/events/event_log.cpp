@@ -211,14 +211,15 @@ void EventLog::commit(std::string& line) {
   size_t left = line.size();
   while (left > 0) {
     const ssize_t n = ::write(fd_, data, left);
-    if (n < 0) {
-      if (errno == EINTR) {
-        continue;
-      }
-      if (!write_failed_) {
-        write_failed_ = true;
-        std::fprintf(stderr, "oe: cannot write the event log %s: %s\n", path_.c_str(),
-                     errnoText(errno).c_str());
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    if (n <= 0) {
+      // n == 0 for a non-empty write: no progress is possible (treated as a full device).
+      if (!write_error_) {
+        write_error_ = "cannot write the event log " + path_.string() + ": " +
+                       (n < 0 ? errnoText(errno) : std::string("no space left"));
+        std::fprintf(stderr, "oe: %s\n", write_error_->c_str());
       }
       break;
     }
@@ -228,6 +229,11 @@ void EventLog::commit(std::string& line) {
   if (!listeners_.empty()) {
     notify(std::string_view(line.data(), line.size() - 1));
   }
+}
+
+std::optional<std::string> EventLog::writeError() const {
+  std::lock_guard lock(mutex_);
+  return write_error_;
 }
 
 void EventLog::notify(std::string_view line) {

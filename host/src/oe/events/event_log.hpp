@@ -27,7 +27,8 @@ std::string newRunId();
 // the whole line with its '\n' on an O_APPEND descriptor, so a kill -9 can tear only the last
 // line. Listeners run under the log's lock, in subscription order, in the order the lines are
 // written; a listener may emit or (un)subscribe (the lock is recursive) but must not block.
-// Writing the log never fails a run: an I/O error is reported once on stderr.
+// Writing the log never fails a run: the first I/O error is reported once on stderr and kept
+// (writeError()), so the run can end with a warning naming the cause.
 class EventLog {
  public:
   using Listener = std::function<void(const Json& event)>;
@@ -44,6 +45,9 @@ class EventLog {
 
   const std::string& runId() const { return run_id_; }
   const std::filesystem::path& path() const { return path_; }
+  // The first failed write of a line ("cannot write the event log <path>: <cause>"; lines after
+  // it may be missing), or nullopt when every line was written.
+  std::optional<std::string> writeError() const;
 
   // `extra` (an object; anything else is ignored) adds members after the standard fields.
   void runStarted(const Json& args, const Json& extra = Json::object());
@@ -81,10 +85,10 @@ class EventLog {
   int fd_;
   std::filesystem::path path_;
   std::string run_id_;
-  std::recursive_mutex mutex_;
+  mutable std::recursive_mutex mutex_;
   std::vector<std::pair<size_t, std::shared_ptr<Listener>>> listeners_;
   size_t next_listener_ = 1;
-  bool write_failed_ = false;
+  std::optional<std::string> write_error_;  // the first failed write, under mutex_
 };
 
 struct LogReadResult {

@@ -16,6 +16,18 @@ Answer fail(oe_status status, std::string message) { return Answer{status, std::
 
 std::string nodeTag(const Site& site) { return "node \"" + std::string(site.node_id) + "\": "; }
 
+// node.activity and node.tokens are what `oe inspect` and the budgets' reports read: an event
+// the host refused is a warning with its cause, not silence (issue 10, item 9).
+void emitOrWarn(oe_host_ctx& ctx, std::string_view type, const std::string& fields,
+                const Site& site) {
+  const oe_status status = ctx.emitEvent(type, fields);
+  if (status != OE_OK) {
+    ctx.log(OE_LOG_WARN, nodeTag(site) + "cannot record the " + std::string(type) +
+                             " event (status " + std::to_string(static_cast<int>(status)) +
+                             "): " + fields.substr(0, 200));
+  }
+}
+
 }  // namespace
 
 Result<ProviderChoice> chooseProvider(const Settings& settings) {
@@ -207,7 +219,7 @@ Answer LlmService::complete(const Site& site, std::string_view request_json) {
         [&site](const std::string& limit) {
           if (site.ctx != nullptr) {
             Json fields = {{"activity", "waiting for room under " + limit}};
-            (void)site.ctx->emitEvent("node.activity", fields.dump());
+            emitOrWarn(*site.ctx, "node.activity", fields.dump(), site);
           }
         });
     if (!ticket) {
@@ -289,7 +301,7 @@ void LlmService::account(const Site& site, std::string_view provider, const std:
       fields["cost_usd"] = used.cost_usd;
     }
     const std::string text = fields.dump();
-    (void)site.ctx->emitEvent("node.tokens", text);
+    emitOrWarn(*site.ctx, "node.tokens", text, site);
   }
 }
 

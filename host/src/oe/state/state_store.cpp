@@ -45,6 +45,7 @@ constexpr std::string_view kByFieldSql =
 constexpr std::string_view kFoldedSql =
     "INSERT INTO oe_journal_folds (journal, folded_bytes) VALUES (?1, ?2) "
     "ON CONFLICT(journal) DO UPDATE SET folded_bytes = excluded.folded_bytes";
+constexpr std::string_view kSnapshotOfSql = "SELECT value FROM state_snapshot WHERE field = ?1";
 constexpr std::string_view kChainSql =
     "INSERT INTO oe_chains (chain_id) VALUES (?1) ON CONFLICT(chain_id) DO NOTHING";
 constexpr std::string_view kChainNumberSql = "SELECT id FROM oe_chains WHERE chain_id = ?1";
@@ -142,6 +143,61 @@ Result<std::string> toText(const Json& value, std::string_view node_id, std::str
   }
 }
 
+// D17: the value_old of a history row that records an append onto an array of `length`
+// elements. An array field's real old value is never an object, so a reader cannot mistake it.
+std::string appendMarker(size_t length) {
+  return "{\"$oe_append\":{\"from_length\":" + std::to_string(length) + "}}";
+}
+
+// Appends the items of each append row (array texts) to `value`, the array text they were
+// appended onto; a value that is not an array counts as [] (the merge rule).
+template <class RowPtrs>
+void appendItems(std::string& value, const RowPtrs& appends) {
+  while (!value.empty() && (value.back() == ' ' || value.back() == '\n' || value.back() == '\t' ||
+                            value.back() == '\r')) {
+    value.pop_back();
+  }
+  if (value.size() < 2 || value.front() != '[' || value.back() != ']') {
+    value = "[]";
+  }
+  bool empty = value.find_first_not_of(" \n\t\r", 1) == value.size() - 1;
+  size_t extra = 0;
+  for (const auto* a : appends) {
+    extra += a->new_text.size();
+  }
+  value.reserve(value.size() + extra);
+  for (const auto* a : appends) {
+    const std::string& items = a->new_text;
+    if (items.size() <= 2) {
+      continue;  // "[]"
+    }
+    if (empty) {
+      value = items;
+      empty = false;
+      continue;
+    }
+    value.pop_back();
+    value += ',';
+    value.append(items, 1, std::string::npos);
+  }
+}
+
+// The from_length of an append marker (D17); nullopt for any other value.
+std::optional<size_t> appendedOnto(const Json& old) {
+  if (!old.is_object() || old.size() != 1) {
+    return std::nullopt;
+  }
+  const auto it = old.find("$oe_append");
+  if (it == old.end() || !it->is_object()) {
+    return std::nullopt;
+  }
+  const auto len = it->find("from_length");
+  if (len == it->end() || !len->is_number_unsigned()) {
+    return std::nullopt;
+  }
+  return len->get<size_t>();
+}
+
 Json parseStored(std::string_view text) {
   Json value = Json::parse(text, nullptr, false);
   // A row edited by hand into invalid JSON is shown as its raw text rather than dropped.
@@ -160,6 +216,7 @@ struct StateStore::Sql {
   sqlite::Stmt upsert;
   sqlite::Stmt insert_history;
   sqlite::Stmt folded;
+  sqlite::Stmt snapshot_of;
   sqlite::Stmt insert_chain;
   sqlite::Stmt chain_number;
   sqlite::Stmt insert_member;
@@ -212,7 +269,9 @@ StateStore::~StateStore() {
   // Committed, then the journal goes; on failure it stays and the next open() folds it.
   if (foldLocked()) {
     journal_.remove();
-    forgetFoldedJournals();  // its oe_journal_folds row with it
+    // Its oe_journal_folds row with it; a row left behind only names a file that is gone (the
+    // next open forgets it), so a failure here loses nothing.
+    (void)forgetFoldedJournals();
   }
 }
 
@@ -254,6 +313,7 @@ Result<void> StateStore::init() {
                         Want{&sql_->rollback, "ROLLBACK"}, Want{&sql_->upsert, kUpsertSql},
                         Want{&sql_->insert_history, kHistorySql},
                         Want{&sql_->folded, kFoldedSql}, Want{&sql_->insert_chain, kChainSql},
+                        Want{&sql_->snapshot_of, kSnapshotOfSql},
                         Want{&sql_->chain_number, kChainNumberSql},
                         Want{&sql_->insert_member, kMemberSql}, Want{&sql_->insert_mark, kMarkSql},
                         Want{&sql_->by_field, kByFieldSql}, Want{&sql_->by_run, kByRunSql}}) {
@@ -269,7 +329,9 @@ Result<void> StateStore::init() {
                        [this](const std::filesystem::path& journal, std::string_view text) {
                          return foldOrphan(journal, text);
                        });
-  forgetFoldedJournals();
+  if (auto r = forgetFoldedJournals(); !r) {
+    return r;
+  }
 
   // Load the mirror: declared fields only (rows of fields no longer declared stay in the file,
   // unseen, as upstream's snapshot() hides them).
@@ -336,7 +398,9 @@ Result<std::vector<std::string>> StateStore::write(const Json& delta, const Writ
   struct Pending {
     Slot* slot;
     const Json* incoming;
-    bool append;  // array_append onto an existing array: extend the mirror in place
+    // array_append onto an existing array: `text` is the appended items only (D17), the mirror
+    // is extended in place.
+    bool append;
     std::string text;
   };
   const Json null_value;  // D10: an absent/undefined value is stored as JSON null
@@ -366,19 +430,10 @@ Result<std::vector<std::string>> StateStore::write(const Json& delta, const Writ
         if (!text) {
           return text.error();
         }
-        const bool onto_array = slot->value && slot->value->is_array();
-        if (onto_array && !slot->value->empty() && !incoming.empty()) {
-          // "[a,b]" + "[c]" -> "[a,b,c]" without re-serialising the existing elements. The
-          // text is still O(size) to copy and to store (snapshot and history both hold the
-          // whole array); fine for thousands of elements, not for millions.
-          std::string merged;
-          merged.reserve(slot->text.size() + text->size());
-          merged.append(slot->text, 0, slot->text.size() - 1);
-          merged += ',';
-          merged.append(*text, 1, std::string::npos);
-          pending.push_back(Pending{slot, &incoming, true, std::move(merged)});
-        } else if (onto_array && incoming.empty()) {
-          pending.push_back(Pending{slot, &incoming, true, slot->text});
+        if (slot->value && slot->value->is_array()) {
+          // D17: onto an existing array, the history row (and the journal line) records what
+          // was appended, not the whole list twice: a write stays O(appended items).
+          pending.push_back(Pending{slot, &incoming, true, std::move(*text)});
         } else {
           pending.push_back(Pending{slot, &incoming, false, std::move(*text)});
         }
@@ -445,6 +500,15 @@ Result<std::vector<std::string>> StateStore::write(const Json& delta, const Writ
     line += i == 0 ? "[" : ",[";
     line += jsonQuoted(p.slot->name);
     line += ',';
+    if (p.append) {
+      // [field, {"$oe_append":{"from_length":N}}, items, "append"]: the 4th element says the
+      // row is an append (the fold rebuilds the snapshot from the stored value).
+      line += appendMarker(p.slot->value->size());
+      line += ',';
+      line += p.text;
+      line += ",\"append\"]";
+      continue;
+    }
     line += p.slot->value ? std::string_view(p.slot->text) : std::string_view("null");
     line += ',';
     line += p.text;
@@ -473,9 +537,14 @@ Result<std::vector<std::string>> StateStore::write(const Json& delta, const Writ
     }
     const bool first = batch_.empty() && marks_.empty();
     for (const Pending& p : pending) {
-      batch_.push_back(Row{p.slot->name,
-                           p.slot->value ? std::optional<std::string>(p.slot->text) : std::nullopt,
-                           p.text, std::string(node), std::string(meta.run_id), ts});
+      std::optional<std::string> old_text;
+      if (p.append) {
+        old_text = appendMarker(p.slot->value->size());
+      } else if (p.slot->value) {
+        old_text = p.slot->text;
+      }
+      batch_.push_back(Row{p.slot->name, std::move(old_text), p.text, std::string(node),
+                           std::string(meta.run_id), ts, p.append});
     }
     if (mark) {
       if (members_.empty() || members_.back().run_id != meta.run_id ||
@@ -513,10 +582,12 @@ Result<std::vector<std::string>> StateStore::write(const Json& delta, const Writ
     Slot& slot = *p.slot;
     if (p.append) {
       slot.value->insert(slot.value->end(), p.incoming->begin(), p.incoming->end());
+      slot.text_stale = true;  // rebuilt only if ever needed (an array stays an array)
     } else {
       slot.value = *p.incoming;
+      slot.text = std::move(p.text);
+      slot.text_stale = false;
     }
-    slot.text = std::move(p.text);
     written.push_back(slot.name);
   }
   return written;
@@ -531,36 +602,82 @@ Result<void> StateStore::commitRows(const std::vector<Row>& rows, const std::vec
                      r.error().message);
   }
   Result<void> r;
+  // History rows as they are (an append row holds the appended items, D17); the snapshot row
+  // of each field once, from its last full value (in the batch, else in state_snapshot) plus
+  // the items appended after it: a batch of appends costs O(list + items), not O(list) each.
+  struct FieldEnd {
+    const Row* last = nullptr;
+    const Row* full = nullptr;  // the last non-append row, if any
+    std::vector<const Row*> appends;  // after `full`
+  };
+  std::vector<std::pair<std::string_view, FieldEnd>> ends;  // first-write order
+  std::unordered_map<std::string_view, size_t> end_of;
   for (const Row& row : rows) {
-    {
-      sqlite3_stmt* up = sql_->upsert.get();
-      sqlite::StmtScope scope(up);
-      sqlite::bindText(up, 1, row.field);
-      sqlite::bindText(up, 2, row.new_text);
-      sqlite::bindText(up, 3, row.ts);
-      sqlite::bindText(up, 4, row.node_id);
-      sqlite::bindText(up, 5, row.run_id);
-      r = stepDone(h, up);
+    auto [at, added] = end_of.try_emplace(row.field, ends.size());
+    if (added) {
+      ends.emplace_back(row.field, FieldEnd{});
     }
-    if (r) {
-      sqlite3_stmt* hist = sql_->insert_history.get();
-      sqlite::StmtScope scope(hist);
-      sqlite::bindText(hist, 1, row.field);
-      if (row.old_text) {
-        sqlite::bindText(hist, 2, *row.old_text);
-      } else {
-        sqlite3_bind_null(hist, 2);
-      }
-      sqlite::bindText(hist, 3, row.new_text);
-      sqlite::bindText(hist, 4, row.node_id);
-      sqlite::bindText(hist, 5, row.run_id);
-      sqlite::bindText(hist, 6, row.ts);
-      r = stepDone(h, hist);
+    FieldEnd& end = ends[at->second].second;
+    end.last = &row;
+    if (row.append) {
+      end.appends.push_back(&row);
+    } else {
+      end.full = &row;
+      end.appends.clear();
     }
+    sqlite3_stmt* hist = sql_->insert_history.get();
+    sqlite::StmtScope scope(hist);
+    sqlite::bindText(hist, 1, row.field);
+    if (row.old_text) {
+      sqlite::bindText(hist, 2, *row.old_text);
+    } else {
+      sqlite3_bind_null(hist, 2);
+    }
+    sqlite::bindText(hist, 3, row.new_text);
+    sqlite::bindText(hist, 4, row.node_id);
+    sqlite::bindText(hist, 5, row.run_id);
+    sqlite::bindText(hist, 6, row.ts);
+    r = stepDone(h, hist);
     if (!r) {
       r = makeError("cannot write state field " + inQuotes(row.field) + " for node " +
                     inQuotes(row.node_id) + ": " + r.error().message);
       break;
+    }
+  }
+  for (size_t i = 0; r && i < ends.size(); ++i) {
+    const FieldEnd& end = ends[i].second;
+    std::string value;
+    if (end.full != nullptr) {
+      value = end.full->new_text;
+    } else {
+      sqlite3_stmt* get = sql_->snapshot_of.get();
+      sqlite::StmtScope scope(get);
+      sqlite::bindText(get, 1, ends[i].first);
+      const int rc = sqlite3_step(get);
+      if (rc == SQLITE_ROW) {
+        value = sqlite::columnText(get, 0);
+      } else if (rc == SQLITE_DONE) {
+        value = "[]";  // no value yet: appended onto nothing
+      } else {
+        r = makeError("cannot read the value of field " + inQuotes(std::string(ends[i].first)) +
+                      ": " + sqlite::errorOf(h));
+        break;
+      }
+    }
+    if (!end.appends.empty()) {
+      appendItems(value, end.appends);
+    }
+    sqlite3_stmt* up = sql_->upsert.get();
+    sqlite::StmtScope scope(up);
+    sqlite::bindText(up, 1, ends[i].first);
+    sqlite::bindText(up, 2, value);
+    sqlite::bindText(up, 3, end.last->ts);
+    sqlite::bindText(up, 4, end.last->node_id);
+    sqlite::bindText(up, 5, end.last->run_id);
+    r = stepDone(h, up);
+    if (!r) {
+      r = makeError("cannot write state field " + inQuotes(std::string(ends[i].first)) +
+                    " for node " + inQuotes(end.last->node_id) + ": " + r.error().message);
     }
   }
   // The marks: each (chain, run) pair once (the chain numbered on first use), then one upsert
@@ -650,13 +767,21 @@ Result<void> StateStore::flush() {
 
 bool StateStore::foldOrphan(const std::filesystem::path& journal, std::string_view text) {
   const std::string name = journal.filename().string();
+  // How far it is folded. Not knowing (a failed query) must not mean "from 0": that would
+  // apply the folded lines twice. The journal is then left for the next open.
   uint64_t from = 0;
-  if (auto stmt = sqlite::prepare(sql_->db.get(), kFoldedBytesSql); stmt) {
-    sqlite::bindText(stmt->get(), 1, name);
-    if (sqlite3_step(stmt->get()) == SQLITE_ROW) {
-      from = static_cast<uint64_t>(sqlite3_column_int64(stmt->get(), 0));
-    }
+  auto stmt = sqlite::prepare(sql_->db.get(), kFoldedBytesSql);
+  if (!stmt) {
+    return false;
   }
+  sqlite::bindText(stmt->get(), 1, name);
+  const int rc = sqlite3_step(stmt->get());
+  if (rc == SQLITE_ROW) {
+    from = static_cast<uint64_t>(sqlite3_column_int64(stmt->get(), 0));
+  } else if (rc != SQLITE_DONE) {
+    return false;
+  }
+  sqlite3_reset(stmt->get());  // its read ends before the fold's write transaction
   std::vector<Row> rows;
   std::vector<Mark> marks;
   std::vector<Member> members;
@@ -691,45 +816,55 @@ bool StateStore::foldOrphan(const std::filesystem::path& journal, std::string_vi
             Mark{key->get<std::string>(), input->get<std::string>(), members.size() - 1});
       }
       for (const Json& w : *writes) {
-        if (!w.is_array() || w.size() != 3 || !w[0].is_string()) {
+        // [field, old, new] or, an append (D17), [field, marker, items, "append"].
+        const bool append = w.is_array() && w.size() == 4 && w[3] == "append";
+        if (!w.is_array() || (w.size() != 3 && !append) || !w[0].is_string()) {
           continue;
         }
         rows.push_back(Row{w[0].get<std::string>(),
                            w[1].is_null() ? std::nullopt : std::optional<std::string>(w[1].dump()),
                            w[2].dump(), node->get<std::string>(), run->get<std::string>(),
-                           ts->get<std::string>()});
+                           ts->get<std::string>(), append});
       }
     });
   }
   return (rows.empty() && marks.empty()) || commitRows(rows, marks, members, name, text.size());
 }
 
-void StateStore::forgetFoldedJournals() {
+Result<void> StateStore::forgetFoldedJournals() {
   sqlite3* h = sql_->db.get();
   auto names = sqlite::prepare(h, "SELECT journal FROM oe_journal_folds");
   if (!names) {
-    return;
+    return names.error();
   }
   std::vector<std::string> gone;
-  while (sqlite3_step(names->get()) == SQLITE_ROW) {
+  int rc = SQLITE_ROW;
+  while ((rc = sqlite3_step(names->get())) == SQLITE_ROW) {
     std::string name = sqlite::columnText(names->get(), 0);
     std::error_code ec;
     if (!std::filesystem::exists(dirOf(path_) / name, ec)) {
       gone.push_back(std::move(name));
     }
   }
+  if (rc != SQLITE_DONE) {
+    return makeError(sqlite::errorOf(h));
+  }
+  sqlite3_reset(names->get());
   if (gone.empty()) {
-    return;
+    return {};
   }
   auto forget = sqlite::prepare(h, "DELETE FROM oe_journal_folds WHERE journal = ?1");
   if (!forget) {
-    return;
+    return forget.error();
   }
   for (const std::string& name : gone) {
     sqlite::StmtScope scope(forget->get());
     sqlite::bindText(forget->get(), 1, name);
-    sqlite3_step(forget->get());
+    if (auto r = stepDone(h, forget->get()); !r) {
+      return r;
+    }
   }
+  return {};
 }
 
 Result<void> StateStore::beginChain(std::string_view chain_id) {
@@ -770,19 +905,23 @@ bool StateStore::landed(std::string_view write_key, std::string_view input_key) 
   return input_key.empty() || it->second.empty() || it->second == input_key;
 }
 
-std::vector<HistoryRow> StateStore::queryHistory(std::string_view key, bool by_run) {
+Result<std::vector<HistoryRow>> StateStore::queryHistory(std::string_view key, bool by_run) {
   std::lock_guard lock(mutex_);
-  (void)foldLocked();  // on failure the batch's rows are missing from the answer
+  if (auto r = foldLocked(); !r) {
+    return makeError("cannot read the state history: " + r.error().message);
+  }
   sqlite3_stmt* stmt = by_run ? sql_->by_run.get() : sql_->by_field.get();
   sqlite::StmtScope scope(stmt);
   sqlite::bindText(stmt, 1, key);
   std::vector<HistoryRow> rows;
-  while (sqlite3_step(stmt) == SQLITE_ROW) {
+  int rc = SQLITE_ROW;
+  while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
     HistoryRow row;
     row.id = sqlite3_column_int64(stmt, 0);
     row.field = sqlite::columnText(stmt, 1);
     if (sqlite3_column_type(stmt, 2) != SQLITE_NULL) {
       row.value_old = parseStored(sqlite::columnView(stmt, 2));
+      row.append_from = appendedOnto(*row.value_old);
     }
     row.value_new = parseStored(sqlite::columnView(stmt, 3));
     row.node_id = sqlite::columnText(stmt, 4);
@@ -790,14 +929,18 @@ std::vector<HistoryRow> StateStore::queryHistory(std::string_view key, bool by_r
     row.ts = sqlite::columnText(stmt, 6);
     rows.push_back(std::move(row));
   }
+  if (rc != SQLITE_DONE) {
+    return makeError("cannot read the state history in " + path_.string() + ": " +
+                     sqlite::errorOf(sql_->db.get()));
+  }
   return rows;
 }
 
-std::vector<HistoryRow> StateStore::history(std::string_view field) {
+Result<std::vector<HistoryRow>> StateStore::history(std::string_view field) {
   return queryHistory(field, false);
 }
 
-std::vector<HistoryRow> StateStore::historyForRun(std::string_view run_id) {
+Result<std::vector<HistoryRow>> StateStore::historyForRun(std::string_view run_id) {
   return queryHistory(run_id, true);
 }
 
@@ -831,9 +974,20 @@ Result<HistoryPruneStats> pruneHistory(const std::filesystem::path& db_path,
   if (auto r = sqlite::beginWithKeptRuns(h, keep_runs); !r) {
     return fail(r.error().message);
   }
+  // Per field, its newest row with a full value (not an append, D17): that row and every row
+  // after it explain the current value and are kept.
+  if (auto r = sqlite::exec(
+          h,
+          "CREATE TEMP TABLE IF NOT EXISTS gc_base (field TEXT PRIMARY KEY, base_id INTEGER);"
+          "DELETE FROM temp.gc_base;"
+          "INSERT INTO temp.gc_base SELECT field, MAX(id) FROM state_history WHERE "
+          "value_old IS NULL OR substr(value_old, 1, 14) != '{\"$oe_append\":' GROUP BY field;");
+      !r) {
+    return fail(r.error().message);
+  }
   constexpr std::string_view kPrunable =
       " FROM state_history WHERE run_id NOT IN (SELECT run_id FROM temp.gc_keep) AND "
-      "id NOT IN (SELECT MAX(id) FROM state_history GROUP BY field)";
+      "id < (SELECT base_id FROM temp.gc_base b WHERE b.field = state_history.field)";
   {
     auto count = sqlite::prepare(
         h, std::string("SELECT COUNT(*), COALESCE(SUM(COALESCE(length(CAST(value_old AS BLOB)), "

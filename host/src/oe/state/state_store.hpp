@@ -37,7 +37,11 @@ struct HistoryRow {
   int64_t id = 0;
   std::string field;
   std::optional<Json> value_old;  // nullopt: the field had no value before this write
-  Json value_new;                 // the merged value
+  Json value_new;                 // the merged value (but see append_from)
+  // D17: set when the row records an array_append onto an array of that many elements. Then
+  // value_new holds only the appended items and value_old is {"$oe_append":{"from_length":N}};
+  // the full value is the last row without append_from followed by the items of the rows after.
+  std::optional<size_t> append_from;
   std::string node_id;
   std::string run_id;
   std::string ts;
@@ -103,10 +107,12 @@ class StateStore : public expr::StateReader {
   // later flush, the close or the next open() to commit.
   Result<void> flush();
 
-  // Rows ordered by id (oldest first), this store's batch included.
-  // (Non-const: the batch is committed first.)
-  std::vector<HistoryRow> history(std::string_view field);
-  std::vector<HistoryRow> historyForRun(std::string_view run_id);
+  // Rows ordered by id (oldest first), this store's batch included, as stored: an append
+  // onto an array is one row holding the appended items (HistoryRow::append_from, D17).
+  // (Non-const: the batch is committed first.) An error when that commit or the query fails
+  // (not a silently shorter history).
+  Result<std::vector<HistoryRow>> history(std::string_view field);
+  Result<std::vector<HistoryRow>> historyForRun(std::string_view run_id);
 
   const std::filesystem::path& path() const { return path_; }
 
@@ -116,7 +122,10 @@ class StateStore : public expr::StateReader {
     spec::FieldType type = spec::FieldType::kAny;
     spec::MergeStrategy merge = spec::MergeStrategy::kLastWins;
     std::optional<Json> value;
-    std::string text;  // `value` as stored (compact JSON): value_old and array_append reuse it
+    std::string text;  // `value` as stored (compact JSON): value_old reuses it
+    // After an append (D17) `text` is not kept up to date: an array_append field's value stays
+    // an array, whose text no write needs again.
+    bool text_stale = false;
   };
   struct NameHash {
     using is_transparent = void;
@@ -133,6 +142,9 @@ class StateStore : public expr::StateReader {
     std::string node_id;
     std::string run_id;
     std::string ts;
+    // D17: an array_append onto an array. old_text is the marker, new_text the appended items;
+    // the snapshot is rebuilt at commit from the field's last full value.
+    bool append = false;
   };
   // A landed-write mark not yet committed (committed in the same transaction as the rows of
   // the journal line it came from). `member` indexes the batch's (chain, run) pairs.
@@ -154,10 +166,10 @@ class StateStore : public expr::StateReader {
                           uint64_t folded_bytes);
   Result<void> foldLocked();  // the batch; mutex_ held
   bool foldOrphan(const std::filesystem::path& journal, std::string_view text);
-  void forgetFoldedJournals();  // rows of oe_journal_folds whose journal is gone
+  Result<void> forgetFoldedJournals();  // rows of oe_journal_folds whose journal is gone
   Slot* find(std::string_view name);
   const Slot* find(std::string_view name) const;
-  std::vector<HistoryRow> queryHistory(std::string_view key, bool by_run);
+  Result<std::vector<HistoryRow>> queryHistory(std::string_view key, bool by_run);
 
   std::filesystem::path path_;
   std::vector<Slot> slots_;  // declaration order
@@ -183,8 +195,9 @@ struct HistoryPruneStats {
   size_t marks = 0;          // landed-write marks (oe_landed_writes) of chains no kept run is in
 };
 
-// `oe gc`: deletes the state_history rows of every run not in `keep_runs`, except the newest
-// row of each field, so the history still explains every current value; state_snapshot is
+// `oe gc`: deletes the state_history rows of every run not in `keep_runs`, except, for each
+// field, its newest row holding a full value and every row after it (appends, D17), so the
+// history still explains every current value; state_snapshot is
 // never touched. Then VACUUM (only when pages were freed) and wal_checkpoint(TRUNCATE) give the
 // space back to the filesystem. `dry_run` only counts. A missing file is not created (zero
 // rows). Safe while a run writes the same file from another process (SQLite locks; the mirror
