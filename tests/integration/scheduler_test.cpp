@@ -52,9 +52,12 @@ export default async function (args) {
   if (args.until_in_flight) await until(() => max >= args.until_in_flight);
   if (args.after) await until(() => done.has(args.after));
   inflight--;
+  const before = [...done];
   done.add(label);
   wake();
-  return { state_delta: { max_in_flight: max, seen: [label] } };
+  const delta = { max_in_flight: max, seen: [label] };
+  if (args.report) delta[args.report] = before;  // what had finished when this call did
+  return { state_delta: delta };
 }
 )";
 
@@ -220,16 +223,21 @@ TEST_F(Scheduler, ReadyQueueDoesNotWaitForTheSlowestOfAWave) {
   writeExperience(R"(name: d5
 version: 0.1.0
 runtime: { concurrency: 2 }
-state: { schema: { seen: { type: array, merge: array_append }, max_in_flight: { type: number } } }
+state: { schema: { seen: { type: array, merge: array_append }, max_in_flight: { type: number },
+                   before_b: { type: array } } }
 graph:
   nodes:
     - { id: a, kind: tool, impl: ./tools/probe.mjs, args: { label: a }, writes: [seen, max_in_flight] }
-    - { id: b, kind: tool, impl: ./tools/probe.mjs, args: { label: b, after: c }, writes: [seen, max_in_flight] }
+    - { id: b, kind: tool, impl: ./tools/probe.mjs, args: { label: b, after: c, report: before_b },
+        writes: [seen, max_in_flight, before_b] }
     - { id: c, kind: tool, impl: ./tools/probe.mjs, args: { label: c }, writes: [seen, max_in_flight] }
   edges: [ { from: a, to: c } ]
 )");
   auto out = runJson({"--no-cache"});
-  EXPECT_EQ(out["final_state"]["seen"], nlohmann::json({"a", "c", "b"}));
+  // c ran to its end while b was still running. (Not the order of `seen`: b and c finish in the
+  // same instant, and which of their answers the host takes first is a race.)
+  EXPECT_EQ(out["final_state"]["before_b"], nlohmann::json({"a", "c"})) << out.dump(2);
+  EXPECT_EQ(out["final_state"]["seen"].size(), 3u);
 }
 
 TEST_F(Scheduler, LoopUntilAndMaxIters) {
