@@ -80,6 +80,24 @@ graph:
   EXPECT_EQ(finished[0]["reason"], summary.stop_reason);
 }
 
+TEST_F(Lifecycle, AnEventLogThatCannotBeWrittenEndsTheRunWithAWarning) {
+  log_path_ = "/dev/full";  // every write fails with ENOSPC
+  const RunSummary summary = run(R"(name: full
+version: 0.1.0
+state: { schema: {} }
+graph:
+  nodes:
+    - { id: ok, kind: fake }
+  edges: []
+)");
+  EXPECT_EQ(summary.status, RunStatus::kSuccess);  // the log never fails a run
+  ASSERT_EQ(summary.warnings.size(), 1u);
+  EXPECT_NE(summary.warnings[0].find("cannot write the event log /dev/full"), std::string::npos)
+      << summary.warnings[0];
+  EXPECT_NE(summary.warnings[0].find("No space left on device"), std::string::npos)
+      << summary.warnings[0];
+}
+
 TEST_F(Lifecycle, RunFinishedCarriesTheStatusAndCounts) {
   const RunSummary summary = run(R"(name: counts
 version: 0.1.0

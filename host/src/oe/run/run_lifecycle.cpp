@@ -209,9 +209,11 @@ void Run::finishRun() {
   // The batched state rows and cache entries reach SQLite before run.finished, so a reader
   // that sees the run finished sees all it wrote. A failure loses nothing: the rows stay in
   // their journals, which the next open folds.
+  // Failures here lose nothing, but the user is told, in the progress and in the summary.
   auto warn = [this](const std::string& message) {
     emitLocal(Json{{"type", "node.log"}, {"node_id", ""}, {"level", "warn"},
                    {"message", message}});
+    summary_.warnings.push_back(message);
   };
   if (auto flushed = store_.flush(); !flushed) {
     warn(flushed.error().message);
@@ -226,6 +228,11 @@ void Run::finishRun() {
     }
   }
   log_.runFinished(toString(summary_.status), extra);
+  if (auto failed = log_.writeError()) {
+    warn(*failed + "; lines after it may be missing. The state and the cache are not "
+         "affected, but `oe inspect` and `oe resume` read the log: free some space or fix its "
+         "permissions");
+  }
   finished_ = true;
 }
 
