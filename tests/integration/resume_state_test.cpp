@@ -12,6 +12,7 @@
 
 #include "background_oe.hpp"
 #include "oe_fixture.hpp"
+#include "sqlite_probe.hpp"
 
 namespace oe::test {
 namespace {
@@ -285,6 +286,30 @@ TEST_F(ResumeState, ASecondRunOfTheSameStoreIsRefusedNamingTheRunInProgress) {
   ASSERT_EQ(code, 0);
   EXPECT_EQ(state["results"].size(), 2u * kItems) << state.dump();
   EXPECT_EQ(state["total"], 2 * kItems);
+}
+
+TEST_F(ResumeState, GcKeepsTheMarksOfTheChainsOfKeptRunsOnly) {
+  TempDir dir;
+  writeFanOut(dir, /*deterministic=*/true);
+  dir.write("gate", "");
+  int code = -1;
+  auto first = oeJson(dir, {"run", dir.path().string(), "--json"}, &code);
+  ASSERT_EQ(code, 0);
+  auto second = oeJson(dir, {"run", dir.path().string(), "--json"}, &code);
+  ASSERT_EQ(code, 0);
+  auto marks_of = [&dir](const std::string& chain) {
+    SqliteProbe db(dir / ".openexpertise" / "state.sqlite");
+    return db.rows("SELECT COUNT(*) FROM oe_landed_writes w JOIN oe_chains c ON c.id = w.chain "
+                   "WHERE c.chain_id = '" + chain + "'")[0][0];
+  };
+  // seed, after and the 40 items: one mark each, per chain.
+  EXPECT_EQ(marks_of(first["chain_id"]), "42");
+  EXPECT_EQ(marks_of(second["chain_id"]), "42");
+  auto gc = runProcess({OE_EXE, "gc", "--keep", "1", "--experience", dir.path().string()},
+                       {{"OE_PLUGIN_PATH", ""}}, dir.path());
+  ASSERT_EQ(gc.exit_code, 0) << gc.err;
+  EXPECT_EQ(marks_of(first["chain_id"]), "0");
+  EXPECT_EQ(marks_of(second["chain_id"]), "42");
 }
 
 // The trial's second case: review-branch stopped by its budget, then resumed with a larger one,

@@ -134,8 +134,9 @@ int runGc(const GcArgs& a) {
     }
   }  // the store closes here, so its WAL is gone before the sizes are measured
   state::HistoryPruneStats history_stats;
-  // The chains the kept runs continue: their resumed_from, and that run's, as far as the logs
-  // (read before any was deleted) tell. Their landed-write marks stay.
+  // The chains the kept runs belong to: the chain_id their run.started names, and for logs from
+  // before chains were recorded, their resumed_from and that run's, as far as the logs (read
+  // before any was deleted) tell. Their landed-write marks stay.
   std::unordered_set<std::string> keep_chains;
   {
     std::unordered_map<std::string, const RunRecord*> by_id;
@@ -144,6 +145,9 @@ int runGc(const GcArgs& a) {
     }
     for (const std::string& id : keep) {
       auto it = by_id.find(id);
+      if (it != by_id.end() && !it->second->chain_id.empty()) {
+        keep_chains.insert(it->second->chain_id);
+      }
       while (it != by_id.end() && !it->second->resumed_from.empty() &&
              keep_chains.insert(it->second->resumed_from).second) {
         it = by_id.find(it->second->resumed_from);

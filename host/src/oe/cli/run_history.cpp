@@ -181,6 +181,9 @@ std::vector<RunRecord> listRuns(const std::filesystem::path& runs_dir, bool deta
       if (auto from = first.find("resumed_from"); from != first.end() && from->is_string()) {
         run.resumed_from = from->get<std::string>();
       }
+      if (auto chain = first.find("chain_id"); chain != first.end() && chain->is_string()) {
+        run.chain_id = chain->get<std::string>();
+      }
     }
     if (run.started_ms < 0) {
       run.started_ms = run.modified_ms;

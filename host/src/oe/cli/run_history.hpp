@@ -29,6 +29,7 @@ struct RunRecord {
                                       // in older logs), or "unfinished" (killed, running)
   std::string reason;                 // run.finished reason (fail_run, interrupted)
   std::string resumed_from;           // run.started resumed_from (oe resume)
+  std::string chain_id;               // run.started chain_id (empty in logs from before chains)
   size_t ran = 0;
   size_t cached = 0;
   size_t failed = 0;
