@@ -19,6 +19,7 @@ spec::StateSpec landedSchema() {
   for (const spec::FieldSpec& f : {
            spec::FieldSpec{"items", spec::FieldType::kArray, spec::MergeStrategy::kArrayAppend, {}},
            spec::FieldSpec{"id", spec::FieldType::kString, spec::MergeStrategy::kSetOnce, {}},
+           spec::FieldSpec{"note", spec::FieldType::kString, spec::MergeStrategy::kLastWins, {}},
        }) {
     s.index.emplace(f.name, s.fields.size());
     s.fields.push_back(f);
@@ -77,6 +78,23 @@ TEST_F(LandedWritesTest, UntrackedWritesAndWritesWithoutAChainRecordNoMark) {
   EXPECT_EQ(landedCount(db_path_, "SELECT count(*) FROM oe_landed_writes"), 0);
 }
 
+TEST_F(LandedWritesTest, OnlyWritesThatCannotBeAppliedTwiceRecordAMark) {
+  auto store = open();
+  ASSERT_TRUE(store->beginChain("r").ok());
+  // last_wins alone: applied again, it leaves the same value; no mark, no cost.
+  ASSERT_TRUE(store->write({{"note", "a"}}, WriteMeta{"r", "n", "n", "k"}).ok());
+  EXPECT_FALSE(store->landed("n", "k"));
+  // With an array_append or a set_once field in it, the whole write is marked.
+  ASSERT_TRUE(store->write({{"note", "b"}, {"items", Json::array({1})}},
+                           WriteMeta{"r", "m", "m", "k"})
+                  .ok());
+  ASSERT_TRUE(store->write({{"id", "x"}}, WriteMeta{"r", "s", "s", "k"}).ok());
+  EXPECT_TRUE(store->landed("m", "k"));
+  EXPECT_TRUE(store->landed("s", "k"));
+  store.reset();
+  EXPECT_EQ(landedCount(db_path_, "SELECT count(*) FROM oe_landed_writes"), 2);
+}
+
 TEST_F(LandedWritesTest, MarksAreSeenByTheirChainOnlyAndSurviveAReopen) {
   {
     auto store = open();
@@ -123,13 +141,14 @@ TEST_F(LandedWritesTest, AWriteWhoseFieldsWereAllSkippedStillLandsItsMark) {
     ASSERT_TRUE(written.ok());
     EXPECT_TRUE(written->empty());
     EXPECT_TRUE(store->landed("b", "kb"));
-    // An empty delta with a key lands too (a node that wrote nothing).
+    // An empty delta changes nothing if applied again: no mark (the engine does not even
+    // call write() for one).
     ASSERT_TRUE(store->write(Json::object(), WriteMeta{"r1", "e", "e", "ke"}).ok());
   }
   auto store = open();
   ASSERT_TRUE(store->beginChain("c").ok());
   EXPECT_TRUE(store->landed("b", "kb"));
-  EXPECT_TRUE(store->landed("e", "ke"));
+  EXPECT_FALSE(store->landed("e", "ke"));
   EXPECT_EQ(landedCount(db_path_, "SELECT count(*) FROM state_history"), 1);
 }
 

@@ -406,6 +406,11 @@ Result<std::vector<std::string>> StateStore::write(const Json& delta, const Writ
   const Json null_value;  // D10: an absent/undefined value is stored as JSON null
   std::vector<Pending> pending;
   pending.reserve(delta.size());
+  // Only a write that would change the state if it landed twice (array_append) or could be
+  // refused the second time (set_once with another value) needs its landed-write mark: a
+  // last_wins write applied again leaves the same value, and skipping its mark keeps a plain
+  // node's write as cheap as before.
+  bool needs_mark = false;
   for (const auto& [key, raw_value] : delta.items()) {
     const Json& incoming = raw_value.is_discarded() ? null_value : raw_value;
     Slot* slot = find(key);
@@ -422,6 +427,7 @@ Result<std::vector<std::string>> StateStore::write(const Json& delta, const Writ
     }
     switch (slot->merge) {
       case spec::MergeStrategy::kArrayAppend: {
+        needs_mark = true;
         if (!incoming.is_array()) {
           return makeError("Field " + inQuotes(key) +
                            " uses array_append but write is not an array");
@@ -440,6 +446,7 @@ Result<std::vector<std::string>> StateStore::write(const Json& delta, const Writ
         break;
       }
       case spec::MergeStrategy::kSetOnce: {
+        needs_mark = true;
         if (slot->value) {
           if (*slot->value == incoming) {
             continue;  // D2: the same value again is a no-op (re-runs, resume, cache replay)
@@ -467,7 +474,7 @@ Result<std::vector<std::string>> StateStore::write(const Json& delta, const Writ
 
   std::vector<std::string> written;
   // A tracked write whose fields were all skipped (set_once, same value) still lands its mark.
-  const bool mark = !meta.write_key.empty() && !chain_id_.empty();
+  const bool mark = needs_mark && !meta.write_key.empty() && !chain_id_.empty();
   if (pending.empty() && !mark) {
     return written;
   }

@@ -94,8 +94,9 @@ class StateStore : public expr::StateReader {
   // The chain of runs the writes of this store belong to: a fresh `oe run` starts a chain named
   // by its run id, `oe resume X` continues X's chain. Loads the marks already landed in that
   // chain (table oe_landed_writes). From here on, write() with a write_key records its mark
-  // (chain, write_key, input_key) atomically with its rows: same journal line, same commit.
-  // Without a chain, write() records no mark.
+  // (chain, write_key, input_key) atomically with its rows: same journal line, same commit;
+  // only for a delta with an array_append or set_once field (a last_wins write applied twice
+  // leaves the same state, and stays as cheap as before). Without a chain, no mark.
   Result<void> beginChain(std::string_view chain_id);
   // True when a write with this write_key already landed in the current chain with the same
   // input_key (or either input_key is empty): the engine then does not apply it again. One hash
