@@ -126,23 +126,7 @@ class Crash : public ::testing::Test {
   }
   // Starts `oe run <dir> -q` directly (posix_spawn, no shell) with its output in files.
   pid_t spawnRun(const TempDir& dir) {
-    std::vector<std::string> args = {OE_EXE, "run", dir.path().string(), "-q"};
-    std::vector<char*> argv;
-    for (auto& a : args) {
-      argv.push_back(a.data());
-    }
-    argv.push_back(nullptr);
-    std::vector<std::string> env_strings;
-    for (char** e = environ; *e != nullptr; ++e) {
-      if (std::string_view(*e).rfind("OE_PLUGIN_PATH=", 0) != 0) {
-        env_strings.emplace_back(*e);
-      }
-    }
-    std::vector<char*> envp;
-    for (auto& s : env_strings) {
-      envp.push_back(s.data());
-    }
-    envp.push_back(nullptr);
+    SpawnArgs spawn({OE_EXE, "run", dir.path().string(), "-q"}, {{"OE_PLUGIN_PATH", ""}});
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
@@ -151,7 +135,7 @@ class Crash : public ::testing::Test {
     posix_spawn_file_actions_addopen(&actions, 2, (dir / "killed.err").c_str(),
                                      O_WRONLY | O_CREAT | O_TRUNC, 0644);
     pid_t pid = -1;
-    const int rc = posix_spawn(&pid, OE_EXE, &actions, nullptr, argv.data(), envp.data());
+    const int rc = posix_spawn(&pid, OE_EXE, &actions, nullptr, spawn.argv(), spawn.envp());
     posix_spawn_file_actions_destroy(&actions);
     EXPECT_EQ(rc, 0) << "posix_spawn " << OE_EXE;
     return pid;

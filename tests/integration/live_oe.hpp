@@ -17,7 +17,7 @@
 #include <string_view>
 #include <vector>
 
-extern char** environ;
+#include "support/process.hpp"
 
 namespace oe::test {
 
@@ -39,31 +39,10 @@ class LiveOe {
     posix_spawn_file_actions_adddup2(&actions, out_pipe[1], 1);
     posix_spawn_file_actions_adddup2(&actions, err_pipe[1], 2);
     posix_spawn_file_actions_addchdir_np(&actions, cwd.c_str());
-    std::vector<std::string> env_strings;
-    for (char** e = environ; *e != nullptr; ++e) {
-      const std::string kv(*e);
-      if (env_add.count(kv.substr(0, kv.find('='))) == 0) {
-        env_strings.push_back(kv);
-      }
-    }
-    for (const auto& [k, v] : env_add) {
-      if (!v.empty()) {
-        env_strings.push_back(k + "=" + v);
-      }
-    }
-    std::vector<char*> envp;
-    for (auto& s : env_strings) {
-      envp.push_back(s.data());
-    }
-    envp.push_back(nullptr);
     std::vector<std::string> argv = args;
     argv.insert(argv.begin(), OE_EXE);
-    std::vector<char*> cargv;
-    for (auto& a : argv) {
-      cargv.push_back(a.data());
-    }
-    cargv.push_back(nullptr);
-    const int rc = posix_spawn(&pid_, OE_EXE, &actions, nullptr, cargv.data(), envp.data());
+    SpawnArgs spawn(argv, env_add);
+    const int rc = posix_spawn(&pid_, OE_EXE, &actions, nullptr, spawn.argv(), spawn.envp());
     posix_spawn_file_actions_destroy(&actions);
     close(out_pipe[1]);
     close(err_pipe[1]);

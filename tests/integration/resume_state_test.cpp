@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <set>
 
-#include "background_oe.hpp"
 #include "oe_fixture.hpp"
 #include "sqlite_probe.hpp"
 
@@ -83,6 +82,13 @@ class ResumeState : public OeTest {
     dir.write("tools/count.mjs", kCountMjs);
   }
 
+  // `oe <args>` started in the background in `dir`, its output in dir/<name>.out/.err.
+  static BackgroundProcess oeInBackground(const TempDir& dir, std::vector<std::string> args,
+                                          const std::string& name) {
+    args.insert(args.begin(), OE_EXE);
+    return BackgroundProcess(args, {{"OE_PLUGIN_PATH", ""}}, dir.path(), dir / name);
+  }
+
   // `oe <args>` in `dir`, stdout parsed as JSON.
   nlohmann::json oeJson(const TempDir& dir, std::vector<std::string> args, int* exit_code) {
     args.insert(args.begin(), OE_EXE);
@@ -120,7 +126,7 @@ class ResumeState : public OeTest {
   // Starts a run, waits until item 20 blocks, delivers `signal_number`, and returns the
   // interrupted run's id and exit code.
   std::pair<std::string, int> interruptAtGate(const TempDir& dir, int signal_number) {
-    BackgroundOe run({"run", dir.path().string(), "-q"}, dir / "interrupted");
+    BackgroundProcess run = oeInBackground(dir, {"run", dir.path().string(), "-q"}, "interrupted");
     EXPECT_TRUE(waitForFile(dir / "reached")) << run.err();
     run.signal(signal_number);
     const int code = run.wait();
@@ -225,8 +231,8 @@ TEST_F(ResumeState, ResumeOfAResumeContinuesTheSameChain) {
   ASSERT_EQ(code, 130) << last_err_;
   // The resume is interrupted at the same gate, then resumed in its turn.
   std::filesystem::remove(dir / "reached");
-  BackgroundOe again({"resume", first_id, "--experience", dir.path().string(), "-q"},
-                     dir / "again");
+  BackgroundProcess again =
+      oeInBackground(dir, {"resume", first_id, "--experience", dir.path().string(), "-q"}, "again");
   ASSERT_TRUE(waitForFile(dir / "reached")) << again.err();
   again.signal(SIGINT);
   ASSERT_EQ(again.wait(), 130) << again.err();
@@ -264,7 +270,7 @@ TEST_F(ResumeState, ASecondPlainRunAppendsAgainAndFreshStartsEmpty) {
 TEST_F(ResumeState, ASecondRunOfTheSameStoreIsRefusedNamingTheRunInProgress) {
   TempDir dir;
   writeFanOut(dir, /*deterministic=*/true);
-  BackgroundOe first({"run", dir.path().string(), "-q"}, dir / "first");
+  BackgroundProcess first = oeInBackground(dir, {"run", dir.path().string(), "-q"}, "first");
   ASSERT_TRUE(waitForFile(dir / "reached")) << first.err();
   const auto ids = runIds(dir);
   ASSERT_EQ(ids.size(), 1u);
@@ -277,7 +283,8 @@ TEST_F(ResumeState, ASecondRunOfTheSameStoreIsRefusedNamingTheRunInProgress) {
 
   // With --wait the second run starts once the first is done, from the state it left: no
   // update is lost (both runs' appends are there).
-  BackgroundOe waiting({"run", dir.path().string(), "-q", "--wait"}, dir / "second");
+  BackgroundProcess waiting =
+      oeInBackground(dir, {"run", dir.path().string(), "-q", "--wait"}, "second");
   dir.write("gate", "");
   EXPECT_EQ(first.wait(), 0) << first.err();
   EXPECT_EQ(waiting.wait(), 0) << waiting.err();

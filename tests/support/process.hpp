@@ -1,16 +1,20 @@
-// Runs a real subprocess (posix_spawn) with captured stdout/stderr, for tests that drive `oe`.
+// Real subprocesses (posix_spawn) for tests that drive `oe`: run to the end with captured
+// stdout/stderr, or started in the background to be interrupted, killed or raced.
 #pragma once
 
 #include <fcntl.h>
 #include <poll.h>
 #include <spawn.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -24,6 +28,50 @@ struct ProcessResult {
   int exit_code = -1;  // 128+N when killed by signal N
   std::string out;
   std::string err;
+};
+
+// The argv and environment blocks of a posix_spawn: `argv` as given, and this process's
+// environment with `env` applied (an empty value unsets the variable).
+class SpawnArgs {
+ public:
+  SpawnArgs(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env)
+      : args_(argv) {
+    std::map<std::string, std::string> merged;
+    for (char** e = environ; *e != nullptr; ++e) {
+      std::string kv(*e);
+      const auto eq = kv.find('=');
+      merged[kv.substr(0, eq)] = eq == std::string::npos ? "" : kv.substr(eq + 1);
+    }
+    for (const auto& [k, v] : env) {
+      if (v.empty()) {
+        merged.erase(k);
+      } else {
+        merged[k] = v;
+      }
+    }
+    for (const auto& [k, v] : merged) {
+      env_strings_.push_back(k + "=" + v);
+    }
+    for (auto& s : env_strings_) {
+      envp_.push_back(s.data());
+    }
+    envp_.push_back(nullptr);
+    for (auto& a : args_) {
+      argv_.push_back(a.data());
+    }
+    argv_.push_back(nullptr);
+  }
+  SpawnArgs(const SpawnArgs&) = delete;
+  SpawnArgs& operator=(const SpawnArgs&) = delete;
+
+  char* const* argv() { return argv_.data(); }
+  char* const* envp() { return envp_.data(); }
+
+ private:
+  std::vector<std::string> args_;
+  std::vector<std::string> env_strings_;
+  std::vector<char*> argv_;
+  std::vector<char*> envp_;
 };
 
 // Runs argv[0] (searched on PATH) with extra environment variables (an empty value unsets).
@@ -43,36 +91,9 @@ inline ProcessResult runProcess(const std::vector<std::string>& argv,
   if (!cwd.empty()) {
     posix_spawn_file_actions_addchdir_np(&actions, cwd.c_str());
   }
-  std::map<std::string, std::string> merged;
-  for (char** e = environ; *e != nullptr; ++e) {
-    std::string kv(*e);
-    const auto eq = kv.find('=');
-    merged[kv.substr(0, eq)] = eq == std::string::npos ? "" : kv.substr(eq + 1);
-  }
-  for (const auto& [k, v] : env) {
-    if (v.empty()) {
-      merged.erase(k);
-    } else {
-      merged[k] = v;
-    }
-  }
-  std::vector<std::string> env_strings;
-  for (const auto& [k, v] : merged) {
-    env_strings.push_back(k + "=" + v);
-  }
-  std::vector<char*> envp;
-  for (auto& s : env_strings) {
-    envp.push_back(s.data());
-  }
-  envp.push_back(nullptr);
-  std::vector<std::string> args = argv;
-  std::vector<char*> cargv;
-  for (auto& a : args) {
-    cargv.push_back(a.data());
-  }
-  cargv.push_back(nullptr);
+  SpawnArgs spawn(argv, env);
   pid_t pid = 0;
-  const int rc = posix_spawnp(&pid, cargv[0], &actions, nullptr, cargv.data(), envp.data());
+  const int rc = posix_spawnp(&pid, argv[0].c_str(), &actions, nullptr, spawn.argv(), spawn.envp());
   posix_spawn_file_actions_destroy(&actions);
   close(out_pipe[1]);
   close(err_pipe[1]);
@@ -111,6 +132,80 @@ inline ProcessResult runProcess(const std::vector<std::string>& argv,
   }
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return result;
+}
+
+// A process started in the background with its stdout and stderr in files
+// (<out_prefix>.out/.err), for tests that interrupt, kill or race it. Killed (SIGKILL) and
+// reaped if still running when destroyed.
+class BackgroundProcess {
+ public:
+  BackgroundProcess(const std::vector<std::string>& argv,
+                    const std::map<std::string, std::string>& env, const std::filesystem::path& cwd,
+                    const std::filesystem::path& out_prefix)
+      : out_(out_prefix.string() + ".out"), err_(out_prefix.string() + ".err") {
+    SpawnArgs spawn(argv, env);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, 1, out_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&actions, 2, err_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (!cwd.empty()) {
+      posix_spawn_file_actions_addchdir_np(&actions, cwd.c_str());
+    }
+    const int rc =
+        posix_spawnp(&pid_, argv[0].c_str(), &actions, nullptr, spawn.argv(), spawn.envp());
+    posix_spawn_file_actions_destroy(&actions);
+    if (rc != 0) {
+      throw std::runtime_error("posix_spawnp " + argv[0] + " failed: " + std::to_string(rc));
+    }
+  }
+  ~BackgroundProcess() {
+    if (!reaped_) {
+      ::kill(pid_, SIGKILL);
+      (void)wait();
+    }
+  }
+  BackgroundProcess(const BackgroundProcess&) = delete;
+  BackgroundProcess& operator=(const BackgroundProcess&) = delete;
+
+  [[nodiscard]] pid_t pid() const { return pid_; }
+  void signal(int signal_number) const { ::kill(pid_, signal_number); }
+  // The exit code, or 128+N when killed by signal N.
+  int wait() {
+    int status = 0;
+    while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+    }
+    reaped_ = true;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+  [[nodiscard]] std::string out() const { return slurp(out_); }
+  [[nodiscard]] std::string err() const { return slurp(err_); }
+
+ private:
+  static std::string slurp(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  }
+
+  std::string out_;
+  std::string err_;
+  pid_t pid_ = -1;
+  bool reaped_ = false;
+};
+
+// Waits (polling every 10 ms, at most `limit`) until `path` exists, which a tool creates to say
+// it reached a point; false when it never did.
+inline bool waitForFile(const std::filesystem::path& path,
+                        std::chrono::seconds limit = std::chrono::seconds(60)) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!std::filesystem::exists(path)) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      return false;
+    }
+    const timespec pause{0, 10'000'000};
+    nanosleep(&pause, nullptr);
+  }
+  return true;
 }
 
 // True when `pid` no longer runs: gone, or a zombie waiting for a parent that may never reap

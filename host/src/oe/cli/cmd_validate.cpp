@@ -35,17 +35,9 @@ void addValidateCommand(CLI::App& app, int& exit_code) {
       catalog = kindCatalog(registry);
     }
     const std::vector<Diagnostic> diagnostics = spec::checkLoaded(loaded, catalog, a->strict);
-    for (const auto& d : diagnostics) {
-      std::cerr << d.format() << '\n';
-    }
-    if (experience == nullptr || hasErrors(diagnostics)) {
-      const auto errors = std::count_if(diagnostics.begin(), diagnostics.end(),
-                                        [](const Diagnostic& d) { return d.severity == Severity::kError; });
-      std::cerr << "oe: " << errors << (errors == 1 ? " error" : " errors");
-      if (experience != nullptr) {
-        std::cerr << " in " << experience->file.string();
-      }
-      std::cerr << '\n';
+    printDiagnostics(diagnostics);
+    if (!loaded.experience || hasErrors(diagnostics)) {
+      printErrorCount(diagnostics, experience);
       exit_code = kExitFailed;
       return;
     }

@@ -49,13 +49,24 @@ spec::KindCatalog kindCatalog(const plugins::PluginRegistry& registry) {
 
 namespace {
 
+}  // namespace
+
 void printDiagnostics(const std::vector<Diagnostic>& diagnostics) {
   for (const auto& d : diagnostics) {
     std::cerr << d.format() << '\n';
   }
 }
 
-}  // namespace
+void printErrorCount(const std::vector<Diagnostic>& diagnostics, const spec::Experience* model) {
+  const auto errors = std::count_if(diagnostics.begin(), diagnostics.end(), [](const Diagnostic& d) {
+    return d.severity == Severity::kError;
+  });
+  std::cerr << "oe: " << errors << (errors == 1 ? " error" : " errors");
+  if (model != nullptr) {
+    std::cerr << " in " << model->file.string();
+  }
+  std::cerr << '\n';
+}
 
 std::optional<spec::Experience> loadOnly(const std::filesystem::path& path_arg) {
   auto loaded = spec::loadExperience(spec::resolveExperiencePath(path_arg));
@@ -137,13 +148,7 @@ std::optional<spec::Experience> loadValidated(const std::filesystem::path& path_
       strict);
   printDiagnostics(diagnostics);
   if (!loaded.experience || hasErrors(diagnostics)) {
-    const auto errors = std::count_if(diagnostics.begin(), diagnostics.end(),
-                                      [](const Diagnostic& d) { return d.severity == Severity::kError; });
-    std::cerr << "oe: " << errors << (errors == 1 ? " error" : " errors");
-    if (model != nullptr) {
-      std::cerr << " in " << model->file.string();
-    }
-    std::cerr << '\n';
+    printErrorCount(diagnostics, model);
     return std::nullopt;
   }
   if (for_run && catalog) {

@@ -38,6 +38,11 @@ std::optional<spec::Experience> loadValidated(const std::filesystem::path& path_
                                               plugins::PluginRegistry& registry, bool strict,
                                               bool for_run = false);
 
+// Each diagnostic on stderr, one per line.
+void printDiagnostics(const std::vector<Diagnostic>& diagnostics);
+// "oe: N errors[ in <file>]" on stderr, after the diagnostics (`model`: the file, when known).
+void printErrorCount(const std::vector<Diagnostic>& diagnostics, const spec::Experience* model);
+
 // Loads the yaml only (state/inspect/reset-state need the folder and the schema, not plugins).
 std::optional<spec::Experience> loadOnly(const std::filesystem::path& path_arg);
 
