@@ -376,6 +376,30 @@ TEST_F(StateStoreTest, HistoryRecordsWhatAnAppendAppended) {
   EXPECT_EQ(raw.rows("SELECT value FROM state_snapshot"), std::vector<std::string>{"[1,2,3]"});
 }
 
+// A reader that wants upstream's shape gets the whole lists back from the append rows.
+TEST_F(StateStoreTest, ExpandAppendsGivesUpstreamsWholeOldAndNewValues) {
+  auto store = open(defaultSchema());
+  ASSERT_TRUE(store->write({{"items", Json::array({1})}}, meta()).ok());
+  ASSERT_TRUE(store->write({{"items", Json::array({2, 3})}}, meta()).ok());
+  ASSERT_TRUE(store->write({{"items", Json::array({4})}}, meta()).ok());
+  auto rows = expandAppends(store->history("items").value());
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_FALSE(rows[0].value_old.has_value());
+  EXPECT_EQ(rows[0].value_new, Json::array({1}));
+  EXPECT_EQ(*rows[1].value_old, Json::array({1}));
+  EXPECT_EQ(rows[1].value_new, Json::array({1, 2, 3}));
+  EXPECT_EQ(*rows[2].value_old, Json::array({1, 2, 3}));
+  EXPECT_EQ(rows[2].value_new, Json::array({1, 2, 3, 4}));
+  for (const auto& row : rows) {
+    EXPECT_FALSE(row.append_from.has_value());
+  }
+  // Without the full row before them (a window that starts too late), appends stay as they are.
+  rows = store->history("items").value();
+  auto late = expandAppends({rows.begin() + 1, rows.end()});
+  EXPECT_EQ(late[0].append_from, std::optional<size_t>(1));
+  EXPECT_EQ(late[1].append_from, std::optional<size_t>(3));
+}
+
 // The history of N appends of one item grows linearly: each row holds its item, not the list.
 TEST_F(StateStoreTest, AppendHistoryGrowsLinearly) {
   auto store = open(defaultSchema());

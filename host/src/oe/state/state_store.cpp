@@ -951,6 +951,29 @@ Result<std::vector<HistoryRow>> StateStore::historyForRun(std::string_view run_i
   return queryHistory(run_id, true);
 }
 
+std::vector<HistoryRow> expandAppends(std::vector<HistoryRow> rows) {
+  std::optional<Json> current;  // the field's whole value after the previous row
+  for (HistoryRow& row : rows) {
+    if (!row.append_from) {
+      current = row.value_new;
+      continue;
+    }
+    if (!current || !current->is_array() || current->size() != *row.append_from) {
+      current.reset();  // nothing (or not the right list) to extend: left in the append form
+      continue;
+    }
+    Json whole = *current;
+    for (const Json& item : row.value_new) {
+      whole.push_back(item);
+    }
+    row.value_old = std::move(*current);
+    row.value_new = whole;
+    row.append_from.reset();
+    current = std::move(whole);
+  }
+  return rows;
+}
+
 Result<HistoryPruneStats> pruneHistory(const std::filesystem::path& db_path,
                                        const std::unordered_set<std::string>& keep_runs,
                                        bool dry_run,

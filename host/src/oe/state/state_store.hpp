@@ -47,6 +47,13 @@ struct HistoryRow {
   std::string ts;
 };
 
+// D17 undone for a reader that wants upstream's shape (an old and a new whole value per row,
+// e.g. a per-field diff): `rows` are one field's rows in id order, from its last full row on
+// (what history() returns, or what `oe gc` keeps); each append row gets its whole old and new
+// list back and loses append_from. An append row with no full row before it is left as it is.
+// The output is as large as upstream's rows: ask for the window you need.
+[[nodiscard]] std::vector<HistoryRow> expandAppends(std::vector<HistoryRow> rows);
+
 // One store per run, used from ONE thread (the scheduler's): the mirror and write() have no
 // locks. Reads never touch SQLite: the mirror holds every declared field's value, loaded once at
 // open and updated after each write. The mirror assumes this store is the only writer of the
