@@ -203,6 +203,31 @@ graph:
   EXPECT_TRUE(callsOf("s3").empty());
 }
 
+TEST_F(ControlFlowRun, AForEachOrPipelineOverAnUnsetFieldIsAWarningNotSilence) {
+  const RunSummary summary = run(R"(name: unset
+version: 0.1.0
+state: { schema: { items: { type: array }, empty: { type: array } } }
+graph:
+  nodes:
+    - { id: seed, kind: fake, args: { delta: { empty: [] } } }
+    - { id: each, kind: fake, for_each: { source: $.items } }
+    - { id: none, kind: fake, for_each: { source: $.empty } }
+    - { id: s1, kind: fake }
+  edges: [ { from: seed, to: each }, { from: seed, to: none } ]
+  pipelines: [ { id: p, items: $.items, stages: [s1] } ]
+)");
+  EXPECT_EQ(summary.status, RunStatus::kSuccess);  // zero iterations, successors run (§3.5)
+  EXPECT_TRUE(callsOf("each").empty());
+  ASSERT_EQ(summary.warnings.size(), 2u) << Json(summary.warnings).dump();  // not for `none`
+  EXPECT_NE(summary.warnings[0].find("node \"each\": for_each $.items is unset"),
+            std::string::npos)
+      << summary.warnings[0];
+  EXPECT_NE(summary.warnings[1].find("pipeline \"p\": items $.items is unset"), std::string::npos)
+      << summary.warnings[1];
+  EXPECT_EQ(eventsOf("run.warning", "each").size(), 1u);
+  EXPECT_EQ(eventsOf("run.warning", "p").size(), 1u);
+}
+
 TEST_F(ControlFlowRun, ALoopRunsUntilMaxItersOrUntil) {
   RunSummary summary = run(R"(name: loop
 version: 0.1.0
