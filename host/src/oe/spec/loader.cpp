@@ -903,7 +903,8 @@ Experience experienceAt(const std::filesystem::path& yaml_path) {
   Experience exp;
   exp.source_name = yaml_path.string();
   std::error_code ec;
-  exp.file = std::filesystem::absolute(yaml_path, ec);
+  // Normal form: `oe run .` names /dir/experience.yaml in its messages, not /dir/./experience.yaml.
+  exp.file = std::filesystem::absolute(yaml_path, ec).lexically_normal();
   if (ec) {
     exp.file = yaml_path;
   }
