@@ -341,8 +341,9 @@ TEST_F(ResumeState, ReviewBranchStoppedByItsBudgetResumesToTheStateOfOneRun) {
                         in.path());
     *code = r.exit_code;
     auto parsed = nlohmann::json::parse(r.out, nullptr, false);
-    EXPECT_FALSE(parsed.is_discarded()) << r.out << r.err;
-    return parsed;
+    EXPECT_TRUE(parsed.is_object()) << "exit " << r.exit_code << "\nstdout: " << r.out
+                                    << "\nstderr: " << r.err;
+    return parsed.is_object() ? parsed : nlohmann::json::object();
   };
   TempDir clean;
   copy_example(clean);
@@ -352,19 +353,29 @@ TEST_F(ResumeState, ReviewBranchStoppedByItsBudgetResumesToTheStateOfOneRun) {
 
   TempDir dir;
   copy_example(dir);
-  // 1,500 tokens cover the three reviews and some of the verifications (measured from the
-  // recording: the run stops after 5 of its 7 calls).
+  // 1,500 tokens cover the three reviews and two of the three verifications (measured from
+  // the recording); which verification is refused depends on timing, and under
+  // runtime.deterministic the ones after it in item order are not applied.
   const auto stopped = run(dir, {"run", dir.path().string(), "--max-tokens", "1500"}, &code);
   ASSERT_EQ(code, 1) << stopped.dump(2);
-  ASSERT_EQ(stopped["reason"], "budget_exhausted") << stopped.dump(2);
-  ASSERT_EQ(stopped["final_state"]["findings"].size(), 3u);
-  ASSERT_LT(stopped["final_state"]["verified_findings"].size(), 3u);
+  ASSERT_EQ(stopped.value("reason", ""), "budget_exhausted") << stopped.dump(2);
+  ASSERT_EQ(stopped["final_state"].value("findings", nlohmann::json::array()).size(), 3u)
+      << stopped.dump(2);
+  ASSERT_LT(stopped["final_state"].value("verified_findings", nlohmann::json::array()).size(), 3u)
+      << stopped.dump(2);
   const auto resumed = run(dir,
                            {"resume", stopped["run_id"].get<std::string>(), "--experience",
                             dir.path().string(), "--max-tokens", "8000"},
                            &code);
   ASSERT_EQ(code, 0) << resumed.dump(2);
   EXPECT_EQ(resumed["final_state"], expected["final_state"]) << resumed.dump(2);
+  // Nothing paid twice: the two runs made the clean run's calls between them (whichever
+  // verification the budget refused, the ones parked behind it were kept in the cache).
+  const auto calls = [](const nlohmann::json& summary) {
+    return summary.value("usage", nlohmann::json::object()).value("llm_calls", 0);
+  };
+  EXPECT_EQ(calls(stopped) + calls(resumed), calls(expected))
+      << stopped.dump(2) << "\n" << resumed.dump(2);
 }
 
 }  // namespace

@@ -71,23 +71,16 @@ void Run::inItemOrder(Call& call, bool ok, std::function<bool()> settle) {
     settle();
     return;
   }
-  // A run that stops while items wait for an earlier one that then fails (cancelled) must not
-  // land the later ones: the resumed run would append the earlier item after them, and the
-  // list would not be in item order. They are dropped (not applied, not cached) and run again.
+  // A run that stops while items wait for an earlier one that then fails (cancelled, refused by
+  // the budget) must not land the later ones: the resumed run would append the earlier item
+  // after them, and the list would not be in item order. They are not applied, but their
+  // output goes to the cache, so the resume replays them in order without paying again.
   Call* item = &call;
   node.each->order.settle(
       call.extra_args["$index"].get<size_t>(),
       [this, item, ok, settle = std::move(settle)] {
         ForEachRun& each = *item->node->each;
-        if (ok && each.halted) {
-          const std::string message =
-              "not applied: an earlier item of this for_each did not finish before the run "
-              "stopped (runtime.deterministic keeps item order); `oe resume` runs it again";
-          log_.nodeFailed(item->node->spec->id, message, item->node->spec->phase);
-          auto finish = std::move(item->done);
-          finish(false, nullptr);
-          return true;
-        }
+        item->drop = ok && each.halted;  // settle() then keeps it in the cache, unapplied
         const bool consumed = settle();
         if (!ok && cancelling_) {
           each.halted = true;

@@ -117,6 +117,10 @@ class Run {
   void invokeDone(const std::shared_ptr<Call>& call);
   void attemptFailed(const std::shared_ptr<Call>& call, std::string message);
   bool applyOutput(Call& call, const Json& output, bool from_cache, std::string* error);
+  // The call's output as its cache entry (state_delta, edge_output, metrics).
+  void storeInCache(Call& call, const Json& output);
+  // Ends a for_each item whose output is not applied (Call::drop), as a failed item.
+  void dropItem(Call& call);
   Result<oe_node*> acquireInstance(NodeRuntime& node);
   void releaseInstance(NodeRuntime& node, oe_node* instance);
   std::vector<cache::FileDigest> fileDigests(NodeRuntime& node);

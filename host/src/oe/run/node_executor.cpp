@@ -236,6 +236,10 @@ void Run::startCall(NodeRuntime& node, Json extra_args, Json edge_inputs,
     }
     if (hit) {
       inItemOrder(*call, /*ok=*/true, [this, call, hit = std::move(*hit)] {
+        if (call->drop) {
+          dropItem(*call);  // already in the cache
+          return true;
+        }
         std::string replay_error;
         if (!applyOutput(*call, hit, true, &replay_error)) {
           // D12: a replay that fails is a miss; the node runs.
@@ -431,6 +435,16 @@ void Run::invokeDone(const std::shared_ptr<Call>& call) {
     addLlmMetrics(output, call->llm_usage.usage);
   }
   inItemOrder(*call, /*ok=*/true, [this, call, output = std::move(output)]() mutable {
+    if (call->drop) {
+      // Paid for: kept in the cache (a valid state_delta object only), so the resume does not
+      // pay again; a replay that then fails to apply runs live (D12).
+      if (output.is_object() && output.contains("state_delta") &&
+          output["state_delta"].is_object()) {
+        storeInCache(*call, output);
+      }
+      dropItem(*call);
+      return true;
+    }
     std::string error;
     if (!applyOutput(*call, output, false, &error)) {
       attemptFailed(call, std::move(error));  // a retry, or the failure settled in this slot
@@ -446,6 +460,35 @@ void Run::invokeDone(const std::shared_ptr<Call>& call) {
     finish(true, has_edge ? &edge_output : nullptr);
     return true;
   });
+}
+
+void Run::storeInCache(Call& call, const Json& output) {
+  if (cache_ == nullptr) {
+    return;
+  }
+  Json stored = Json::object();
+  stored["state_delta"] = output["state_delta"];
+  if (output.contains("edge_output")) {
+    stored["edge_output"] = output["edge_output"];
+  }
+  if (output.contains("metrics") && !output["metrics"].is_null()) {
+    stored["metrics"] = output["metrics"];
+  }
+  if (auto put = cache_->put(call.cache_key, call.node->spec->id, log_.runId(), stored); !put) {
+    Json warning = {{"type", "node.log"}, {"node_id", call.node->spec->id}, {"level", "warn"},
+                    {"message", "cache write failed: " + put.error().message}};
+    emitLocal(warning);
+  }
+}
+
+void Run::dropItem(Call& call) {
+  const std::string message =
+      "not applied: an earlier item of this for_each did not finish before the run stopped "
+      "(runtime.deterministic keeps item order); its output is kept in the cache and `oe "
+      "resume` applies it in order";
+  log_.nodeFailed(call.node->spec->id, message, call.node->spec->phase);
+  auto finish = std::move(call.done);
+  finish(false, nullptr);
 }
 
 bool Run::applyOutput(Call& call, const Json& output, bool from_cache, std::string* error) {
@@ -478,21 +521,9 @@ bool Run::applyOutput(Call& call, const Json& output, bool from_cache, std::stri
       nodes_[succ].edge_inputs[node.spec->id] = output["edge_output"];
     }
   }
-  if (!from_cache && cache_ != nullptr) {
+  if (!from_cache) {
     // Before node.finished: once the log says a node finished, a resume must find its entry.
-    Json stored = Json::object();
-    stored["state_delta"] = delta;
-    if (output.contains("edge_output")) {
-      stored["edge_output"] = output["edge_output"];
-    }
-    if (output.contains("metrics") && !output["metrics"].is_null()) {
-      stored["metrics"] = output["metrics"];
-    }
-    if (auto put = cache_->put(call.cache_key, node.spec->id, log_.runId(), stored); !put) {
-      Json warning = {{"type", "node.log"}, {"node_id", node.spec->id}, {"level", "warn"},
-                      {"message", "cache write failed: " + put.error().message}};
-      emitLocal(warning);
-    }
+    storeInCache(call, output);
   }
   const Json* metrics = nullptr;
   auto it = output.find("metrics");
