@@ -197,12 +197,17 @@ TEST_F(ResumeState, SigkillWithoutDeterministicOrderStillAppendsEachItemOnce) {
   EXPECT_EQ(state["items"], expected["items"]);
 }
 
-TEST_F(ResumeState, SigintIsInterruptedWithExit130AndResumes) {
+// Ctrl-C (SIGINT, exit 130) and SIGTERM (exit 143) both end the run `interrupted`, print the
+// `oe resume` line, and the resume ends as one uninterrupted run.
+class Interrupt : public ResumeState, public ::testing::WithParamInterface<int> {};
+
+TEST_P(Interrupt, IsInterruptedWithExit128PlusTheSignalAndResumes) {
+  const int signal_number = GetParam();
   const auto expected = uninterrupted(/*deterministic=*/true);
   TempDir dir;
   writeFanOut(dir, /*deterministic=*/true);
-  auto [run_id, code] = interruptAtGate(dir, SIGINT);
-  EXPECT_EQ(code, 130) << last_err_;
+  auto [run_id, code] = interruptAtGate(dir, signal_number);
+  EXPECT_EQ(code, 128 + signal_number) << last_err_;
   const auto log = events(dir, run_id);
   ASSERT_FALSE(log.empty());
   EXPECT_EQ(log.back()["type"], "run.finished");
@@ -212,16 +217,10 @@ TEST_F(ResumeState, SigintIsInterruptedWithExit130AndResumes) {
   EXPECT_EQ(summary["final_state"], expected) << summary.dump(2);
 }
 
-TEST_F(ResumeState, SigtermIsInterruptedWithExit143AndResumes) {
-  const auto expected = uninterrupted(/*deterministic=*/true);
-  TempDir dir;
-  writeFanOut(dir, /*deterministic=*/true);
-  auto [run_id, code] = interruptAtGate(dir, SIGTERM);
-  EXPECT_EQ(code, 143) << last_err_;
-  EXPECT_EQ(events(dir, run_id).back()["status"], "interrupted");
-  auto summary = resume(dir, run_id);
-  EXPECT_EQ(summary["final_state"], expected) << summary.dump(2);
-}
+INSTANTIATE_TEST_SUITE_P(Signals, Interrupt, ::testing::Values(SIGINT, SIGTERM),
+                         [](const ::testing::TestParamInfo<int>& param_info) {
+                           return std::string(param_info.param == SIGINT ? "Sigint" : "Sigterm");
+                         });
 
 TEST_F(ResumeState, ResumeOfAResumeContinuesTheSameChain) {
   const auto expected = uninterrupted(/*deterministic=*/true);
