@@ -2,21 +2,17 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
-#include <condition_variable>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
-#include <deque>
 #include <fstream>
 #include <iostream>
-#include <map>
 #include <memory>
-#include <mutex>
-#include <thread>
 
 #include "oe/cli/app.hpp"
 #include "oe/cli/commands.hpp"
 #include "oe/cli/common.hpp"
+#include "oe/cli/progress.hpp"
 #include "oe/cli/run_history.hpp"
 #include "oe/events/event_log.hpp"
 #include "oe/llm/llm_service.hpp"
@@ -95,149 +91,6 @@ bool parseBudget(const RunArgs& a, llm::Budget& budget) {
   }
   return true;
 }
-
-// The first line of `text`, cut to `max` bytes (on a UTF-8 boundary) with "..." when longer:
-// a stack trace or a long provider body stays one line on the terminal.
-std::string oneLine(std::string_view text, size_t max = 300) {
-  size_t end = text.find('\n');
-  const bool more_lines = end != std::string_view::npos;
-  end = std::min(more_lines ? end : text.size(), max);
-  while (end > 0 && end < text.size() && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) {
-    --end;  // not in the middle of a UTF-8 sequence
-  }
-  std::string line(text.substr(0, end));
-  while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) {
-    line.pop_back();
-  }
-  return end < text.size() ? line + " ..." : line;
-}
-
-std::string secondsText(int64_t ms) {
-  const int64_t s = ms / 1000;
-  return s < 120 ? std::to_string(s) + " s"
-                 : std::to_string(s / 60) + " min " + std::to_string(s % 60) + " s";
-}
-
-// Live progress on stderr: one line per finished (or cached), failed, skipped or retried node,
-// and, every `OE_STILL_RUNNING_INTERVAL_MS` (default 30 s; 0: never), which nodes have been
-// running since when, so that a tool that never settles does not look like a hung oe.
-// Events arrive from the log's writers and from worker threads: one mutex orders the output.
-class Progress {
- public:
-  Progress() {
-    interval_ms_ = 30'000;
-    if (const char* env = std::getenv("OE_STILL_RUNNING_INTERVAL_MS"); env != nullptr && *env) {
-      interval_ms_ = std::atoll(env);
-    }
-    if (interval_ms_ > 0) {
-      notifier_ = std::thread([this] { notifyLoop(); });
-    }
-  }
-  ~Progress() {
-    {
-      std::lock_guard lock(mutex_);
-      stopping_ = true;
-    }
-    wake_.notify_all();
-    if (notifier_.joinable()) {
-      notifier_.join();
-    }
-  }
-  Progress(const Progress&) = delete;
-  Progress& operator=(const Progress&) = delete;
-
-  void onEvent(const Json& event) {
-    const std::string type = event.value("type", "");
-    const std::string node = event.value("node_id", "");
-    std::lock_guard lock(mutex_);
-    if (type == "node.started") {
-      open_[node].push_back(std::chrono::steady_clock::now());
-    } else if (type == "node.finished") {
-      // A cache replay logs node.finished without node.started; an engine that says so
-      // (`cached`) is believed over the pairing, which a for_each's interleaving can blur.
-      bool started = closeCall(node);
-      if (auto it = event.find("cached"); it != event.end() && it->is_boolean()) {
-        started = !it->get<bool>();
-      }
-      std::cerr << (started ? "  ok      " : "  cached  ") << node << '\n';
-    } else if (type == "node.failed") {
-      closeCall(node);
-      std::cerr << "  FAILED  " << node << ": " << event.value("error", "") << '\n';
-    } else if (type == "node.skipped") {
-      std::cerr << "  skipped " << node << " (" << event.value("reason", "") << ")\n";
-    } else if (type == "node.retry") {
-      std::cerr << "  retry   " << node << " after attempt " << event.value("attempt", 0) << " in "
-                << event.value("delay_ms", 0) << " ms: " << oneLine(event.value("error", ""))
-                << '\n';
-    } else if (type == "node.activity") {
-      printOnce(node, "          " + node + ": ", event.value("activity", ""));
-    } else if (type == "node.log") {
-      if (node.empty()) {
-        std::cerr << "  warning " << event.value("message", "") << '\n';
-      } else {
-        printOnce(node, "  log     " + node + ": ", event.value("message", ""));
-      }
-    }
-  }
-
- private:
-  bool closeCall(const std::string& node) {
-    auto it = open_.find(node);
-    if (it == open_.end() || it->second.empty()) {
-      return false;
-    }
-    it->second.pop_front();
-    if (it->second.empty()) {
-      open_.erase(it);
-    }
-    return true;
-  }
-  // A provider's retry wait arrives twice, as a WARN log line and as a node.activity with the
-  // same text: the second of two identical lines in a row from a node is not printed.
-  void printOnce(const std::string& node, const std::string& prefix, const std::string& text) {
-    auto [it, inserted] = last_text_.try_emplace(node, text);
-    if (!inserted) {
-      if (it->second == text) {
-        return;
-      }
-      it->second = text;
-    }
-    std::cerr << prefix << text << '\n';
-  }
-  void notifyLoop() {
-    std::unique_lock lock(mutex_);
-    while (!stopping_) {
-      wake_.wait_for(lock, std::chrono::milliseconds(interval_ms_), [this] { return stopping_; });
-      if (stopping_ || open_.empty()) {
-        continue;
-      }
-      const auto now = std::chrono::steady_clock::now();
-      std::string text;
-      size_t listed = 0;
-      for (const auto& [node, starts] : open_) {
-        if (++listed > 8) {
-          text += ", and " + std::to_string(open_.size() - 8) + " more";
-          break;
-        }
-        const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now - starts.front());
-        text += (text.empty() ? "" : ", ") + node;
-        if (starts.size() > 1) {
-          text += " (" + std::to_string(starts.size()) + " calls)";
-        }
-        text += " for " + secondsText(ms.count());
-      }
-      std::cerr << "  still running: " << text << '\n';
-    }
-  }
-
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  bool stopping_ = false;
-  int64_t interval_ms_ = 0;
-  std::map<std::string, std::deque<std::chrono::steady_clock::time_point>> open_;  // per node
-  std::map<std::string, std::string> last_text_;  // per node: its last log/activity line
-  std::thread notifier_;
-};
 
 // Compares the resumed run's pinned definition with the experience as it is now, and says on
 // stderr which nodes changed (they, and what depends on them, run again; the rest replays).
@@ -326,23 +179,6 @@ bool checkSelection(const RunArgs& a, const spec::Experience& experience) {
     }
   }
   return true;
-}
-
-// The failures to report: the engine's, or, from an engine that does not collect them, the
-// node.failed events of the run's log (read only when something failed).
-std::vector<run::NodeFailure> failuresOf(const run::RunSummary& s) {
-  if (!s.failures.empty() || s.failed == 0) {
-    return s.failures;
-  }
-  std::vector<run::NodeFailure> failures;
-  if (auto log = events::readEventLog(s.event_log)) {
-    for (const auto& e : log->events) {
-      if (e.value("type", "") == "node.failed") {
-        failures.push_back({e.value("node_id", ""), e.value("error", "")});
-      }
-    }
-  }
-  return failures;
 }
 
 // ` --experience PATH` when the command was not run in the experience's folder, quoted for a
@@ -474,7 +310,7 @@ int execute(const RunArgs& a, const std::string& path, Json run_args,
                       std::chrono::steady_clock::now() - start)
                       .count();
   const auto& s = *summary;
-  const auto failures = failuresOf(s);
+  const auto& failures = s.failures;
   const bool resumable =
       s.status == run::RunStatus::kInterrupted || s.stop_reason == "budget_exhausted";
   if (a.json) {
