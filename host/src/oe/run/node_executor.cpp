@@ -205,7 +205,6 @@ void Run::startCall(NodeRuntime& node, Json extra_args, Json edge_inputs,
     call->edge_inputs = Json::object();  // a node no predecessor handed anything to
   }
   call->done = std::move(done);
-  call->write_key = writeKey(node.spec->id, call->extra_args);
   if (node.selected) {
     log_.nodeReady(node.spec->id, node.spec->phase);
   }
@@ -503,9 +502,11 @@ bool Run::applyOutput(Call& call, const Json& output, bool from_cache, std::stri
   // A write that already landed in this chain of runs (a resume replaying, or running again,
   // what the interrupted run had finished) is not applied again: an array_append would grow
   // twice and what reads it downstream would see the wrong input.
-  if (!delta.empty() && !store_.landed(call.write_key, call.cache_key)) {
+  const std::string write_key =
+      delta.empty() ? std::string() : writeKey(node.spec->id, call.extra_args);
+  if (!delta.empty() && !store_.landed(write_key, call.cache_key)) {
     auto result = store_.write(
-        delta, state::WriteMeta{log_.runId(), node.spec->id, call.write_key, call.cache_key});
+        delta, state::WriteMeta{log_.runId(), node.spec->id, write_key, call.cache_key});
     if (!result) {
       *error = result.error().message;
       return false;

@@ -35,9 +35,6 @@ struct Call final : oe_host_ctx {
   std::string state_json;  // and request share them)
   std::string edges_json;
   std::string cache_key;
-  // The write's identity in the run chain (issue 10, see writeKey): a resumed run does not
-  // apply a write that already landed in its chain.
-  std::string write_key;
   // Under runtime.deterministic, a run that stopped after an earlier item failed: this item's
   // output is not applied (it would land out of item order) but kept in the cache.
   bool drop = false;
