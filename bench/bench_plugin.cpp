@@ -50,9 +50,9 @@ void BM_PluginInvokeNativeTool(benchmark::State& bench) {
     return;
   }
   const oe_node_kind* kind = nullptr;
-  for (const oe_node_kind* k : (*library)->kinds()) {
-    if (std::string_view(k->kind) == "tool") {
-      kind = k;
+  for (const oe::plugins::KindTable& k : (*library)->kinds()) {
+    if (std::string_view(k.table.kind) == "tool") {
+      kind = &k.table;
     }
   }
   const std::string config =
@@ -61,8 +61,8 @@ void BM_PluginInvokeNativeTool(benchmark::State& bench) {
   oe_writer err;
   oe_node* node = nullptr;
   if (kind == nullptr ||
-      kind->create((*library)->self(), oe_str{config.data(), config.size()}, nullptr, &node,
-                   &err) != OE_OK) {
+      kind->create((*library)->self(), kind, oe_str{config.data(), config.size()}, nullptr,
+                   &node, &err) != OE_OK) {
     bench.SkipWithError(("cannot create a tool node: " + err.data).c_str());
     return;
   }
@@ -94,11 +94,12 @@ void BM_NativeToolDirect(benchmark::State& bench) {
     return;
   }
   const std::string input = R"({"i":3,"out":"f3","_edge_inputs":{},"_state":{}})";
+  BenchCall call;
   for (auto _ : bench) {
     oe_writer out;
     oe_writer err;
     benchmark::DoNotOptimize(
-        entry(oe::plugins::hostApi(), oe_str{input.data(), input.size()}, &out, &err));
+        entry(oe::plugins::hostApi(), &call, oe_str{input.data(), input.size()}, &out, &err));
   }
   ::dlclose(handle);
 }

@@ -386,8 +386,10 @@ static oe_status OE_ABI upper_init(const oe_host_api* host, oe_host_ctx* plugin_
 static void OE_ABI upper_deinit(oe_plugin* self) { free(self); }
 
 /* config_json is {"node": <spec>, "experience_dir": "..."}; the spec must list one `writes`. */
-static oe_status OE_ABI upper_create(oe_plugin* self, oe_str config_json, oe_host_ctx* node_ctx,
+static oe_status OE_ABI upper_create(oe_plugin* self, const oe_node_kind* kind,
+                                     oe_str config_json, oe_host_ctx* node_ctx,
                                      oe_node** out_node, oe_writer* err) {
+  (void)kind; /* one kind: nothing to tell apart */
   (void)node_ctx;
   const json_cursor root = {config_json.ptr, config_json.ptr + config_json.len};
   static const char* const kIdPath[] = {"node", "id", NULL};
@@ -511,7 +513,6 @@ static const oe_node_kind kKinds[] = {{
     upper_destroy,
     upper_invoke,
     NULL, /* cancel: a call takes microseconds, nothing to interrupt */
-    NULL, /* get_extension */
 }};
 
 static uint32_t OE_ABI upper_kind_count(const oe_plugin* self) {

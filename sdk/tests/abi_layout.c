@@ -53,7 +53,7 @@ _Static_assert(offsetof(oe_invocation, call) == 24, "oe_invocation.call");
 _Static_assert(offsetof(oe_invocation, response) == 32, "oe_invocation.response");
 _Static_assert(offsetof(oe_invocation, error) == 40, "oe_invocation.error");
 
-_Static_assert(sizeof(oe_node_kind) == 72, "oe_node_kind size");
+_Static_assert(sizeof(oe_node_kind) == 64, "oe_node_kind size");
 _Static_assert(offsetof(oe_node_kind, struct_size) == 0, "oe_node_kind.struct_size");
 _Static_assert(offsetof(oe_node_kind, flags) == 4, "oe_node_kind.flags");
 _Static_assert(offsetof(oe_node_kind, kind) == 8, "oe_node_kind.kind");
@@ -63,7 +63,6 @@ _Static_assert(offsetof(oe_node_kind, create) == 32, "oe_node_kind.create");
 _Static_assert(offsetof(oe_node_kind, destroy) == 40, "oe_node_kind.destroy");
 _Static_assert(offsetof(oe_node_kind, invoke) == 48, "oe_node_kind.invoke");
 _Static_assert(offsetof(oe_node_kind, cancel) == 56, "oe_node_kind.cancel");
-_Static_assert(offsetof(oe_node_kind, get_extension) == 64, "oe_node_kind.get_extension");
 
 _Static_assert(sizeof(oe_plugin_entry) == 80, "oe_plugin_entry size");
 _Static_assert(offsetof(oe_plugin_entry, struct_size) == 0, "oe_plugin_entry.struct_size");
@@ -121,7 +120,6 @@ static const oe_test_layout kLayout[] = {
     OE_FIELD(oe_node_kind, destroy),
     OE_FIELD(oe_node_kind, invoke),
     OE_FIELD(oe_node_kind, cancel),
-    OE_FIELD(oe_node_kind, get_extension),
     OE_WHOLE(oe_plugin_entry),
     OE_FIELD(oe_plugin_entry, struct_size),
     OE_FIELD(oe_plugin_entry, abi_version),

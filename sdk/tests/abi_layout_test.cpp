@@ -28,8 +28,8 @@ static_assert(sizeof(oe_host_api) == 64 && offsetof(oe_host_api, log) == 8 &&
               offsetof(oe_host_api, get_extension) == 56);
 static_assert(sizeof(oe_invocation) == 48 && offsetof(oe_invocation, request_json) == 8 &&
               offsetof(oe_invocation, error) == 40);
-static_assert(sizeof(oe_node_kind) == 72 && offsetof(oe_node_kind, create) == 32 &&
-              offsetof(oe_node_kind, get_extension) == 64);
+static_assert(sizeof(oe_node_kind) == 64 && offsetof(oe_node_kind, create) == 32 &&
+              offsetof(oe_node_kind, cancel) == 56);
 static_assert(sizeof(oe_plugin_entry) == 80 && offsetof(oe_plugin_entry, plugin_id) == 16 &&
               offsetof(oe_plugin_entry, init) == 40 &&
               offsetof(oe_plugin_entry, get_extension) == 72);
@@ -81,7 +81,6 @@ std::map<std::string, Layout> cxxLayout() {
       OE_FIELD(oe_node_kind, destroy),
       OE_FIELD(oe_node_kind, invoke),
       OE_FIELD(oe_node_kind, cancel),
-      OE_FIELD(oe_node_kind, get_extension),
       OE_WHOLE(oe_plugin_entry),
       OE_FIELD(oe_plugin_entry, struct_size),
       OE_FIELD(oe_plugin_entry, abi_version),

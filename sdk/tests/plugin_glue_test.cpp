@@ -175,7 +175,7 @@ class GlueTest : public ::testing::Test {
     oe_writer err;
     oe_node* node = nullptr;
     const std::string config = R"({"node":{"id":"e","kind":"glue-echo"},"experience_dir":"/x"})";
-    EXPECT_EQ(kind(0)->create(self_, oe::sdk::toStr(config), &plugin_ctx_, &node, &err), OE_OK)
+    EXPECT_EQ(kind(0)->create(self_, kind(0), oe::sdk::toStr(config), &plugin_ctx_, &node, &err), OE_OK)
         << err.data;
     if (node != nullptr) {
       nodes_.push_back(node);
@@ -266,7 +266,6 @@ TEST_F(GlueTest, KindTableMirrorsTheKindSpecs) {
     EXPECT_NE(k->destroy, nullptr);
     EXPECT_NE(k->invoke, nullptr);
     EXPECT_NE(k->cancel, nullptr);
-    EXPECT_NE(k->get_extension, nullptr);
   }
   EXPECT_NE(echo->create, picky->create) << "each kind gets its own create trampoline";
   EXPECT_EQ(kind(2), nullptr);
@@ -279,7 +278,6 @@ TEST_F(GlueTest, InvokeStreamsTheResponse) {
   oe_node* node = createEcho();
   ASSERT_NE(node, nullptr);
   EXPECT_EQ(counters_.nodes_alive, 1);
-  EXPECT_EQ(kind(0)->get_extension(node, "oe.kind.tool/1"), nullptr);
   Invocation inv;
   EXPECT_EQ(invoke(node, kind(0), "hello", inv, 2), OE_OK);
   EXPECT_EQ(inv.response.data, R"({"echo":"hello","attempt":2})");
@@ -407,7 +405,7 @@ TEST_F(GlueTest, CreateFailuresAreStatusesWithMessages) {
   for (const Case& c : cases) {
     oe_writer err;
     oe_node* node = nullptr;
-    EXPECT_EQ(picky->create(self_, oe::sdk::toStr(c.config), &plugin_ctx_, &node, &err), c.status)
+    EXPECT_EQ(picky->create(self_, picky, oe::sdk::toStr(c.config), &plugin_ctx_, &node, &err), c.status)
         << c.config;
     EXPECT_EQ(err.data, c.message) << c.config;
     EXPECT_EQ(node, nullptr) << c.config;

@@ -90,7 +90,7 @@ inline CallResult runNode(DirectPlugin& plugin, const oe_node_kind& kind, std::s
   CallResult result;
   oe_writer create_err;
   oe_node* node = nullptr;
-  result.status = kind.create(plugin.self(), oe_str{config.data(), config.size()},
+  result.status = kind.create(plugin.self(), &kind, oe_str{config.data(), config.size()},
                               &plugin.context(), &node, &create_err);
   if (result.status != OE_OK) {
     result.error = "create: " + create_err.data;

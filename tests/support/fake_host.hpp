@@ -269,7 +269,7 @@ class LoadedPlugin {
                       FakeContext* node_ctx = nullptr) const {
     CreateResult result;
     FakeWriter err;
-    result.status = kind.create(self_, oe_str{config_json.data(), config_json.size()},
+    result.status = kind.create(self_, &kind, oe_str{config_json.data(), config_json.size()},
                                 node_ctx == nullptr ? nullptr : FakeHost::context(*node_ctx),
                                 &result.node, FakeHost::writer(err));
     result.error = std::move(err.bytes);

@@ -83,7 +83,7 @@ class DatasetNode final : public sdk::Node {
         return readSqliteSource(spec_.sqlite, who_, cancelled);
       case SourceType::kHttp: {
         const oe_host_api* api = plugin_.host().api();
-        const oe_http_api* http = api == nullptr ? nullptr : sdk::findHttp(*api, call.context());
+        const sdk::Http http = api == nullptr ? sdk::Http{} : sdk::findHttp(*api, call.context());
         return readHttpSource(spec_.http, who_, http, call.context());
       }
       default:

@@ -78,8 +78,8 @@ std::string_view reasonPhrase(int status) {
 }  // namespace
 
 Expected<std::string> readHttpSource(const HttpSource& source, const std::string& who,
-                                     const oe_http_api* http, oe_host_ctx* call) {
-  if (http == nullptr) {
+                                     const sdk::Http& http, oe_host_ctx* call) {
+  if (!http) {
     return fail(OE_FAILED_PRECONDITION,
                 who +
                     ": an http source needs the host's HTTP service (oe.http/1 with fetch), "
@@ -103,7 +103,7 @@ Expected<std::string> readHttpSource(const HttpSource& source, const std::string
   }
   const std::string request_text = request.dump(-1, ' ', false, Json::error_handler_t::replace);
 
-  const sdk::HttpFetch fetched = sdk::fetch(*http, call, request_text);
+  const sdk::HttpFetch fetched = http.fetch(call, request_text);
   if (!fetched.ok()) {
     if (fetched.status() == OE_CANCELLED) {
       return fail(OE_CANCELLED, "cancelled");

@@ -2,7 +2,7 @@
 // built directly (no DOM for CSV and SQLite rows), or the failure with upstream's message.
 #pragma once
 
-#include <oe/ext/http.h>
+#include <oe/cpp/http.hpp>
 #include <oe/host.h>
 
 #include <functional>
@@ -26,6 +26,6 @@ Expected<std::string> readSqliteSource(const SqliteSource& source, const std::st
 
 // Through the host's oe.http/1 (`http` may be nullptr when the host offers none).
 Expected<std::string> readHttpSource(const HttpSource& source, const std::string& who,
-                                     const oe_http_api* http, oe_host_ctx* call);
+                                     const sdk::Http& http, oe_host_ctx* call);
 
 }  // namespace oe::dataset

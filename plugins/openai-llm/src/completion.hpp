@@ -3,7 +3,7 @@
 // call is cancelled, and turn every failure into a message that says what to do.
 #pragma once
 
-#include <oe/ext/http.h>
+#include <oe/cpp/http.hpp>
 #include <oe/host.h>
 
 #include "expected.hpp"
@@ -14,7 +14,7 @@ namespace oe::llm {
 
 struct CompletionContext {
   const oe_host_api& host;
-  const oe_http_api& http;
+  sdk::Http http;
   oe_host_ctx* call;     // the invocation's context (cancellation, events); may be null
   oe_host_ctx* log_ctx;  // where log lines go: `call` when given, else the plugin context
 };

@@ -10,7 +10,7 @@ using Json = nlohmann::json;
 
 }  // namespace
 
-Expected<HttpReply> post(const oe_http_api& http, oe_host_ctx* call, const HttpPost& request) {
+Expected<HttpReply> post(const sdk::Http& http, oe_host_ctx* call, const HttpPost& request) {
   Json headers = Json::object();
   for (const auto& [name, value] : request.headers) {
     headers[name] = value;
@@ -22,7 +22,7 @@ Expected<HttpReply> post(const oe_http_api& http, oe_host_ctx* call, const HttpP
                                 {"timeout_ms", request.timeout.count()},
                                 {"stall_timeout_ms", request.stall_timeout.count()}}
                                .dump(-1, ' ', false, Json::error_handler_t::replace);
-  const sdk::HttpFetch fetched = sdk::fetch(http, call, json);
+  const sdk::HttpFetch fetched = http.fetch(call, json);
   if (!fetched.ok()) {
     return fail(fetched.status(), fetched.error());
   }

@@ -31,6 +31,6 @@ struct HttpReply {
 
 // POSTs through oe.http/1. Any HTTP status is a reply; a failure carries oe.http/1's status
 // (OE_UNAVAILABLE, OE_DEADLINE_EXCEEDED, OE_CANCELLED, ...) and its message.
-Expected<HttpReply> post(const oe_http_api& http, oe_host_ctx* call, const HttpPost& request);
+Expected<HttpReply> post(const sdk::Http& http, oe_host_ctx* call, const HttpPost& request);
 
 }  // namespace oe::llm

@@ -41,14 +41,14 @@ class OpenAiLlmPlugin {
       raise(std::move(request).failure());
     }
     oe_host_ctx* ctx_for_host = call != nullptr ? call : host_.context();
-    const oe_http_api* http = sdk::findHttp(api, ctx_for_host);
-    if (http == nullptr) {
+    const sdk::Http http = sdk::findHttp(api, ctx_for_host);
+    if (!http) {
       throw sdk::Error(
           OE_FAILED_PRECONDITION,
           "the openai-llm plugin needs the host's HTTP service (oe.http/1 with fetch), "
           "which this host does not offer; use an oe host of the same version");
     }
-    const CompletionContext ctx{api, *http, call, ctx_for_host};
+    const CompletionContext ctx{api, http, call, ctx_for_host};
     auto result = llm::complete(ctx, *config, *request);
     if (!result) {
       raise(std::move(result).failure());

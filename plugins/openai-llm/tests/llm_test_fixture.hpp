@@ -41,9 +41,7 @@ class OfflineHttp {
  public:
   OfflineHttp() {
     table_.struct_size = sizeof(oe_http_api);
-    table_.request = nullptr;  // writers are the plugin's; fetch is what it calls
     table_.fetch = &OfflineHttp::fetch;
-    table_.release = &OfflineHttp::release;
     fetches().store(0);
   }
   [[nodiscard]] const oe_http_api* api() const { return &table_; }
@@ -60,14 +58,8 @@ class OfflineHttp {
     *out_response = oe_host_buf{nullptr, 0, nullptr};
     auto* text = new std::string("the test forbids the network; the request was: " +  // NOLINT
                                  std::string(request_json.ptr, request_json.len));
-    *out_error = oe_host_buf{text->data(), text->size(), text};
+    *out_error = oe_host_buf{text->data(), text->size(), text};  // the host's release frees it
     return OE_UNAVAILABLE;
-  }
-  static void OE_ABI release(oe_host_buf* buf) {
-    if (buf != nullptr) {
-      delete static_cast<std::string*>(buf->opaque);  // NOLINT: the string fetch allocated
-      *buf = oe_host_buf{nullptr, 0, nullptr};
-    }
   }
   oe_http_api table_{};
 };

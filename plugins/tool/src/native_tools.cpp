@@ -98,6 +98,12 @@ Expected<oe_tool_invoke_fn> NativeTools::load(const ToolIdentity& who) {
     handles_.emplace(who.path, handle);
   }
   void* symbol = ::dlsym(handle, OE_TOOL_ENTRY_SYMBOL);
+  if (symbol == nullptr && ::dlsym(handle, "oe_tool_invoke_v1") != nullptr) {
+    return fail(OE_FAILED_PRECONDITION,
+                "Tool \"" + who.id + "\": " + who.path +
+                    " was built against plugin ABI 0.1 (it exports oe_tool_invoke_v1, without "
+                    "a call context); rebuild it against the SDK installed with this oe");
+  }
   if (symbol == nullptr) {
     return fail(OE_FAILED_PRECONDITION,
                 "Tool \"" + who.id + "\": " + who.path + " does not export " +
@@ -108,11 +114,11 @@ Expected<oe_tool_invoke_fn> NativeTools::load(const ToolIdentity& who) {
 }
 
 Expected<std::string> NativeTools::call(oe_tool_invoke_fn entry, const ToolIdentity& who,
-                                        std::string_view input) const {
+                                        oe_host_ctx* call_ctx, std::string_view input) const {
   ScratchWriter out;
   ScratchWriter err;
   const oe_status status =
-      entry(&proxy_, oe_str{input.data(), input.size()}, asWriter(out), asWriter(err));
+      entry(&proxy_, call_ctx, oe_str{input.data(), input.size()}, asWriter(out), asWriter(err));
   if (status != OE_OK) {
     std::string message = "Tool \"" + who.id + "\" (" + who.impl + ") failed";
     message += err.bytes.empty() ? " with status " + std::to_string(status) + " and no message"

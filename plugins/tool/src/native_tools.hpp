@@ -1,4 +1,4 @@
-// The native flavour: a shared library exporting oe_tool_invoke_v1 (<oe/kinds/tool.h>), loaded
+// The native flavour: a shared library exporting oe_tool_invoke_v2 (<oe/kinds/tool.h>), loaded
 // once per path for the plugin's life and called in-process on the invoking thread.
 #pragma once
 
@@ -28,8 +28,9 @@ class NativeTools {
   Expected<oe_tool_invoke_fn> load(const ToolIdentity& who);
 
   // Calls the tool with `input`; returns the normalised response JSON.
+  // call_ctx: the invocation's call context, handed to the tool (log, is_cancelled, ...).
   Expected<std::string> call(oe_tool_invoke_fn entry, const ToolIdentity& who,
-                             std::string_view input) const;
+                             oe_host_ctx* call_ctx, std::string_view input) const;
 
  private:
   oe_host_api proxy_{};

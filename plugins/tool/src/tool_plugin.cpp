@@ -226,11 +226,11 @@ Expected<std::string> ToolNode::run(sdk::Call& call, std::string_view input, Can
       return std::move(outcome->response);
     }
     case Flavour::kNative:
-      // In-process code cannot be interrupted; a cancel that came first is still honoured.
+      // In-process code is not interrupted: the tool polls is_cancelled on its call context.
       if (token.requested()) {
         return fail(OE_CANCELLED, "cancelled");
       }
-      return plugin_.nativeTools().call(native_entry_, who_, input);
+      return plugin_.nativeTools().call(native_entry_, who_, call.context(), input);
     default:
       return fail(OE_INTERNAL, "Tool \"" + who_.id + "\": unknown tool flavour");
   }

@@ -53,7 +53,7 @@ TEST_F(NativeToolTest, LibraryWithoutTheEntryPointIsRejectedAtCreate) {
   const CreateResult created = tryCreate("bad", OE_TOOL_NATIVE_NO_ENTRY);
   EXPECT_EQ(created.status, OE_FAILED_PRECONDITION);
   EXPECT_EQ(created.error, "Tool \"bad\": " + std::string(OE_TOOL_NATIVE_NO_ENTRY) +
-                               " does not export oe_tool_invoke_v1; build it with OE_DECLARE_TOOL "
+                               " does not export oe_tool_invoke_v2; build it with OE_DECLARE_TOOL "
                                "from <oe/kinds/tool.h>");
 }
 

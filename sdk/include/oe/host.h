@@ -16,21 +16,25 @@ typedef struct oe_host_api {
   uint32_t struct_size; /* sizeof(oe_host_api) in the host's build: check before using a member */
   uint32_t abi_version; /* OE_ABI_VERSION the host was built with */
 
-  /* Writes one line to the host log. ctx: the plugin or call context (names the node when a call
-   * context is given). message: BORROWED. */
+  /* Writes one line to the host log. ctx: the plugin, node or call context (a node or call
+   * context names the node). message: BORROWED. */
   void(OE_ABI* log)(oe_host_ctx* ctx, oe_log_level level, oe_str message);
 
   /* Appends bytes to a host-owned writer. bytes: BORROWED, copied before return.
    * Returns OE_OK, or OE_RESOURCE_EXHAUSTED when the writer's size limit is hit. */
   oe_status(OE_ABI* write)(oe_writer* writer, oe_str bytes);
 
-  /* Gives back a buffer the host handed out (state_get). Exactly once per buffer. */
+  /* Gives back a buffer the host handed out: the one release for every oe_host_buf (state_get,
+   * oe.llm/1, oe.prompt/1, oe.http/1). Exactly once per buffer; resets it to {NULL, 0, NULL}.
+   * NULL-safe. ctx: any context, or NULL. */
   void(OE_ABI* release)(oe_host_ctx* ctx, oe_host_buf* buf);
 
   /* Appends an event for the current node to the run's event log. call: the call context of an
-   * invocation in progress. type: "node.activity", "node.tokens" or a plugin's own
-   * "<plugin-id>.<name>". fields_json: BORROWED JSON object whose members are appended after the
-   * host's own (type, run_id, node_id, ts). Returns OE_INVALID_ARGUMENT for malformed JSON. */
+   * invocation in progress (OE_FAILED_PRECONDITION for any other context). type:
+   * "node.activity", "node.tokens" or the plugin's own "<plugin-id>.<name>" (its own plugin_id,
+   * then a name of [A-Za-z0-9_.-]). fields_json: BORROWED JSON object whose members are appended
+   * after the host's own (type, run_id, node_id, ts). Returns OE_INVALID_ARGUMENT, and logs why,
+   * for any other type or for fields_json that is not a JSON object. */
   oe_status(OE_ABI* emit_event)(oe_host_ctx* call, oe_str type, oe_str fields_json);
 
   /* Reads the current value of a state field the node declares in `reads`, as JSON.

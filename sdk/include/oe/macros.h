@@ -10,6 +10,13 @@
 #define OE_EXPORT __attribute__((visibility("default")))
 #endif
 
+/* Marks a parameter a function may leave unused (OE_DECLARE_TOOL's call context). */
+#if defined(__GNUC__) || defined(__clang__)
+#define OE_MAYBE_UNUSED __attribute__((unused))
+#else
+#define OE_MAYBE_UNUSED
+#endif
+
 #ifdef __cplusplus
 #define OE_EXTERN_C extern "C"
 #define OE_BEGIN_DECLS extern "C" {

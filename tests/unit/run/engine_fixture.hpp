@@ -47,7 +47,8 @@ inline Recorder*& currentRecorder() {
   return recorder;
 }
 
-inline oe_status fakeCreate(oe_plugin* /*self*/, oe_str /*config*/, oe_host_ctx* /*ctx*/,
+inline oe_status fakeCreate(oe_plugin* /*self*/, const oe_node_kind* /*kind*/, oe_str /*config*/,
+                            oe_host_ctx* /*ctx*/,
                             oe_node** out_node, oe_writer* /*err*/) {
   *out_node = reinterpret_cast<oe_node*>(currentRecorder());
   return OE_OK;
@@ -106,8 +107,7 @@ inline oe_status fakeInvoke(oe_node* node, const oe_invocation* inv) {
 }
 
 inline const oe_node_kind kFakeKind = {sizeof(oe_node_kind), 0, "fake", "in-process test kind",
-                                       nullptr, fakeCreate, fakeDestroy, fakeInvoke, nullptr,
-                                       nullptr};
+                                       nullptr, fakeCreate, fakeDestroy, fakeInvoke, nullptr};
 
 class EngineTest : public ::testing::Test {
  protected:

@@ -29,7 +29,8 @@ void addPluginsCommand(CLI::App& app, int& exit_code) {
     for (const auto& lib : registry.libraries()) {
       Json kinds = Json::array();
       std::string kinds_text;
-      for (const oe_node_kind* kind : lib->kinds()) {
+      for (const plugins::KindTable& entry : lib->kinds()) {
+        const oe_node_kind* kind = &entry.table;
         kinds.push_back(kind->kind);
         if (!kinds_text.empty()) {
           kinds_text.push_back(',');

@@ -19,12 +19,6 @@ std::atomic<const oe_host_api*>& registeredHost() noexcept {
   return host;
 }
 
-void writeText(const oe_host_api& host, oe_writer* writer, std::string_view text) noexcept {
-  if (writer != nullptr) {
-    host.write(writer, oe_str{text.data(), text.size()});
-  }
-}
-
 Result<std::chrono::milliseconds> positiveMs(const Json& doc, const char* key,
                                              std::chrono::milliseconds fallback) {
   auto it = doc.find(key);
@@ -59,42 +53,6 @@ Served perform(const oe_host_api& host, oe_host_ctx* call, oe_str request_json) 
     return {failure, result.error().message};
   }
   return {OE_OK, httpResponseJson(*result)};
-}
-
-template <class Body>
-oe_status guarded(const oe_host_api& host, oe_writer* err, Body&& body) noexcept {
-  try {
-    return body();
-  } catch (const std::bad_alloc&) {
-    writeText(host, err, "out of memory");
-    return OE_RESOURCE_EXHAUSTED;
-  } catch (const std::exception& e) {
-    writeText(host, err, std::string("oe.http/1 internal error: ") + e.what());
-    return OE_INTERNAL;
-  }
-}
-
-oe_status OE_ABI serve(oe_host_ctx* call, oe_str request_json, oe_writer* response,
-                       oe_writer* err) noexcept {
-  const oe_host_api* host = registeredHost().load(std::memory_order_acquire);
-  if (host == nullptr) {
-    return OE_FAILED_PRECONDITION;  // nowhere to write a message: the host forgot setHostApi
-  }
-  return guarded(*host, err, [&] {
-    Served served = perform(*host, call, request_json);
-    if (served.status != OE_OK) {
-      writeText(*host, err, served.text);
-      return served.status;
-    }
-    if (response == nullptr) {
-      return OE_INVALID_ARGUMENT;
-    }
-    const oe_status written = host->write(response, oe_str{served.text.data(), served.text.size()});
-    if (written != OE_OK) {
-      writeText(*host, err, "the HTTP response exceeds the writer's size limit");
-    }
-    return written;
-  });
 }
 
 void fill(oe_host_buf* buf, std::string text) {
@@ -133,15 +91,8 @@ oe_status OE_ABI fetch(oe_host_ctx* call, oe_str request_json, oe_host_buf* out_
   }
 }
 
-void OE_ABI release(oe_host_buf* buf) noexcept {
-  if (buf == nullptr) {
-    return;
-  }
-  delete static_cast<std::string*>(buf->opaque);  // NOLINT(cppcoreguidelines-owning-memory)
-  *buf = oe_host_buf{nullptr, 0, nullptr};
-}
-
-constexpr oe_http_api kHttpApi{sizeof(oe_http_api), &serve, &fetch, &release};
+// Its buffers are std::string objects, as every host buffer: the host table's release frees them.
+constexpr oe_http_api kHttpApi{sizeof(oe_http_api), &fetch};
 
 }  // namespace
 

@@ -5,10 +5,15 @@
 
 #include <boost/dll/shared_library.hpp>
 
+#include <algorithm>
 #include <cstddef>
+#include <cstring>
 #include <system_error>
 
 namespace oe::plugins {
+namespace {
+constexpr uint32_t kKnownKindFlags = OE_NODE_KIND_REENTRANT;
+}  // namespace
 
 struct PluginLibrary::Impl {
   boost::dll::shared_library library;
@@ -22,8 +27,8 @@ std::string abiVersionString(uint32_t version) {
 PluginLibrary::PluginLibrary() : impl_(std::make_unique<Impl>()) {}
 
 PluginLibrary::~PluginLibrary() {
-  if (initialised_ && entry_->deinit != nullptr) {
-    entry_->deinit(self_);
+  if (initialised_ && entry_copy_.deinit != nullptr) {
+    entry_copy_.deinit(self_);
   }
   // Plugins are never unloaded while the process lives: C++ plugins cannot be unloaded anyway
   // (STB_GNU_UNIQUE), and a thread a plugin forgot to join would crash on unmapped code.
@@ -31,10 +36,10 @@ PluginLibrary::~PluginLibrary() {
 }
 
 const void* PluginLibrary::extension(const char* id) const {
-  if (!initialised_ || entry_->get_extension == nullptr || id == nullptr) {
+  if (!initialised_ || entry_copy_.get_extension == nullptr || id == nullptr) {
     return nullptr;
   }
-  return entry_->get_extension(self_, id);
+  return entry_copy_.get_extension(self_, id);
 }
 
 Result<std::shared_ptr<PluginLibrary>> PluginLibrary::open(const std::filesystem::path& path,
@@ -69,55 +74,74 @@ Result<std::shared_ptr<PluginLibrary>> PluginLibrary::open(const std::filesystem
     return makeError(where + "the plugin refused to load into this host (plugin ABI " + host_abi +
                      "); rebuild it against the SDK installed with this oe");
   }
-  // Read the three leading members first: they are the same in every ABI version.
-  if (entry->struct_size < offsetof(oe_plugin_entry, plugin_id)) {
+  // struct_size, abi_version and min_host_abi lead every version of the descriptor.
+  if (entry->struct_size < offsetof(oe_plugin_entry, flags)) {
     return makeError(where + "descriptor too small (" + std::to_string(entry->struct_size) +
                      " bytes); the library is corrupt or not built with the oe SDK");
   }
   const uint32_t plugin_abi = entry->abi_version;
-  // 0.x is unstable: major and minor must match exactly. From 1.0: same major, and the plugin's
-  // min_host_abi must not be newer than this host.
-  const bool compatible =
-      OE_ABI_VERSION_GET_MAJOR(plugin_abi) == OE_ABI_VERSION_MAJOR &&
-      (OE_ABI_VERSION_MAJOR == 0 ? OE_ABI_VERSION_GET_MINOR(plugin_abi) == OE_ABI_VERSION_MINOR
-                                 : entry->min_host_abi <= OE_ABI_VERSION);
-  if (!compatible) {
+  if (oe_abi_compatible(OE_ABI_VERSION, plugin_abi, entry->min_host_abi) == 0) {
     return makeError(where + "built for plugin ABI " + abiVersionString(plugin_abi) +
                      ", but this oe speaks " + host_abi +
                      "; rebuild the plugin against the SDK installed with this oe");
   }
-  if (entry->struct_size < sizeof(oe_plugin_entry)) {
+  // Append-only: read what the plugin's build has, and treat the members it predates as NULL.
+  // The required ones (up to node_kind_at) are in every version.
+  constexpr size_t kEntryRequired = offsetof(oe_plugin_entry, get_extension);
+  if (entry->struct_size < kEntryRequired) {
     return makeError(where + "descriptor too small (" + std::to_string(entry->struct_size) +
-                     " bytes, ABI " + host_abi + " needs " + std::to_string(sizeof(oe_plugin_entry)) +
-                     "); rebuild it against the installed SDK");
+                     " bytes; every version has at least " + std::to_string(kEntryRequired) +
+                     "); the library is corrupt or not built with the oe SDK");
   }
-  if (entry->init == nullptr || entry->node_kind_count == nullptr || entry->node_kind_at == nullptr ||
-      entry->plugin_id == nullptr) {
+  std::memcpy(&lib->entry_copy_, entry, std::min<size_t>(entry->struct_size, sizeof(oe_plugin_entry)));
+  const oe_plugin_entry& desc = lib->entry_copy_;
+  if (desc.flags != 0) {
+    return makeError(where + "descriptor flags are " + std::to_string(desc.flags) +
+                     ", but this oe defines none (they must be 0); rebuild it against the "
+                     "installed SDK");
+  }
+  if (desc.init == nullptr || desc.node_kind_count == nullptr || desc.node_kind_at == nullptr ||
+      desc.plugin_id == nullptr) {
     return makeError(where + "descriptor lacks init/node_kind_count/node_kind_at/plugin_id");
   }
-  lib->entry_ = entry;
-  lib->id_ = entry->plugin_id;
-  lib->version_ = entry->plugin_version != nullptr ? entry->plugin_version : "";
-  lib->description_ = entry->description != nullptr ? entry->description : "";
+  lib->id_ = desc.plugin_id;
+  lib->version_ = desc.plugin_version != nullptr ? desc.plugin_version : "";
+  lib->description_ = desc.description != nullptr ? desc.description : "";
   lib->context_ = std::make_unique<PluginContext>(lib->id_, log_sink);
 
   oe_writer err;
-  const oe_status status = entry->init(hostApi(), lib->context_.get(), &lib->self_, &err);
+  const oe_status status = desc.init(hostApi(), lib->context_.get(), &lib->self_, &err);
   if (status != OE_OK) {
     return makeError(where + "plugin \"" + lib->id_ + "\" init failed (status " +
                      std::to_string(status) + "): " + (err.data.empty() ? "no message" : err.data));
   }
   lib->initialised_ = true;
 
-  const uint32_t count = entry->node_kind_count(lib->self_);
+  constexpr size_t kKindRequired = offsetof(oe_node_kind, cancel);
+  const uint32_t count = desc.node_kind_count(lib->self_);
   for (uint32_t i = 0; i < count; ++i) {
-    const oe_node_kind* kind = entry->node_kind_at(lib->self_, i);
-    if (kind == nullptr || kind->struct_size < sizeof(oe_node_kind) || kind->kind == nullptr ||
-        kind->create == nullptr || kind->destroy == nullptr || kind->invoke == nullptr) {
-      return makeError(where + "node kind #" + std::to_string(i) +
-                       " is malformed (missing name/create/destroy/invoke or struct too small)");
+    const oe_node_kind* kind = desc.node_kind_at(lib->self_, i);
+    const std::string which = "node kind #" + std::to_string(i) +
+                              (kind != nullptr && kind->struct_size >= kKindRequired &&
+                                       kind->kind != nullptr
+                                   ? " (\"" + std::string(kind->kind) + "\")"
+                                   : std::string());
+    if (kind == nullptr || kind->struct_size < kKindRequired) {
+      return makeError(where + which + " is malformed: its descriptor is missing or smaller than "
+                       "the members every version has");
     }
-    lib->kinds_.push_back(kind);
+    KindTable& copy = lib->kinds_.emplace_back();
+    copy.descriptor = kind;
+    std::memcpy(&copy.table, kind, std::min<size_t>(kind->struct_size, sizeof(oe_node_kind)));
+    if (copy.table.kind == nullptr || copy.table.create == nullptr ||
+        copy.table.destroy == nullptr || copy.table.invoke == nullptr) {
+      return makeError(where + which + " is malformed: it lacks a name, create, destroy or invoke");
+    }
+    if ((copy.table.flags & ~kKnownKindFlags) != 0) {
+      return makeError(where + which + " sets flags " + std::to_string(copy.table.flags) +
+                       " that this oe does not know (known: OE_NODE_KIND_REENTRANT); rebuild it "
+                       "against the installed SDK");
+    }
   }
   return lib;
 }

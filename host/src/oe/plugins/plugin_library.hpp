@@ -4,6 +4,7 @@
 
 #include <oe/oe.h>
 
+#include <deque>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -13,6 +14,14 @@
 #include "oe/plugins/host_context.hpp"
 
 namespace oe::plugins {
+
+// A node kind as the host uses it: `table` is the host's copy of the plugin's descriptor, read
+// up to the plugin's struct_size with the members it lacks set to NULL (so every later read is
+// plain); `descriptor` is the plugin's own pointer, handed back to create.
+struct KindTable {
+  oe_node_kind table{};
+  const oe_node_kind* descriptor = nullptr;
+};
 
 class PluginLibrary {
  public:
@@ -28,8 +37,8 @@ class PluginLibrary {
   [[nodiscard]] const std::string& id() const { return id_; }
   [[nodiscard]] const std::string& version() const { return version_; }
   [[nodiscard]] const std::string& description() const { return description_; }
-  [[nodiscard]] uint32_t abiVersion() const { return entry_->abi_version; }
-  [[nodiscard]] const std::vector<const oe_node_kind*>& kinds() const { return kinds_; }
+  [[nodiscard]] uint32_t abiVersion() const { return entry_copy_.abi_version; }
+  [[nodiscard]] const std::deque<KindTable>& kinds() const { return kinds_; }
   [[nodiscard]] oe_plugin* self() const { return self_; }
   // The plugin-level service `id` (entry->get_extension), e.g. oe.llm-provider/1; NULL if none.
   [[nodiscard]] const void* extension(const char* id) const;
@@ -40,14 +49,14 @@ class PluginLibrary {
 
   std::unique_ptr<Impl> impl_;  // holds the OS handle; destroyed last (after deinit)
   std::filesystem::path path_;
-  const oe_plugin_entry* entry_ = nullptr;
   oe_plugin* self_ = nullptr;
   bool initialised_ = false;
   std::unique_ptr<PluginContext> context_;
   std::string id_;
   std::string version_;
   std::string description_;
-  std::vector<const oe_node_kind*> kinds_;
+  std::deque<KindTable> kinds_;  // stable addresses: LoadedKind points into it
+  oe_plugin_entry entry_copy_{};
 };
 
 [[nodiscard]] std::string abiVersionString(uint32_t version);

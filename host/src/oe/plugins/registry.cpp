@@ -75,7 +75,8 @@ void PluginRegistry::loadFrom(const std::vector<std::filesystem::path>& dirs) {
         continue;
       }
       std::shared_ptr<PluginLibrary> lib = std::move(opened).value();
-      for (const oe_node_kind* kind : lib->kinds()) {
+      for (const KindTable& entry : lib->kinds()) {
+        const oe_node_kind* kind = &entry.table;
         auto existing = kinds_.find(kind->kind);
         if (existing != kinds_.end()) {
           warnings_.push_back(file.string() + ": kind \"" + kind->kind +
@@ -83,7 +84,7 @@ void PluginRegistry::loadFrom(const std::vector<std::filesystem::path>& dirs) {
                               existing->second.library->path().string() + "; keeping that one");
           continue;
         }
-        kinds_.emplace(kind->kind, LoadedKind{lib, kind});
+        kinds_.emplace(kind->kind, LoadedKind{lib, kind, entry.descriptor});
       }
       libraries_.push_back(std::move(lib));
     }

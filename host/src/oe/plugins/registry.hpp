@@ -15,7 +15,8 @@ namespace oe::plugins {
 
 struct LoadedKind {
   std::shared_ptr<PluginLibrary> library;  // pins the code while anything uses the kind
-  const oe_node_kind* kind = nullptr;
+  const oe_node_kind* kind = nullptr;        // the host's full-size copy (KindTable::table)
+  const oe_node_kind* descriptor = nullptr;  // the plugin's own, for create; nullptr = `kind`
 };
 
 struct Refusal {

@@ -42,6 +42,21 @@ constexpr size_t kMaxPoolThreads = 64;
 
 enum class Outcome { kPending, kRunning, kSucceeded, kFailed, kSkipped };
 
+class Run;
+struct NodeRuntime;
+
+// The node context given to create (node.h): valid until the node's instances are destroyed.
+// It logs as the node; services that need an invocation (events, state) are refused.
+class NodeContext final : public oe_host_ctx {
+ public:
+  NodeContext(Run& run, const NodeRuntime& node) : run_(run), node_(node) {}
+  void log(oe_log_level level, std::string_view message) override;
+
+ private:
+  Run& run_;
+  const NodeRuntime& node_;
+};
+
 struct NodeRuntime {
   const spec::NodeSpec* spec = nullptr;
   uint32_t index = 0;
@@ -60,6 +75,7 @@ struct NodeRuntime {
   // Node instances: one shared instance for reentrant kinds, else a free list.
   std::vector<oe_node*> instances;
   std::vector<oe_node*> idle;
+  std::unique_ptr<NodeContext> context;  // made with the first instance
   std::unique_ptr<ForEachRun> each;  // only while a for_each node runs its items
 };
 
@@ -82,7 +98,7 @@ class Run {
   void destroyInstances(NodeRuntime& node);
 
   // Called from worker threads through Call.
-  void logFromPlugin(const Call& call, oe_log_level level, std::string_view message);
+  void logFromNode(const NodeRuntime& node, oe_log_level level, std::string_view message);
   oe_status llmFromPlugin(Call& call, std::string_view request_json, std::string& out);
   oe_status emitFromPlugin(const Call& call, std::string_view type, std::string_view fields);
 

@@ -95,8 +95,40 @@ int64_t retryDelayMs(const spec::OnError& policy, int attempt) {
              : base * attempt;
 }
 
+void NodeContext::log(oe_log_level level, std::string_view message) {
+  run_.logFromNode(node_, level, message);
+}
+
+void Call::invoke(const std::string& request) {
+  {
+    std::lock_guard lock(phase_mutex);
+    if (cancelled.load()) {
+      phase = Phase::kReturned;
+      status = OE_CANCELLED;
+      return;
+    }
+    phase = Phase::kInvoking;
+  }
+  const oe_invocation inv{sizeof(oe_invocation), static_cast<uint32_t>(attempt),
+                          oe_str{request.data(), request.size()}, this, &response, &error};
+  status = node->kind->kind->invoke(instance, &inv);
+  std::lock_guard lock(phase_mutex);  // waits for a cancel racing the return
+  phase = Phase::kReturned;
+}
+
+bool Call::requestCancel() {
+  if (cancelled.exchange(true)) {
+    return false;
+  }
+  std::lock_guard lock(phase_mutex);
+  if (phase == Phase::kInvoking && node->kind->kind->cancel != nullptr) {
+    node->kind->kind->cancel(instance, this);
+  }
+  return phase != Phase::kReturned;
+}
+
 void Call::log(oe_log_level level, std::string_view message) {
-  run->logFromPlugin(*this, level, message);
+  run->logFromNode(*node, level, message);
 }
 
 oe_status Call::emitEvent(std::string_view type, std::string_view fields_json) {
@@ -173,17 +205,45 @@ oe_status Run::llmFromPlugin(Call& call, std::string_view request_json, std::str
   return answer.status;
 }
 
-void Run::logFromPlugin(const Call& call, oe_log_level level, std::string_view message) {
+void Run::logFromNode(const NodeRuntime& node, oe_log_level level, std::string_view message) {
   // Plugin log lines go to the same sink as the plugin-level log, tagged with the node.
   const char* tag = level >= OE_LOG_ERROR ? "error" : level >= OE_LOG_WARN ? "warn" : "info";
-  Json event = {{"type", "node.log"}, {"node_id", call.node->spec->id}, {"level", tag},
+  Json event = {{"type", "node.log"}, {"node_id", node.spec->id}, {"level", tag},
                 {"message", std::string(message)}};
   emitLocal(event);
 }
 
+bool pluginEventTypeAllowed(std::string_view type, std::string_view plugin_id) {
+  if (type == "node.activity" || type == "node.tokens") {
+    return true;
+  }
+  if (plugin_id.empty() || type.size() <= plugin_id.size() + 1 || !type.starts_with(plugin_id) ||
+      type[plugin_id.size()] != '.') {
+    return false;
+  }
+  const std::string_view name = type.substr(plugin_id.size() + 1);
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           c == '_' || c == '.' || c == '-';
+  });
+}
+
 oe_status Run::emitFromPlugin(const Call& call, std::string_view type, std::string_view fields) {
+  const std::string_view plugin_id =
+      call.node->kind->library ? std::string_view(call.node->kind->library->id()) : "";
+  if (!pluginEventTypeAllowed(type, plugin_id)) {
+    logFromNode(*call.node, OE_LOG_WARN,
+                "emit_event refused type \"" + std::string(type) +
+                    "\": a plugin emits node.activity, node.tokens or its own \"" +
+                    std::string(plugin_id.empty() ? "<plugin-id>" : plugin_id) + ".<name>\"");
+    return OE_INVALID_ARGUMENT;
+  }
   auto written = log_.nodeEvent(type, call.node->spec->id, fields);
-  return written ? OE_OK : OE_INVALID_ARGUMENT;
+  if (!written) {
+    logFromNode(*call.node, OE_LOG_WARN, "emit_event refused: " + written.error().message);
+    return OE_INVALID_ARGUMENT;
+  }
+  return OE_OK;
 }
 
 std::vector<cache::FileDigest> Run::fileDigests(NodeRuntime& node) {
@@ -309,9 +369,13 @@ Result<oe_node*> Run::acquireInstance(NodeRuntime& node) {
   oe_node* instance = nullptr;
   const std::string config =
       "{\"experience_dir\":" + experience_dir_json_ + ",\"node\":" + nodeJson(node) + "}";
+  if (!node.context) {
+    node.context = std::make_unique<NodeContext>(*this, node);
+  }
   const oe_status status = node.kind->kind->create(
       node.kind->library ? node.kind->library->self() : nullptr,
-      oe_str{config.data(), config.size()}, nullptr, &instance, &err);
+      node.kind->descriptor != nullptr ? node.kind->descriptor : node.kind->kind,
+      oe_str{config.data(), config.size()}, node.context.get(), &instance, &err);
   if (status != OE_OK || instance == nullptr) {
     return makeError(err.data.empty() ? "the " + node.spec->kind +
                                             " plugin could not create the node (status " +
@@ -359,12 +423,8 @@ void Run::attempt(const std::shared_ptr<Call>& call) {
   ++calls_in_flight_;
   active_calls_.push_back(call);
 
-  auto invoke = [call, request = std::move(request)] {
-    oe_invocation inv{sizeof(oe_invocation), static_cast<uint32_t>(call->attempt),
-                      oe_str{request.data(), request.size()}, call.get(), &call->response,
-                      &call->error};
-    call->status = call->node->kind->kind->invoke(call->instance, &inv);
-  };
+  call->phase = Call::Phase::kQueued;
+  auto invoke = [call, request = std::move(request)] { call->invoke(request); };
   const auto timeout = node.spec->timeout_ms;
   // Inline when nothing else could run meanwhile: saves the thread hand-off (35-70 µs here),
   // which dominates cheap nodes. Ready nodes cannot start while the concurrency limit is
@@ -389,11 +449,8 @@ void Run::attempt(const std::shared_ptr<Call>& call) {
   if (timeout) {
     call->timer = std::make_unique<asio::steady_timer>(io_, std::chrono::milliseconds(*timeout));
     call->timer->async_wait([call](const boost::system::error_code& ec) {
-      if (!ec && !call->cancelled.exchange(true)) {
-        call->timed_out = true;
-        if (call->node->kind->kind->cancel != nullptr) {
-          call->node->kind->kind->cancel(call->instance, call.get());
-        }
+      if (!ec && call->requestCancel()) {
+        call->timed_out = true;  // read on this thread, in invokeDone
       }
     });
   }

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 
@@ -45,11 +46,23 @@ struct Call final : oe_host_ctx {
   oe_status status = OE_OK;
   std::atomic<bool> cancelled{false};
   bool timed_out = false;
+  // Where the plugin call is; guarded by phase_mutex, so the kind's cancel reaches the plugin
+  // only while invoke runs (node.h's contract), never before it starts or after it returned.
+  enum class Phase { kQueued, kInvoking, kReturned };
+  std::mutex phase_mutex;
+  Phase phase = Phase::kQueued;
   std::unique_ptr<boost::asio::steady_timer> timer;
   // Continuation on the coordinator: success flag and the edge_output (null when absent).
   std::function<void(bool ok, const Json* edge_output)> done;
 
   llm::CallUsage llm_usage;  // written by oe.llm/1 on the worker thread during the attempt
+
+  // Runs the plugin's invoke for this attempt on the calling thread, unless the call was
+  // cancelled before it started (then status is OE_CANCELLED and the plugin is not called).
+  void invoke(const std::string& request);
+  // Marks the call cancelled and, if its invoke is running, asks the plugin to stop (the kind's
+  // cancel). Any thread. True when this was the first request and the call had not returned yet.
+  bool requestCancel();
 
   void log(oe_log_level level, std::string_view message) override;
   oe_status emitEvent(std::string_view type, std::string_view fields_json) override;
@@ -75,6 +88,10 @@ struct Call final : oe_host_ctx {
 [[nodiscard]] std::string invokeRequest(std::string_view node_json, const Call& call,
                                         std::string_view run_id, std::string_view node_id,
                                         std::string_view experience_dir_json);
+
+// node.h's rule for emit_event: "node.activity", "node.tokens" or "<plugin_id>.<name>", the name
+// of [A-Za-z0-9_.-]. A kind without a plugin (the unit tests') may use the first two only.
+[[nodiscard]] bool pluginEventTypeAllowed(std::string_view type, std::string_view plugin_id);
 
 // The message of an invocation that returned `status` (not OE_OK) with `error_text` written.
 [[nodiscard]] std::string invocationError(oe_status status, const std::string& error_text,

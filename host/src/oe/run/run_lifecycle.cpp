@@ -162,9 +162,8 @@ RunSummary Run::execute() {
     }
     {
       std::lock_guard lock(inline_mutex_);
-      if (inline_call_ != nullptr && !inline_call_->cancelled.exchange(true) &&
-          inline_call_->node->kind->kind->cancel != nullptr) {
-        inline_call_->node->kind->kind->cancel(inline_call_->instance, inline_call_);
+      if (inline_call_ != nullptr) {
+        inline_call_->requestCancel();
       }
     }
     asio::post(io_, [this, signal_number] {
@@ -257,10 +256,7 @@ void Run::cancelAll(std::string reason) {
   summary_.stop_reason = std::move(reason);
   ready_.clear();
   for (const auto& call : active_calls_) {
-    if (!call->cancelled.exchange(true) && call->instance != nullptr &&
-        call->node->kind->kind->cancel != nullptr) {
-      call->node->kind->kind->cancel(call->instance, call.get());
-    }
+    call->requestCancel();
     if (call->timer) {
       call->timer->cancel();
     }

@@ -12,32 +12,24 @@
 
 namespace oe::sdk {
 
-// The host's oe.http/1 table if it offers one recent enough to have fetch and release (an older
-// host's table ends before them); nullptr otherwise.
-inline const oe_http_api* findHttp(const oe_host_api& host, oe_host_ctx* ctx) {
-  const auto* http = static_cast<const oe_http_api*>(host.get_extension(ctx, OE_EXT_HTTP));
-  if (http == nullptr ||
-      http->struct_size < offsetof(oe_http_api, release) + sizeof(http->release) ||
-      http->fetch == nullptr || http->release == nullptr) {
-    return nullptr;
-  }
-  return http;
-}
+class Http;
 
-// The outcome of one fetch. Owns the host buffer it was given and releases it exactly once, so
-// the text it exposes stays valid as long as the object lives; move-only.
+// The outcome of one fetch. Owns the host buffer it was given and releases it exactly once (with
+// host->release), so the text it exposes stays valid as long as the object lives; move-only.
 class HttpFetch {
  public:
-  explicit HttpFetch(const oe_http_api& http) noexcept : http_(&http) {}
+  HttpFetch(const oe_host_api& host, oe_host_ctx* ctx) noexcept : host_(&host), ctx_(ctx) {}
   HttpFetch(HttpFetch&& other) noexcept
-      : http_(other.http_),
+      : host_(other.host_),
+        ctx_(other.ctx_),
         status_(other.status_),
         response_(std::exchange(other.response_, kEmpty)),
         error_(std::exchange(other.error_, kEmpty)) {}
   HttpFetch& operator=(HttpFetch&& other) noexcept {
     if (this != &other) {
       releaseAll();
-      http_ = other.http_;
+      host_ = other.host_;
+      ctx_ = other.ctx_;
       status_ = other.status_;
       response_ = std::exchange(other.response_, kEmpty);
       error_ = std::exchange(other.error_, kEmpty);
@@ -64,7 +56,7 @@ class HttpFetch {
   }
 
  private:
-  friend HttpFetch fetch(const oe_http_api& http, oe_host_ctx* call, std::string_view request);
+  friend class Http;
 
   static constexpr oe_host_buf kEmpty{nullptr, 0, nullptr};
 
@@ -76,26 +68,49 @@ class HttpFetch {
   }
   void releaseAll() noexcept {
     if (filled(response_)) {
-      http_->release(&response_);
+      host_->release(ctx_, &response_);
     }
     if (filled(error_)) {
-      http_->release(&error_);
+      host_->release(ctx_, &error_);
     }
   }
 
-  const oe_http_api* http_;
+  const oe_host_api* host_;
+  oe_host_ctx* ctx_;
   oe_status status_ = OE_UNKNOWN;
   oe_host_buf response_ = kEmpty;
   oe_host_buf error_ = kEmpty;
 };
 
-// One blocking request through oe.http/1 (`request` is its JSON, see oe/ext/http.h). `call` is
-// the invocation's call context, so cancelling the run cancels the request.
-inline HttpFetch fetch(const oe_http_api& http, oe_host_ctx* call, std::string_view request) {
-  HttpFetch result(http);
-  result.status_ = http.fetch(call, oe_str{request.data(), request.size()}, &result.response_,
-                              &result.error_);
-  return result;
+// oe.http/1 as a host offers it: the table plus the host whose release frees its buffers.
+// Empty (false) when the host has no HTTP service. Cheap to copy; valid until deinit.
+class Http {
+ public:
+  Http() = default;
+  Http(const oe_host_api& host, const oe_http_api& table) noexcept : host_(&host), table_(&table) {}
+  explicit operator bool() const noexcept { return table_ != nullptr; }
+
+  // One blocking request (`request` is its JSON, see oe/ext/http.h). `ctx` is the invocation's
+  // call context, so cancelling the run cancels the request.
+  [[nodiscard]] HttpFetch fetch(oe_host_ctx* ctx, std::string_view request) const {
+    HttpFetch result(*host_, ctx);
+    result.status_ = table_->fetch(ctx, oe_str{request.data(), request.size()},
+                                   &result.response_, &result.error_);
+    return result;
+  }
+
+ private:
+  const oe_host_api* host_ = nullptr;
+  const oe_http_api* table_ = nullptr;
+};
+
+// The host's oe.http/1, or an empty Http when it offers none (or a table too short for fetch).
+inline Http findHttp(const oe_host_api& host, oe_host_ctx* ctx) {
+  const auto* table = static_cast<const oe_http_api*>(host.get_extension(ctx, OE_EXT_HTTP));
+  if (!OE_HAS_MEMBER(oe_http_api, table, fetch) || table->fetch == nullptr) {
+    return {};
+  }
+  return {host, *table};
 }
 
 // The oe status for an HTTP error status: the codes every plugin maps alike (401, 403, 404, 429,

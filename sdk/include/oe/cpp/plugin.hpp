@@ -216,8 +216,9 @@ struct Binding {
   }
 
   template <size_t I>
-  static oe_status OE_ABI create(oe_plugin* self, oe_str config, oe_host_ctx* /*node_ctx*/,
-                                 oe_node** out, oe_writer* err) noexcept {
+  static oe_status OE_ABI create(oe_plugin* self, const oe_node_kind* /*kind*/, oe_str config,
+                                 oe_host_ctx* /*node_ctx*/, oe_node** out,
+                                 oe_writer* err) noexcept {
     auto* box = reinterpret_cast<Box*>(self);
     return detail::guarded(box->api, err, [&] {
       std::unique_ptr<Node> node = P::kinds()[I].create(*box->plugin, toView(config));
@@ -242,15 +243,11 @@ struct Binding {
   static void OE_ABI cancel(oe_node* node, oe_host_ctx* call) noexcept {
     reinterpret_cast<NodeBoxT*>(node)->node->cancel(call);
   }
-  static const void* OE_ABI nodeExtension(oe_node* /*node*/, const char* /*id*/) noexcept {
-    return nullptr;
-  }
-
   template <size_t... I>
   static const oe_node_kind* table(uint32_t index, std::index_sequence<I...> /*unused*/) noexcept {
     static const oe_node_kind kTable[] = {oe_node_kind{
         sizeof(oe_node_kind), P::kinds()[I].flags, P::kinds()[I].kind, P::kinds()[I].description,
-        P::kinds()[I].spec_schema_json, &create<I>, &destroy, &invoke, &cancel, &nodeExtension}...};
+        P::kinds()[I].spec_schema_json, &create<I>, &destroy, &invoke, &cancel}...};
     return index < sizeof...(I) ? &kTable[index] : nullptr;
   }
 
