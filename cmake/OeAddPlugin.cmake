@@ -5,13 +5,34 @@
 # `oe_plugin_entry_v1` and links nothing from the host. Installed with the SDK package, so the
 # same function builds plugins inside the oe tree and out of it (find_package(OpenExpertiseSDK)).
 function(oe_add_plugin name)
+  _oe_add_module(oe_add_plugin ${name} oe_plugin.version ${ARGN})
+endfunction()
+
+# oe_add_native_tool(<name> SOURCES <src>... [OUTPUT_DIRECTORY <dir>] [NO_INSTALL]
+#                    [INSTALL_DESTINATION <dir>])
+#
+# Builds a native tool (a library a `kind: tool` node names in `impl:`, docs/tools.md): the same
+# MODULE library as a plugin, but its version script exports only `oe_tool_invoke_v2`, the
+# symbol the tool plugin looks up. Installs to OE_NATIVE_TOOL_INSTALL_DIR (default `tools`): a
+# tool belongs to the experience that names it, so `cmake --install <build> --prefix
+# <experience dir>` puts it where `impl: ./tools/<name>.so` finds it.
+function(oe_add_native_tool name)
+  _oe_add_module(oe_add_native_tool ${name} oe_native_tool.version ${ARGN})
+endfunction()
+
+# What both share; `caller` names the public function in messages, `version_script` is the file
+# next to this one that lists the one exported symbol.
+function(_oe_add_module caller name version_script)
   # The version script sits next to this file, in the source tree or the installed package. Read
   # here rather than from a variable so the function also works in directories other than the
   # one that called find_package().
-  set(_OE_ADD_PLUGIN_DIR "${CMAKE_CURRENT_FUNCTION_LIST_DIR}")
+  set(_dir "${CMAKE_CURRENT_FUNCTION_LIST_DIR}")
   cmake_parse_arguments(ARG "NO_INSTALL" "OUTPUT_DIRECTORY;INSTALL_DESTINATION" "SOURCES" ${ARGN})
   if(NOT ARG_SOURCES)
-    message(FATAL_ERROR "oe_add_plugin(${name}): SOURCES is required")
+    message(FATAL_ERROR "${caller}(${name}): SOURCES is required")
+  endif()
+  if(ARG_UNPARSED_ARGUMENTS)
+    message(FATAL_ERROR "${caller}(${name}): unknown arguments: ${ARG_UNPARSED_ARGUMENTS}")
   endif()
   add_library(${name} MODULE ${ARG_SOURCES})
   if(TARGET OpenExpertise::sdk)
@@ -19,7 +40,7 @@ function(oe_add_plugin name)
   elseif(TARGET oe_sdk)
     target_link_libraries(${name} PRIVATE oe_sdk)
   else()
-    message(FATAL_ERROR "oe_add_plugin(${name}): the OpenExpertise::sdk target is not visible here;"
+    message(FATAL_ERROR "${caller}(${name}): the OpenExpertise::sdk target is not visible here;"
                         " call find_package(OpenExpertiseSDK) in this directory or a parent one")
   endif()
   set_target_properties(${name} PROPERTIES
@@ -29,23 +50,33 @@ function(oe_add_plugin name)
     VISIBILITY_INLINES_HIDDEN ON)
   if(CMAKE_SYSTEM_NAME STREQUAL "Linux")
     target_link_options(${name} PRIVATE
-      "LINKER:--version-script=${_OE_ADD_PLUGIN_DIR}/oe_plugin.version"
+      "LINKER:--version-script=${_dir}/${version_script}"
       "LINKER:-z,defs")
-    set_property(TARGET ${name} APPEND PROPERTY
-                 LINK_DEPENDS "${_OE_ADD_PLUGIN_DIR}/oe_plugin.version")
+    set_property(TARGET ${name} APPEND PROPERTY LINK_DEPENDS "${_dir}/${version_script}")
   endif()
+  if(caller STREQUAL "oe_add_plugin")
+    set(_build_dir_var OE_PLUGIN_BUILD_DIR)  # the oe build's own plugin folder
+    set(_install_dir_var OE_PLUGIN_INSTALL_DIR)
+    set(_default_dest "lib/oe/plugins")
+  else()
+    set(_build_dir_var "")  # a tool lands where the caller builds it
+    set(_install_dir_var OE_NATIVE_TOOL_INSTALL_DIR)
+    set(_default_dest "tools")
+  endif()
+  # $<1:...> keeps multi-config generators from adding a per-configuration folder: the file is
+  # where the caller said, which matters for a tool an experience names by path.
   if(ARG_OUTPUT_DIRECTORY)
-    set_target_properties(${name} PROPERTIES LIBRARY_OUTPUT_DIRECTORY "${ARG_OUTPUT_DIRECTORY}")
-  elseif(DEFINED OE_PLUGIN_BUILD_DIR)
-    set_target_properties(${name} PROPERTIES LIBRARY_OUTPUT_DIRECTORY "${OE_PLUGIN_BUILD_DIR}")
+    set_target_properties(${name} PROPERTIES LIBRARY_OUTPUT_DIRECTORY "$<1:${ARG_OUTPUT_DIRECTORY}>")
+  elseif(_build_dir_var AND DEFINED ${_build_dir_var})
+    set_target_properties(${name} PROPERTIES LIBRARY_OUTPUT_DIRECTORY "${${_build_dir_var}}")
   endif()
   if(NOT ARG_NO_INSTALL)
     if(ARG_INSTALL_DESTINATION)
       set(_dest "${ARG_INSTALL_DESTINATION}")
-    elseif(DEFINED OE_PLUGIN_INSTALL_DIR)
-      set(_dest "${OE_PLUGIN_INSTALL_DIR}")
+    elseif(DEFINED ${_install_dir_var})
+      set(_dest "${${_install_dir_var}}")
     else()
-      set(_dest "lib/oe/plugins")
+      set(_dest "${_default_dest}")
     endif()
     install(TARGETS ${name} LIBRARY DESTINATION "${_dest}")
   endif()

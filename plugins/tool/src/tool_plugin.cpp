@@ -225,12 +225,18 @@ Expected<std::string> ToolNode::run(sdk::Call& call, std::string_view input, Can
       }
       return std::move(outcome->response);
     }
-    case Flavour::kNative:
+    case Flavour::kNative: {
       // In-process code is not interrupted: the tool polls is_cancelled on its call context.
       if (token.requested()) {
         return fail(OE_CANCELLED, "cancelled");
       }
-      return plugin_.nativeTools().call(native_entry_, who_, call.context(), input);
+      auto response = plugin_.nativeTools().call(native_entry_, who_, call.context(), input);
+      if (!response && response.failure().status == OE_CANCELLED && token.requested()) {
+        // The tool stopped because it was asked to: reported like every other flavour's cancel.
+        return fail(OE_CANCELLED, "cancelled");
+      }
+      return response;
+    }
     default:
       return fail(OE_INTERNAL, "Tool \"" + who_.id + "\": unknown tool flavour");
   }

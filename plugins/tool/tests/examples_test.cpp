@@ -44,6 +44,52 @@ TEST_F(ToolExamplesTest, NativeChecksumToolDecodesJsonStringsAndSkipsNestedKeys)
   EXPECT_EQ(response["state_delta"], (Json{{"length", 11}, {"crc32", "4d2852d8"}}));
 }
 
+TEST_F(ToolExamplesTest, NativeChecksumToolRepeatsTheTextAndLogsWhatItDid) {
+  oe_node* node = create("checksum", OE_TOOL_EXAMPLE_CHECKSUM);
+  const Json once = responseOf(call(node, "checksum", Json{{"text", "abcabcabc"}}));
+  const Json repeated = responseOf(call(node, "checksum", Json{{"text", "abc"}, {"repeat", 3}}));
+  EXPECT_EQ(repeated["state_delta"], once["state_delta"]);
+  EXPECT_EQ(repeated["state_delta"]["length"], 9);
+  const std::string expected_line =
+      "crc32 " + repeated["state_delta"]["crc32"].get<std::string>() + " of 9 bytes";
+  int found = 0;
+  for (const auto& line : host_.logs()) {
+    if (line.message == expected_line) {
+      EXPECT_EQ(line.node_id, "checksum");
+      ++found;
+    }
+  }
+  EXPECT_EQ(found, 2) << "one log line per call, naming the node";
+  EXPECT_TRUE(host_.events().empty()) << "short jobs report no activity";
+}
+
+TEST_F(ToolExamplesTest, NativeChecksumToolReportsActivityForALongJob) {
+  oe_node* node = create("checksum", OE_TOOL_EXAMPLE_CHECKSUM);
+  const Json response =
+      responseOf(call(node, "checksum", Json{{"text", std::string(1000, 'x')}, {"repeat", 300}}));
+  EXPECT_EQ(response["state_delta"]["length"], 300000);
+  const auto events = host_.events();
+  ASSERT_EQ(events.size(), 1U);
+  EXPECT_EQ(events[0].node_id, "checksum");
+  EXPECT_EQ(events[0].type, "node.activity");
+  EXPECT_EQ(events[0].fields["activity"], "checksumming 300000 bytes");
+}
+
+TEST_F(ToolExamplesTest, NativeChecksumToolRefusesARepeatThatIsNotAPositiveInteger) {
+  oe_node* node = create("checksum", OE_TOOL_EXAMPLE_CHECKSUM);
+  for (const Json& repeat :
+       {Json(0), Json(-2), Json(1.5), Json("3"), Json(nullptr), Json(9007199254740992LL)}) {
+    const CallResult result = call(node, "checksum", Json{{"text", "a"}, {"repeat", repeat}});
+    EXPECT_EQ(result.status, OE_INVALID_ARGUMENT) << repeat;
+    EXPECT_NE(result.error.find("args.repeat must be a whole number"), std::string::npos)
+        << repeat << ": " << result.error;
+  }
+  const CallResult too_long =
+      call(node, "checksum", Json{{"text", "ab"}, {"repeat", 9007199254740991LL}});
+  EXPECT_EQ(too_long.status, OE_INVALID_ARGUMENT);
+  EXPECT_NE(too_long.error.find("more than 2^53 - 1 bytes"), std::string::npos) << too_long.error;
+}
+
 TEST_F(ToolExamplesTest, NativeChecksumToolSaysWhatIsMissing) {
   oe_node* node = create("checksum", OE_TOOL_EXAMPLE_CHECKSUM);
   const CallResult result = call(node, "checksum", Json{{"txt", "typo"}});

@@ -1,5 +1,9 @@
-// Native tools: a shared library exporting oe_tool_invoke_v1, called in-process.
+// Native tools: a shared library exporting oe_tool_invoke_v2, called in-process with the
+// invocation's call context (log, emit_event, is_cancelled reach the host as the node's).
+#include <future>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "tool_test_fixture.hpp"
 
@@ -55,6 +59,57 @@ TEST_F(NativeToolTest, LibraryWithoutTheEntryPointIsRejectedAtCreate) {
   EXPECT_EQ(created.error, "Tool \"bad\": " + std::string(OE_TOOL_NATIVE_NO_ENTRY) +
                                " does not export oe_tool_invoke_v2; build it with OE_DECLARE_TOOL "
                                "from <oe/kinds/tool.h>");
+}
+
+TEST_F(NativeToolTest, LibraryBuiltForTheOldAbiIsRefusedWithARebuildMessage) {
+  const CreateResult created = tryCreate("old", OE_TOOL_NATIVE_V1);
+  EXPECT_EQ(created.status, OE_FAILED_PRECONDITION);
+  EXPECT_EQ(created.error, "Tool \"old\": " + std::string(OE_TOOL_NATIVE_V1) +
+                               " was built against plugin ABI 0.1 (it exports oe_tool_invoke_v1, "
+                               "without a call context); rebuild it against the SDK installed "
+                               "with this oe");
+}
+
+TEST_F(NativeToolTest, LogAndEventsThroughTheCallContextNameTheNode) {
+  oe_node* node = create("native", OE_TOOL_NATIVE_ECHO);
+  EXPECT_EQ(responseOf(call(node, "native", Json{{"mode", "log"}}))["edge_output"], "native");
+  std::vector<oe::test::RecordedLog> from_tool;
+  for (const auto& line : host_.logs()) {
+    if (line.message.starts_with("native tool ")) {
+      from_tool.push_back(line);
+    }
+  }
+  ASSERT_EQ(from_tool.size(), 2U);
+  EXPECT_EQ(from_tool[0].node_id, "native");
+  EXPECT_EQ(from_tool[0].level, OE_LOG_INFO);
+  EXPECT_EQ(from_tool[0].message, "native tool says hello");
+  EXPECT_EQ(from_tool[1].node_id, "native");
+  EXPECT_EQ(from_tool[1].level, OE_LOG_WARN);
+  const auto events = host_.events();
+  ASSERT_EQ(events.size(), 1U);
+  EXPECT_EQ(events[0].node_id, "native");
+  EXPECT_EQ(events[0].type, "node.activity");
+  EXPECT_EQ(events[0].fields, (nlohmann::json{{"activity", "echoing"}}));
+}
+
+TEST_F(NativeToolTest, ToolPollingIsCancelledStopsWhenTheHostCancels) {
+  StartSignal started(dir_ / "started.fifo");
+  oe_node* node = create("spin", OE_TOOL_NATIVE_ECHO);
+  auto ctx = host_.makeContext("spin");
+  FakeContext* raw = ctx.get();
+  auto result = std::async(std::launch::async, [this, node, raw, &started] {
+    return callWith(node, "spin", Json{{"mode", "spin"}, {"fifo", started.path().string()}}, raw);
+  });
+  const bool running = started.wait();
+  // What the host does on timeout_ms, fail_run or Ctrl-C: is_cancelled turns true, then the
+  // kind's cancel. The tool, spinning in-process, sees only the first.
+  ctx->cancelled = true;
+  kind_->cancel(node, FakeHost::context(*ctx));
+  ASSERT_TRUE(running) << "the tool never signalled that it runs";
+  // Without the tool's poll, the call would never return (past ctest's limit).
+  const CallResult stopped = result.get();
+  EXPECT_EQ(stopped.status, OE_CANCELLED);
+  EXPECT_EQ(stopped.error, "cancelled");
 }
 
 TEST_F(NativeToolTest, ConcurrentCallsAreIndependent) {
