@@ -2,6 +2,10 @@
 // fetch, and give the host's buffers back on every path (RAII), with no dependency but the C ABI.
 #pragma once
 
+#include <oe/cpp/requires_cxx20.hpp>
+
+#if OE_SDK_CXX20
+
 #include <oe/ext/http.h>
 #include <oe/host.h>
 
@@ -131,3 +135,5 @@ inline oe_status statusForHttp(int http_status, oe_status otherwise) noexcept {
 }
 
 }  // namespace oe::sdk
+
+#endif  // OE_SDK_CXX20

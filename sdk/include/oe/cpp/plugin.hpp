@@ -2,6 +2,10 @@
 // and the trampolines here turn them into the C tables, catching every exception at the border.
 #pragma once
 
+#include <oe/cpp/requires_cxx20.hpp>
+
+#if OE_SDK_CXX20
+
 #include <oe/oe.h>
 
 #include <concepts>
@@ -292,3 +296,5 @@ const oe_node_kind* OE_ABI Binding<P>::kindAt(const oe_plugin* /*self*/, uint32_
   OE_DECLARE_PLUGIN_ENTRY {                                                              \
     return ::oe::sdk::Binding<P>::entry(host_abi_version, ID, VERSION, DESCRIPTION);     \
   }
+
+#endif  // OE_SDK_CXX20
