@@ -22,13 +22,24 @@ struct oe_host_ctx {
   std::vector<std::pair<oe_log_level, std::string>> logs;
   std::vector<std::pair<std::string, std::string>> events;          // type, fields JSON
   bool cancelled = false;
-  int outstanding_buffers = 0;  // state_get buffers not yet released
+  // Buffers handed out claim a length no std::string can hold, so copying one throws (as a
+  // bad_alloc would): the SDK must still release them.
+  bool oversized_buffers = false;
+  int outstanding_buffers = 0;  // buffers handed out and not yet released
   int releases = 0;
 };
 
 namespace oe::sdk::testing {
 
 inline std::string_view view(oe_str s) { return {s.ptr, s.len}; }
+
+// Fills `out` with a copy of `text` as a host would; LocalFakeHost::release frees and counts it.
+inline void handOut(oe_host_ctx* ctx, oe_host_buf* out, const std::string& text) {
+  auto* copy = new std::string(text);  // NOLINT(cppcoreguidelines-owning-memory)
+  const size_t len = ctx->oversized_buffers ? copy->max_size() + 1 : copy->size();
+  *out = oe_host_buf{copy->data(), len, copy};
+  ++ctx->outstanding_buffers;
+}
 
 struct LocalFakeHost {
   static void OE_ABI log(oe_host_ctx* ctx, oe_log_level level, oe_str message) {
@@ -42,6 +53,9 @@ struct LocalFakeHost {
     return OE_OK;
   }
   static void OE_ABI release(oe_host_ctx* ctx, oe_host_buf* buf) {
+    if (buf == nullptr || buf->opaque == nullptr) {
+      return;  // NULL-safe, as the ABI requires
+    }
     delete static_cast<std::string*>(buf->opaque);  // NOLINT(cppcoreguidelines-owning-memory)
     buf->opaque = nullptr;
     buf->ptr = nullptr;
@@ -58,9 +72,7 @@ struct LocalFakeHost {
     if (it == ctx->state.end()) {
       return OE_PERMISSION_DENIED;
     }
-    auto* copy = new std::string(it->second);  // NOLINT(cppcoreguidelines-owning-memory)
-    *out_json = oe_host_buf{copy->data(), copy->size(), copy};
-    ++ctx->outstanding_buffers;
+    handOut(ctx, out_json, it->second);
     return OE_OK;
   }
   static bool OE_ABI isCancelled(oe_host_ctx* ctx) { return ctx->cancelled; }

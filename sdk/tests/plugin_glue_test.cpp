@@ -341,6 +341,18 @@ TEST_F(GlueTest, StateGetReturnsTheValueAndReleasesTheHostBuffer) {
   EXPECT_EQ(inv.call.outstanding_buffers, 0);
 }
 
+TEST_F(GlueTest, StateGetReleasesTheHostBufferWhenTheCopyThrows) {
+  initPlugin();
+  oe_node* node = createEcho();
+  Invocation inv;
+  inv.call.state["topic"] = R"("cats")";
+  inv.call.oversized_buffers = true;  // copying the buffer into a std::string throws
+  EXPECT_EQ(invoke(node, kind(0), "state", inv), OE_INTERNAL);
+  EXPECT_FALSE(inv.error.data.empty());
+  EXPECT_EQ(inv.call.releases, 1);
+  EXPECT_EQ(inv.call.outstanding_buffers, 0);
+}
+
 TEST_F(GlueTest, StateGetRefusalBecomesTheCallsStatus) {
   initPlugin();
   oe_node* node = createEcho();

@@ -7,9 +7,9 @@
 #if OE_SDK_CXX20
 
 #include <oe/oe.h>
+#include <oe/cpp/host_buffer.hpp>
 
 #include <concepts>
-#include <cstring>
 #include <exception>
 #include <memory>
 #include <new>
@@ -19,11 +19,6 @@
 #include <utility>
 
 namespace oe::sdk {
-
-inline oe_str toStr(std::string_view s) noexcept { return oe_str{s.data(), s.size()}; }
-inline std::string_view toView(oe_str s) noexcept {
-  return s.ptr == nullptr ? std::string_view{} : std::string_view{s.ptr, s.len};
-}
 
 // Thrown inside plugin code to fail a call with a status; the trampolines turn it into the
 // status code and the error writer's text. Any other exception becomes OE_INTERNAL.
@@ -84,16 +79,15 @@ class Call {
   void log(oe_log_level level, std::string_view message) const noexcept {
     api_.log(inv_.call, level, toStr(message));
   }
-  // The JSON of a field the node declares in `reads`.
+  // The JSON of a field the node declares in `reads`. The host's buffer is released exactly
+  // once, also when the copy throws.
   [[nodiscard]] std::string stateGet(std::string_view field) const {
-    oe_host_buf buf{};
-    const oe_status status = api_.state_get(inv_.call, toStr(field), &buf);
+    HostBuffer json(api_, inv_.call);
+    const oe_status status = api_.state_get(inv_.call, toStr(field), json.out());
     if (status != OE_OK) {
       throw Error(status, "state_get(" + std::string(field) + ") was refused by the host");
     }
-    std::string out(buf.ptr, buf.len);
-    api_.release(inv_.call, &buf);
-    return out;
+    return json.str();
   }
 
  private:
