@@ -2,6 +2,8 @@
 // state is a map, and every release is counted so a double or missing release shows up.
 #pragma once
 
+#include <oe/ext/llm.h>
+#include <oe/ext/prompt.h>
 #include <oe/oe.h>
 
 #include <map>
@@ -88,5 +90,49 @@ struct LocalFakeHost {
     return &kApi;
   }
 };
+
+// Scripted oe.llm/1 and oe.prompt/1, driven by the call context's state map: "llm.error" makes
+// complete fail with that message, "prompt.fail" makes render and values_json fail; complete
+// records its request as "llm.request". Buffers come from handOut, so releases are counted.
+struct LocalFakeServices {
+  static oe_status OE_ABI complete(oe_host_ctx* call, oe_str request, oe_host_buf* out_response,
+                                   oe_host_buf* out_error) {
+    call->state["llm.request"] = std::string(view(request));
+    if (auto it = call->state.find("llm.error"); it != call->state.end()) {
+      handOut(call, out_error, it->second);
+      return OE_UNAVAILABLE;
+    }
+    handOut(call, out_response, R"({"text":"hello"})");
+    return OE_OK;
+  }
+  static oe_status OE_ABI render(oe_host_ctx* call, oe_str text, oe_host_buf* out_text) {
+    if (call->state.count("prompt.fail") != 0) {
+      return OE_FAILED_PRECONDITION;
+    }
+    handOut(call, out_text, "rendered: " + std::string(view(text)));
+    return OE_OK;
+  }
+  static oe_status OE_ABI valuesJson(oe_host_ctx* call, uint32_t indent, oe_host_buf* out_json) {
+    if (call->state.count("prompt.fail") != 0) {
+      return OE_FAILED_PRECONDITION;
+    }
+    handOut(call, out_json, "{\"indent\":" + std::to_string(indent) + "}");
+    return OE_OK;
+  }
+
+  static const oe_llm_api* llm() {
+    static constexpr oe_llm_api kLlm{sizeof(oe_llm_api), &complete};
+    return &kLlm;
+  }
+  static const oe_prompt_api* prompt() {
+    static constexpr oe_prompt_api kPrompt{sizeof(oe_prompt_api), &render, &valuesJson};
+    return &kPrompt;
+  }
+};
+
+inline void installLlmAndPrompt(oe_host_ctx& ctx) {
+  ctx.extensions[OE_EXT_LLM] = LocalFakeServices::llm();
+  ctx.extensions[OE_EXT_PROMPT] = LocalFakeServices::prompt();
+}
 
 }  // namespace oe::sdk::testing

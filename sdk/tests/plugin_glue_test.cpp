@@ -101,6 +101,39 @@ class EchoNode final : public oe::sdk::Node {
       call.respond("{}");
       return;
     }
+    if (request == "llm") {
+      const oe::sdk::LlmReply reply = call.llm().complete(R"({"messages":[]})");
+      if (!reply.ok()) {
+        throw oe::sdk::Error(reply.status(), reply.error());
+      }
+      call.respond(reply.response());
+      return;
+    }
+    if (request == "prompt") {
+      const oe::sdk::Prompt prompt = call.prompt();
+      auto text = prompt.render("Hi {{name}}");
+      auto values = prompt.valuesJson(2);
+      if (!text || !values) {
+        throw oe::sdk::Error(OE_INTERNAL, "prompt failed");
+      }
+      call.respond(text.value() + "|" + values.value());
+      return;
+    }
+    if (request == "services?") {
+      call.respond(std::string(call.llm() ? "llm" : "-") + (call.prompt() ? " prompt" : " -") +
+                   (call.http() ? " http" : " -"));
+      return;
+    }
+    if (request == "cancelled?") {
+      call.respond(call.cancelled() ? "yes" : "no");
+      return;
+    }
+    if (request == "event") {
+      call.emitEvent("node.activity", "{\"step\":1}");
+      call.log(OE_LOG_WARN, "from the call");
+      call.respond("{}");
+      return;
+    }
     // Two writes: the glue lets a node stream its response in pieces.
     call.respond("{\"echo\":\"");
     call.respond(std::string(request) + "\",\"attempt\":" + std::to_string(call.attempt()) + "}");
@@ -381,6 +414,41 @@ TEST_F(GlueTest, CallServicesUseTheCallContextNotThePlugins) {
   ASSERT_EQ(with_event.call.logs.size(), 1u);
   EXPECT_EQ(with_event.call.logs[0].second, "from the call");
   EXPECT_TRUE(plugin_ctx_.events.empty());
+}
+
+TEST_F(GlueTest, CallFindsNoServicesWhereTheHostOffersNone) {
+  initPlugin();
+  oe_node* node = createEcho();
+  Invocation inv;
+  EXPECT_EQ(invoke(node, kind(0), "services?", inv), OE_OK) << inv.error.data;
+  EXPECT_EQ(inv.response.data, "- - -");
+  Invocation llm;
+  EXPECT_EQ(invoke(node, kind(0), "llm", llm), OE_UNIMPLEMENTED);
+  EXPECT_EQ(llm.error.data, "this host does not offer oe.llm/1");
+}
+
+TEST_F(GlueTest, CallReachesTheLlmAndPromptServicesOfItsOwnContext) {
+  initPlugin();
+  oe_node* node = createEcho();
+  Invocation inv;
+  oe::sdk::testing::installLlmAndPrompt(inv.call);
+  EXPECT_EQ(invoke(node, kind(0), "services?", inv), OE_OK) << inv.error.data;
+  EXPECT_EQ(inv.response.data, "llm prompt -");
+
+  Invocation llm;
+  oe::sdk::testing::installLlmAndPrompt(llm.call);
+  EXPECT_EQ(invoke(node, kind(0), "llm", llm), OE_OK) << llm.error.data;
+  EXPECT_EQ(llm.response.data, R"({"text":"hello"})");
+  EXPECT_EQ(llm.call.state["llm.request"], R"({"messages":[]})");
+  EXPECT_EQ(llm.call.releases, 1);
+  EXPECT_EQ(llm.call.outstanding_buffers, 0);
+
+  Invocation prompt;
+  oe::sdk::testing::installLlmAndPrompt(prompt.call);
+  EXPECT_EQ(invoke(node, kind(0), "prompt", prompt), OE_OK) << prompt.error.data;
+  EXPECT_EQ(prompt.response.data, R"(rendered: Hi {{name}}|{"indent":2})");
+  EXPECT_EQ(prompt.call.releases, 2);
+  EXPECT_EQ(prompt.call.outstanding_buffers, 0);
 }
 
 TEST_F(GlueTest, CancelReachesTheNode) {

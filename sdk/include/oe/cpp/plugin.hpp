@@ -8,6 +8,9 @@
 
 #include <oe/oe.h>
 #include <oe/cpp/host_buffer.hpp>
+#include <oe/cpp/http.hpp>
+#include <oe/cpp/llm.hpp>
+#include <oe/cpp/prompt.hpp>
 
 #include <concepts>
 #include <exception>
@@ -89,6 +92,14 @@ class Call {
     }
     return json.str();
   }
+
+  // The host's optional services for this call (empty, i.e. false, when the host has none).
+  // oe.llm/1: one completion through the run's provider, budget and token accounting.
+  [[nodiscard]] Llm llm() const { return findLlm(api_, inv_.call); }
+  // oe.prompt/1: {{placeholder}} rendering and the node's merged inputs as JSON.
+  [[nodiscard]] Prompt prompt() const { return findPrompt(api_, inv_.call); }
+  // oe.http/1: HTTP through the host (no TLS stack in the plugin); cancelled with the call.
+  [[nodiscard]] Http http() const { return findHttp(api_, inv_.call); }
 
  private:
   const oe_host_api& api_;
