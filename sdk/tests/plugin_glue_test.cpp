@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <iterator>
 #include <memory>
 #include <new>
 #include <span>
@@ -49,8 +50,7 @@ class GluePlugin {
   GluePlugin(const GluePlugin&) = delete;
   GluePlugin& operator=(const GluePlugin&) = delete;
 
-  static constexpr size_t kKindCount = 2;
-  static std::span<const oe::sdk::KindSpec<GluePlugin>> kinds();
+  static constexpr std::span<const oe::sdk::KindSpec<GluePlugin>> kinds();
 
   [[nodiscard]] Counters& counters() const { return *counters_; }
 
@@ -89,16 +89,6 @@ class EchoNode final : public oe::sdk::Node {
     }
     if (request == "state-refused") {
       call.respond(call.stateGet("secret"));
-      return;
-    }
-    if (request == "cancelled?") {
-      call.respond(call.cancelled() ? "yes" : "no");
-      return;
-    }
-    if (request == "event") {
-      call.emitEvent("node.activity", "{\"step\":1}");
-      call.log(OE_LOG_WARN, "from the call");
-      call.respond("{}");
       return;
     }
     if (request == "llm") {
@@ -148,6 +138,13 @@ std::unique_ptr<oe::sdk::Node> createEcho(GluePlugin& plugin, std::string_view /
   return std::make_unique<EchoNode>(plugin.counters());
 }
 
+// Created with the node's context: what it logs at create time names the node, not the plugin.
+std::unique_ptr<oe::sdk::Node> createLogged(GluePlugin& plugin, std::string_view /*config*/,
+                                            oe::sdk::Host node) {
+  node.log(OE_LOG_WARN, "glue-logged: created");
+  return std::make_unique<EchoNode>(plugin.counters());
+}
+
 std::unique_ptr<oe::sdk::Node> createPicky(GluePlugin& /*plugin*/, std::string_view config) {
   if (config == "sdk") {
     throw oe::sdk::Error(OE_INVALID_ARGUMENT, "node picky: field `mode` must be a string");
@@ -162,9 +159,21 @@ constexpr oe::sdk::KindSpec<GluePlugin> kGlueKinds[] = {
     {"glue-echo", "Echoes its request", "{\"type\":\"object\"}", OE_NODE_KIND_REENTRANT,
      &createEcho},
     {"glue-picky", "Refuses to be created", nullptr, 0, &createPicky},
+    {"glue-logged", "Logs through its node context when created", nullptr, 0, &createLogged},
 };
 
-std::span<const oe::sdk::KindSpec<GluePlugin>> GluePlugin::kinds() { return kGlueKinds; }
+constexpr std::span<const oe::sdk::KindSpec<GluePlugin>> GluePlugin::kinds() { return kGlueKinds; }
+
+// A plugin that offers services only: kinds() is empty and the table has no entries.
+class ServicePlugin {
+ public:
+  explicit ServicePlugin(oe::sdk::Host /*host*/) {}
+  static constexpr std::span<const oe::sdk::KindSpec<ServicePlugin>> kinds() { return {}; }
+};
+
+// The kind count comes from kinds() at compile time; nothing to keep in step by hand.
+static_assert(oe::sdk::Binding<GluePlugin>::kindTotal() == std::size(kGlueKinds));
+static_assert(oe::sdk::Binding<ServicePlugin>::kindTotal() == 0);
 
 }  // namespace
 
@@ -281,7 +290,7 @@ TEST_F(GlueTest, InitMapsStdExceptionToInternal) {
 
 TEST_F(GlueTest, KindTableMirrorsTheKindSpecs) {
   initPlugin();
-  ASSERT_EQ(entry_->node_kind_count(self_), 2u);
+  ASSERT_EQ(entry_->node_kind_count(self_), 3u);
   const oe_node_kind* echo = kind(0);
   const oe_node_kind* picky = kind(1);
   ASSERT_NE(echo, nullptr);
@@ -301,7 +310,8 @@ TEST_F(GlueTest, KindTableMirrorsTheKindSpecs) {
     EXPECT_NE(k->cancel, nullptr);
   }
   EXPECT_NE(echo->create, picky->create) << "each kind gets its own create trampoline";
-  EXPECT_EQ(kind(2), nullptr);
+  EXPECT_EQ(sv(kind(2)->kind), "glue-logged");
+  EXPECT_EQ(kind(3), nullptr);
   EXPECT_EQ(kind(UINT32_MAX), nullptr);
   EXPECT_EQ(kind(0), echo) << "kind descriptors are static, valid until deinit";
 }
@@ -449,6 +459,35 @@ TEST_F(GlueTest, CallReachesTheLlmAndPromptServicesOfItsOwnContext) {
   EXPECT_EQ(prompt.response.data, R"(rendered: Hi {{name}}|{"indent":2})");
   EXPECT_EQ(prompt.call.releases, 2);
   EXPECT_EQ(prompt.call.outstanding_buffers, 0);
+}
+
+TEST_F(GlueTest, CreateWithTheNodeContextLogsAsTheNode) {
+  initPlugin();
+  const oe_node_kind* logged = kind(2);
+  oe_host_ctx node_ctx;
+  oe_writer err;
+  oe_node* node = nullptr;
+  ASSERT_EQ(logged->create(self_, logged, oe::sdk::toStr("{}"), &node_ctx, &node, &err), OE_OK)
+      << err.data;
+  ASSERT_NE(node, nullptr);
+  nodes_.push_back(node);
+  ASSERT_EQ(node_ctx.logs.size(), 1u);
+  EXPECT_EQ(node_ctx.logs[0].first, OE_LOG_WARN);
+  EXPECT_EQ(node_ctx.logs[0].second, "glue-logged: created");
+  EXPECT_EQ(plugin_ctx_.logs.size(), 1u) << "only init's line goes to the plugin context";
+}
+
+TEST(GlueServiceOnly, APluginWithoutKindsHasAnEmptyTable) {
+  const oe_plugin_entry* entry =
+      oe::sdk::Binding<ServicePlugin>::entry(OE_ABI_VERSION, "dev.oe.test.svc", "1", "service");
+  ASSERT_NE(entry, nullptr);
+  oe_host_ctx ctx;
+  oe_writer err;
+  oe_plugin* self = nullptr;
+  ASSERT_EQ(entry->init(LocalFakeHost::api(), &ctx, &self, &err), OE_OK) << err.data;
+  EXPECT_EQ(entry->node_kind_count(self), 0u);
+  EXPECT_EQ(entry->node_kind_at(self, 0), nullptr);
+  entry->deinit(self);
 }
 
 TEST_F(GlueTest, CancelReachesTheNode) {

@@ -2,7 +2,6 @@
 // with the node's inputs, sent to the run's LLM through the host (oe.llm/1); the answer is text
 // for the node's single writes field, or a structured_output object checked against `schema:`
 // and repaired by the model when it does not match.
-#include <array>
 #include <filesystem>
 #include <memory>
 #include <oe/cpp/plugin.hpp>
@@ -96,12 +95,10 @@ class AgentNode final : public sdk::Node {
 
 class AgentPlugin {
  public:
-  static constexpr size_t kKindCount = 1;
-
   // Stateless: every node asks the host's services through its own call.
   explicit AgentPlugin(sdk::Host /*host*/) {}
 
-  static std::span<const sdk::KindSpec<AgentPlugin>> kinds();
+  static constexpr std::span<const sdk::KindSpec<AgentPlugin>> kinds();
 
   static std::unique_ptr<sdk::Node> create(AgentPlugin& /*plugin*/, std::string_view config_json) {
     llmkit::LlmNodeSetup setup = llmkit::orRaise(llmkit::readLlmNode(
@@ -112,15 +109,15 @@ class AgentPlugin {
 };
 
 namespace {
-constexpr std::array<sdk::KindSpec<AgentPlugin>, AgentPlugin::kKindCount> kKinds{{
+constexpr sdk::KindSpec<AgentPlugin> kKinds[] = {
     {"agent",
      "Asks the run's LLM with a prompt template file; the answer is text for one field, or a "
      "structured object checked against the node's schema (and repaired when it fails)",
      kSpecSchema, OE_NODE_KIND_REENTRANT, &AgentPlugin::create},
-}};
+};
 }  // namespace
 
-std::span<const sdk::KindSpec<AgentPlugin>> AgentPlugin::kinds() { return kKinds; }
+constexpr std::span<const sdk::KindSpec<AgentPlugin>> AgentPlugin::kinds() { return kKinds; }
 
 }  // namespace oe::agent
 

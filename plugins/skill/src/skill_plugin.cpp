@@ -4,7 +4,6 @@
 // addition), a structured_output object checked and repaired as for agent.
 #include <yaml-cpp/yaml.h>
 
-#include <array>
 #include <filesystem>
 #include <memory>
 #include <oe/cpp/plugin.hpp>
@@ -157,12 +156,10 @@ class SkillNode final : public sdk::Node {
 
 class SkillPlugin {
  public:
-  static constexpr size_t kKindCount = 1;
-
   // Stateless: every node asks the host's services through its own call.
   explicit SkillPlugin(sdk::Host /*host*/) {}
 
-  static std::span<const sdk::KindSpec<SkillPlugin>> kinds();
+  static constexpr std::span<const sdk::KindSpec<SkillPlugin>> kinds();
 
   static std::unique_ptr<sdk::Node> create(SkillPlugin& /*plugin*/, std::string_view config_json) {
     llmkit::LlmNodeSetup setup = llmkit::orRaise(llmkit::readLlmNode(
@@ -173,15 +170,15 @@ class SkillPlugin {
 };
 
 namespace {
-constexpr std::array<sdk::KindSpec<SkillPlugin>, SkillPlugin::kKindCount> kKinds{{
+constexpr sdk::KindSpec<SkillPlugin> kKinds[] = {
     {"skill",
      "Runs a skill directory: SKILL.md is the system prompt, the node's inputs the user "
      "message; the answer is text for one field, or a structured object checked against schema",
      kSpecSchema, OE_NODE_KIND_REENTRANT, &SkillPlugin::create},
-}};
+};
 }  // namespace
 
-std::span<const sdk::KindSpec<SkillPlugin>> SkillPlugin::kinds() { return kKinds; }
+constexpr std::span<const sdk::KindSpec<SkillPlugin>> SkillPlugin::kinds() { return kKinds; }
 
 }  // namespace oe::skill
 
