@@ -2,8 +2,10 @@
 #               [INSTALL_DESTINATION <dir>])
 #
 # Builds an oe node-kind plugin: a MODULE library with hidden visibility that exports only
-# `oe_plugin_entry_v1` and links nothing from the host. Installed with the SDK package, so the
-# same function builds plugins inside the oe tree and out of it (find_package(OpenExpertiseSDK)).
+# `oe_plugin_entry_v1` and links nothing from the host. A plugin with C++ sources links
+# OpenExpertise::sdk_cpp (the C++ glue, compiled as C++20), one in C only OpenExpertise::sdk.
+# Installed with the SDK package, so the same function builds plugins inside the oe tree and out
+# of it (find_package(OpenExpertiseSDK)).
 function(oe_add_plugin name)
   _oe_add_module(oe_add_plugin ${name} oe_plugin.version ${ARGN})
 endfunction()
@@ -35,13 +37,27 @@ function(_oe_add_module caller name version_script)
     message(FATAL_ERROR "${caller}(${name}): unknown arguments: ${ARG_UNPARSED_ARGUMENTS}")
   endif()
   add_library(${name} MODULE ${ARG_SOURCES})
-  if(TARGET OpenExpertise::sdk)
-    target_link_libraries(${name} PRIVATE OpenExpertise::sdk)
-  elseif(TARGET oe_sdk)
-    target_link_libraries(${name} PRIVATE oe_sdk)
+  # C++ sources get the C++ glue's target, which carries its C++20 requirement; C sources only
+  # the C headers, so a project(... LANGUAGES C) needs no C++ compiler.
+  set(_sdk sdk)
+  get_property(_languages GLOBAL PROPERTY ENABLED_LANGUAGES)
+  if("CXX" IN_LIST _languages)
+    foreach(_src IN LISTS ARG_SOURCES)
+      get_source_file_property(_language "${_src}" LANGUAGE)
+      if(_language STREQUAL "CXX" OR
+         (NOT _language AND _src MATCHES "\\.(cpp|cxx|cc|c\\+\\+|C|CPP)$"))
+        set(_sdk sdk_cpp)
+      endif()
+    endforeach()
+  endif()
+  if(TARGET OpenExpertise::${_sdk})
+    target_link_libraries(${name} PRIVATE OpenExpertise::${_sdk})
+  elseif(TARGET oe_${_sdk})
+    target_link_libraries(${name} PRIVATE oe_${_sdk})
   else()
-    message(FATAL_ERROR "${caller}(${name}): the OpenExpertise::sdk target is not visible here;"
-                        " call find_package(OpenExpertiseSDK) in this directory or a parent one")
+    message(FATAL_ERROR "${caller}(${name}): the OpenExpertise::${_sdk} target is not visible"
+                        " here; call find_package(OpenExpertiseSDK) in this directory or a parent"
+                        " one")
   endif()
   set_target_properties(${name} PROPERTIES
     PREFIX ""

@@ -36,7 +36,7 @@ function(oe_add_plugin_tests plugin)
   if(ARG_SOURCES)
     target_include_directories(${_tests} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/src)
   endif()
-  target_link_libraries(${_tests} PRIVATE ${ARG_LIBS} oe_sdk nlohmann_json::nlohmann_json
+  target_link_libraries(${_tests} PRIVATE ${ARG_LIBS} oe_sdk_cpp nlohmann_json::nlohmann_json
                         Threads::Threads ${CMAKE_DL_LIBS} GTest::gtest_main)
   target_compile_definitions(${_tests} PRIVATE
     OE_${_macro}_PLUGIN_PATH="$<TARGET_FILE:${plugin}>"

@@ -128,6 +128,25 @@ TEST(HttpGlue, MovesHandTheBufferOverWithoutReleasingTwice) {
   EXPECT_EQ(call.outstanding_buffers, 0);
 }
 
+TEST(HttpGlue, AFoundHttpFetchesWithTheContextItWasFoundWith) {
+  oe_host_ctx call;
+  const oe_http_api full = table(&fetchOk);
+  call.extensions[OE_EXT_HTTP] = &full;
+  {
+    const HttpFetch reply = findHttp(countingHost(), &call).fetch(R"({"url":"http://y/"})");
+    ASSERT_TRUE(reply.ok()) << reply.error();
+    EXPECT_EQ(call.state["request"], R"({"url":"http://y/"})");
+  }
+  EXPECT_EQ(call.releases, 1);
+  EXPECT_EQ(call.outstanding_buffers, 0);
+}
+
+TEST(HttpGlue, AnEmptyHttpAnswersUnimplemented) {
+  const HttpFetch reply = Http().fetch(nullptr, "{}");
+  EXPECT_EQ(reply.status(), OE_UNIMPLEMENTED);
+  EXPECT_EQ(reply.error(), "this host does not offer oe.http/1");
+}
+
 TEST(HttpGlue, FindHttpRefusesMissingOrTooShortTables) {
   const oe_host_api& host = *testing::LocalFakeHost::api();
   oe_host_ctx ctx;

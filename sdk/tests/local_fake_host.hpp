@@ -2,6 +2,8 @@
 // state is a map, and every release is counted so a double or missing release shows up.
 #pragma once
 
+#include <oe/ext/llm.h>
+#include <oe/ext/prompt.h>
 #include <oe/oe.h>
 
 #include <map>
@@ -22,13 +24,24 @@ struct oe_host_ctx {
   std::vector<std::pair<oe_log_level, std::string>> logs;
   std::vector<std::pair<std::string, std::string>> events;          // type, fields JSON
   bool cancelled = false;
-  int outstanding_buffers = 0;  // state_get buffers not yet released
+  // Buffers handed out claim a length no std::string can hold, so copying one throws (as a
+  // bad_alloc would): the SDK must still release them.
+  bool oversized_buffers = false;
+  int outstanding_buffers = 0;  // buffers handed out and not yet released
   int releases = 0;
 };
 
 namespace oe::sdk::testing {
 
 inline std::string_view view(oe_str s) { return {s.ptr, s.len}; }
+
+// Fills `out` with a copy of `text` as a host would; LocalFakeHost::release frees and counts it.
+inline void handOut(oe_host_ctx* ctx, oe_host_buf* out, const std::string& text) {
+  auto* copy = new std::string(text);  // NOLINT(cppcoreguidelines-owning-memory)
+  const size_t len = ctx->oversized_buffers ? copy->max_size() + 1 : copy->size();
+  *out = oe_host_buf{copy->data(), len, copy};
+  ++ctx->outstanding_buffers;
+}
 
 struct LocalFakeHost {
   static void OE_ABI log(oe_host_ctx* ctx, oe_log_level level, oe_str message) {
@@ -42,6 +55,9 @@ struct LocalFakeHost {
     return OE_OK;
   }
   static void OE_ABI release(oe_host_ctx* ctx, oe_host_buf* buf) {
+    if (buf == nullptr || buf->opaque == nullptr) {
+      return;  // NULL-safe, as the ABI requires
+    }
     delete static_cast<std::string*>(buf->opaque);  // NOLINT(cppcoreguidelines-owning-memory)
     buf->opaque = nullptr;
     buf->ptr = nullptr;
@@ -58,9 +74,7 @@ struct LocalFakeHost {
     if (it == ctx->state.end()) {
       return OE_PERMISSION_DENIED;
     }
-    auto* copy = new std::string(it->second);  // NOLINT(cppcoreguidelines-owning-memory)
-    *out_json = oe_host_buf{copy->data(), copy->size(), copy};
-    ++ctx->outstanding_buffers;
+    handOut(ctx, out_json, it->second);
     return OE_OK;
   }
   static bool OE_ABI isCancelled(oe_host_ctx* ctx) { return ctx->cancelled; }
@@ -76,5 +90,49 @@ struct LocalFakeHost {
     return &kApi;
   }
 };
+
+// Scripted oe.llm/1 and oe.prompt/1, driven by the call context's state map: "llm.error" makes
+// complete fail with that message, "prompt.fail" makes render and values_json fail; complete
+// records its request as "llm.request". Buffers come from handOut, so releases are counted.
+struct LocalFakeServices {
+  static oe_status OE_ABI complete(oe_host_ctx* call, oe_str request, oe_host_buf* out_response,
+                                   oe_host_buf* out_error) {
+    call->state["llm.request"] = std::string(view(request));
+    if (auto it = call->state.find("llm.error"); it != call->state.end()) {
+      handOut(call, out_error, it->second);
+      return OE_UNAVAILABLE;
+    }
+    handOut(call, out_response, R"({"text":"hello"})");
+    return OE_OK;
+  }
+  static oe_status OE_ABI render(oe_host_ctx* call, oe_str text, oe_host_buf* out_text) {
+    if (call->state.count("prompt.fail") != 0) {
+      return OE_FAILED_PRECONDITION;
+    }
+    handOut(call, out_text, "rendered: " + std::string(view(text)));
+    return OE_OK;
+  }
+  static oe_status OE_ABI valuesJson(oe_host_ctx* call, uint32_t indent, oe_host_buf* out_json) {
+    if (call->state.count("prompt.fail") != 0) {
+      return OE_FAILED_PRECONDITION;
+    }
+    handOut(call, out_json, "{\"indent\":" + std::to_string(indent) + "}");
+    return OE_OK;
+  }
+
+  static const oe_llm_api* llm() {
+    static constexpr oe_llm_api kLlm{sizeof(oe_llm_api), &complete};
+    return &kLlm;
+  }
+  static const oe_prompt_api* prompt() {
+    static constexpr oe_prompt_api kPrompt{sizeof(oe_prompt_api), &render, &valuesJson};
+    return &kPrompt;
+  }
+};
+
+inline void installLlmAndPrompt(oe_host_ctx& ctx) {
+  ctx.extensions[OE_EXT_LLM] = LocalFakeServices::llm();
+  ctx.extensions[OE_EXT_PROMPT] = LocalFakeServices::prompt();
+}
 
 }  // namespace oe::sdk::testing

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <iterator>
 #include <memory>
 #include <new>
 #include <span>
@@ -49,8 +50,7 @@ class GluePlugin {
   GluePlugin(const GluePlugin&) = delete;
   GluePlugin& operator=(const GluePlugin&) = delete;
 
-  static constexpr size_t kKindCount = 2;
-  static std::span<const oe::sdk::KindSpec<GluePlugin>> kinds();
+  static constexpr std::span<const oe::sdk::KindSpec<GluePlugin>> kinds();
 
   [[nodiscard]] Counters& counters() const { return *counters_; }
 
@@ -91,6 +91,29 @@ class EchoNode final : public oe::sdk::Node {
       call.respond(call.stateGet("secret"));
       return;
     }
+    if (request == "llm") {
+      const oe::sdk::LlmReply reply = call.llm().complete(R"({"messages":[]})");
+      if (!reply.ok()) {
+        throw oe::sdk::Error(reply.status(), reply.error());
+      }
+      call.respond(reply.response());
+      return;
+    }
+    if (request == "prompt") {
+      const oe::sdk::Prompt prompt = call.prompt();
+      auto text = prompt.render("Hi {{name}}");
+      auto values = prompt.valuesJson(2);
+      if (!text || !values) {
+        throw oe::sdk::Error(OE_INTERNAL, "prompt failed");
+      }
+      call.respond(text.value() + "|" + values.value());
+      return;
+    }
+    if (request == "services?") {
+      call.respond(std::string(call.llm() ? "llm" : "-") + (call.prompt() ? " prompt" : " -") +
+                   (call.http() ? " http" : " -"));
+      return;
+    }
     if (request == "cancelled?") {
       call.respond(call.cancelled() ? "yes" : "no");
       return;
@@ -115,6 +138,13 @@ std::unique_ptr<oe::sdk::Node> createEcho(GluePlugin& plugin, std::string_view /
   return std::make_unique<EchoNode>(plugin.counters());
 }
 
+// Created with the node's context: what it logs at create time names the node, not the plugin.
+std::unique_ptr<oe::sdk::Node> createLogged(GluePlugin& plugin, std::string_view /*config*/,
+                                            oe::sdk::Host node) {
+  node.log(OE_LOG_WARN, "glue-logged: created");
+  return std::make_unique<EchoNode>(plugin.counters());
+}
+
 std::unique_ptr<oe::sdk::Node> createPicky(GluePlugin& /*plugin*/, std::string_view config) {
   if (config == "sdk") {
     throw oe::sdk::Error(OE_INVALID_ARGUMENT, "node picky: field `mode` must be a string");
@@ -129,9 +159,21 @@ constexpr oe::sdk::KindSpec<GluePlugin> kGlueKinds[] = {
     {"glue-echo", "Echoes its request", "{\"type\":\"object\"}", OE_NODE_KIND_REENTRANT,
      &createEcho},
     {"glue-picky", "Refuses to be created", nullptr, 0, &createPicky},
+    {"glue-logged", "Logs through its node context when created", nullptr, 0, &createLogged},
 };
 
-std::span<const oe::sdk::KindSpec<GluePlugin>> GluePlugin::kinds() { return kGlueKinds; }
+constexpr std::span<const oe::sdk::KindSpec<GluePlugin>> GluePlugin::kinds() { return kGlueKinds; }
+
+// A plugin that offers services only: kinds() is empty and the table has no entries.
+class ServicePlugin {
+ public:
+  explicit ServicePlugin(oe::sdk::Host /*host*/) {}
+  static constexpr std::span<const oe::sdk::KindSpec<ServicePlugin>> kinds() { return {}; }
+};
+
+// The kind count comes from kinds() at compile time; nothing to keep in step by hand.
+static_assert(oe::sdk::Binding<GluePlugin>::kindTotal() == std::size(kGlueKinds));
+static_assert(oe::sdk::Binding<ServicePlugin>::kindTotal() == 0);
 
 }  // namespace
 
@@ -248,7 +290,7 @@ TEST_F(GlueTest, InitMapsStdExceptionToInternal) {
 
 TEST_F(GlueTest, KindTableMirrorsTheKindSpecs) {
   initPlugin();
-  ASSERT_EQ(entry_->node_kind_count(self_), 2u);
+  ASSERT_EQ(entry_->node_kind_count(self_), 3u);
   const oe_node_kind* echo = kind(0);
   const oe_node_kind* picky = kind(1);
   ASSERT_NE(echo, nullptr);
@@ -268,7 +310,8 @@ TEST_F(GlueTest, KindTableMirrorsTheKindSpecs) {
     EXPECT_NE(k->cancel, nullptr);
   }
   EXPECT_NE(echo->create, picky->create) << "each kind gets its own create trampoline";
-  EXPECT_EQ(kind(2), nullptr);
+  EXPECT_EQ(sv(kind(2)->kind), "glue-logged");
+  EXPECT_EQ(kind(3), nullptr);
   EXPECT_EQ(kind(UINT32_MAX), nullptr);
   EXPECT_EQ(kind(0), echo) << "kind descriptors are static, valid until deinit";
 }
@@ -341,6 +384,18 @@ TEST_F(GlueTest, StateGetReturnsTheValueAndReleasesTheHostBuffer) {
   EXPECT_EQ(inv.call.outstanding_buffers, 0);
 }
 
+TEST_F(GlueTest, StateGetReleasesTheHostBufferWhenTheCopyThrows) {
+  initPlugin();
+  oe_node* node = createEcho();
+  Invocation inv;
+  inv.call.state["topic"] = R"("cats")";
+  inv.call.oversized_buffers = true;  // copying the buffer into a std::string throws
+  EXPECT_EQ(invoke(node, kind(0), "state", inv), OE_INTERNAL);
+  EXPECT_FALSE(inv.error.data.empty());
+  EXPECT_EQ(inv.call.releases, 1);
+  EXPECT_EQ(inv.call.outstanding_buffers, 0);
+}
+
 TEST_F(GlueTest, StateGetRefusalBecomesTheCallsStatus) {
   initPlugin();
   oe_node* node = createEcho();
@@ -369,6 +424,70 @@ TEST_F(GlueTest, CallServicesUseTheCallContextNotThePlugins) {
   ASSERT_EQ(with_event.call.logs.size(), 1u);
   EXPECT_EQ(with_event.call.logs[0].second, "from the call");
   EXPECT_TRUE(plugin_ctx_.events.empty());
+}
+
+TEST_F(GlueTest, CallFindsNoServicesWhereTheHostOffersNone) {
+  initPlugin();
+  oe_node* node = createEcho();
+  Invocation inv;
+  EXPECT_EQ(invoke(node, kind(0), "services?", inv), OE_OK) << inv.error.data;
+  EXPECT_EQ(inv.response.data, "- - -");
+  Invocation llm;
+  EXPECT_EQ(invoke(node, kind(0), "llm", llm), OE_UNIMPLEMENTED);
+  EXPECT_EQ(llm.error.data, "this host does not offer oe.llm/1");
+}
+
+TEST_F(GlueTest, CallReachesTheLlmAndPromptServicesOfItsOwnContext) {
+  initPlugin();
+  oe_node* node = createEcho();
+  Invocation inv;
+  oe::sdk::testing::installLlmAndPrompt(inv.call);
+  EXPECT_EQ(invoke(node, kind(0), "services?", inv), OE_OK) << inv.error.data;
+  EXPECT_EQ(inv.response.data, "llm prompt -");
+
+  Invocation llm;
+  oe::sdk::testing::installLlmAndPrompt(llm.call);
+  EXPECT_EQ(invoke(node, kind(0), "llm", llm), OE_OK) << llm.error.data;
+  EXPECT_EQ(llm.response.data, R"({"text":"hello"})");
+  EXPECT_EQ(llm.call.state["llm.request"], R"({"messages":[]})");
+  EXPECT_EQ(llm.call.releases, 1);
+  EXPECT_EQ(llm.call.outstanding_buffers, 0);
+
+  Invocation prompt;
+  oe::sdk::testing::installLlmAndPrompt(prompt.call);
+  EXPECT_EQ(invoke(node, kind(0), "prompt", prompt), OE_OK) << prompt.error.data;
+  EXPECT_EQ(prompt.response.data, R"(rendered: Hi {{name}}|{"indent":2})");
+  EXPECT_EQ(prompt.call.releases, 2);
+  EXPECT_EQ(prompt.call.outstanding_buffers, 0);
+}
+
+TEST_F(GlueTest, CreateWithTheNodeContextLogsAsTheNode) {
+  initPlugin();
+  const oe_node_kind* logged = kind(2);
+  oe_host_ctx node_ctx;
+  oe_writer err;
+  oe_node* node = nullptr;
+  ASSERT_EQ(logged->create(self_, logged, oe::sdk::toStr("{}"), &node_ctx, &node, &err), OE_OK)
+      << err.data;
+  ASSERT_NE(node, nullptr);
+  nodes_.push_back(node);
+  ASSERT_EQ(node_ctx.logs.size(), 1u);
+  EXPECT_EQ(node_ctx.logs[0].first, OE_LOG_WARN);
+  EXPECT_EQ(node_ctx.logs[0].second, "glue-logged: created");
+  EXPECT_EQ(plugin_ctx_.logs.size(), 1u) << "only init's line goes to the plugin context";
+}
+
+TEST(GlueServiceOnly, APluginWithoutKindsHasAnEmptyTable) {
+  const oe_plugin_entry* entry =
+      oe::sdk::Binding<ServicePlugin>::entry(OE_ABI_VERSION, "dev.oe.test.svc", "1", "service");
+  ASSERT_NE(entry, nullptr);
+  oe_host_ctx ctx;
+  oe_writer err;
+  oe_plugin* self = nullptr;
+  ASSERT_EQ(entry->init(LocalFakeHost::api(), &ctx, &self, &err), OE_OK) << err.data;
+  EXPECT_EQ(entry->node_kind_count(self), 0u);
+  EXPECT_EQ(entry->node_kind_at(self, 0), nullptr);
+  entry->deinit(self);
 }
 
 TEST_F(GlueTest, CancelReachesTheNode) {

@@ -2,7 +2,6 @@
 // with the node's inputs, sent to the run's LLM through the host (oe.llm/1); the answer is text
 // for the node's single writes field, or a structured_output object checked against `schema:`
 // and repaired by the model when it does not match.
-#include <array>
 #include <filesystem>
 #include <memory>
 #include <oe/cpp/plugin.hpp>
@@ -69,8 +68,8 @@ Expected<std::string> readTemplate(const std::string& path, const std::string& d
 // One `kind: agent` node. Immutable after create, so invoke is reentrant (for_each).
 class AgentNode final : public sdk::Node {
  public:
-  AgentNode(const oe_host_api& api, llmkit::LlmNodeOptions options, std::string prompt_template)
-      : api_(api), options_(std::move(options)), template_(std::move(prompt_template)) {}
+  AgentNode(llmkit::LlmNodeOptions options, std::string prompt_template)
+      : options_(std::move(options)), template_(std::move(prompt_template)) {}
 
   void invoke(sdk::Call& call) override {
     // Checked before the call, so a misdeclared node spends no tokens (same message upstream
@@ -82,8 +81,7 @@ class AgentNode final : public sdk::Node {
                            " writes; text mode requires exactly a single write field. Use a "
                            "structured schema for multi-field output.");
     }
-    const llmkit::LlmServices services =
-        llmkit::orRaise(llmkit::findServices(api_, call.context(), options_.who));
+    const llmkit::LlmServices services = llmkit::orRaise(llmkit::findServices(call, options_.who));
     llmkit::AskSpec spec;
     spec.user = llmkit::orRaise(llmkit::renderPrompt(services, template_, options_.who));
     spec.calling_activity = "calling " + options_.modelLabel();
@@ -91,42 +89,35 @@ class AgentNode final : public sdk::Node {
   }
 
  private:
-  const oe_host_api& api_;
   const llmkit::LlmNodeOptions options_;
   const std::string template_;
 };
 
 class AgentPlugin {
  public:
-  static constexpr size_t kKindCount = 1;
+  // Stateless: every node asks the host's services through its own call.
+  explicit AgentPlugin(sdk::Host /*host*/) {}
 
-  explicit AgentPlugin(sdk::Host host) : host_(host) {}
+  static constexpr std::span<const sdk::KindSpec<AgentPlugin>> kinds();
 
-  static std::span<const sdk::KindSpec<AgentPlugin>> kinds();
-
-  static std::unique_ptr<sdk::Node> create(AgentPlugin& plugin, std::string_view config_json) {
+  static std::unique_ptr<sdk::Node> create(AgentPlugin& /*plugin*/, std::string_view config_json) {
     llmkit::LlmNodeSetup setup = llmkit::orRaise(llmkit::readLlmNode(
         config_json, "agent", "Agent", {"prompt", "the path of a prompt template file"}));
-    std::string text =
-        llmkit::orRaise(readTemplate(setup.path, setup.declared, setup.options.who));
-    return std::make_unique<AgentNode>(*plugin.host_.api(), std::move(setup.options),
-                                       std::move(text));
+    std::string text = llmkit::orRaise(readTemplate(setup.path, setup.declared, setup.options.who));
+    return std::make_unique<AgentNode>(std::move(setup.options), std::move(text));
   }
-
- private:
-  sdk::Host host_;
 };
 
 namespace {
-constexpr std::array<sdk::KindSpec<AgentPlugin>, AgentPlugin::kKindCount> kKinds{{
+constexpr sdk::KindSpec<AgentPlugin> kKinds[] = {
     {"agent",
      "Asks the run's LLM with a prompt template file; the answer is text for one field, or a "
      "structured object checked against the node's schema (and repaired when it fails)",
      kSpecSchema, OE_NODE_KIND_REENTRANT, &AgentPlugin::create},
-}};
+};
 }  // namespace
 
-std::span<const sdk::KindSpec<AgentPlugin>> AgentPlugin::kinds() { return kKinds; }
+constexpr std::span<const sdk::KindSpec<AgentPlugin>> AgentPlugin::kinds() { return kKinds; }
 
 }  // namespace oe::agent
 

@@ -4,7 +4,6 @@
 // written by an upstream node of the same run is seen.
 #include <oe/ext/http.h>
 
-#include <array>
 #include <cstddef>
 #include <memory>
 #include <oe/cpp/http.hpp>
@@ -35,11 +34,9 @@ namespace {
 
 class DatasetPlugin {
  public:
-  static constexpr size_t kKindCount = 1;
-
   explicit DatasetPlugin(sdk::Host host) : host_(host) {}
 
-  static std::span<const sdk::KindSpec<DatasetPlugin>> kinds();
+  static constexpr std::span<const sdk::KindSpec<DatasetPlugin>> kinds();
   static std::unique_ptr<sdk::Node> create(DatasetPlugin& plugin, std::string_view config_json);
 
   [[nodiscard]] const sdk::Host& host() const noexcept { return host_; }
@@ -112,15 +109,15 @@ std::unique_ptr<sdk::Node> DatasetPlugin::create(DatasetPlugin& plugin,
 }
 
 namespace {
-constexpr std::array<sdk::KindSpec<DatasetPlugin>, DatasetPlugin::kKindCount> kKinds{{
+constexpr sdk::KindSpec<DatasetPlugin> kKinds[] = {
     {"dataset",
      "Loads rows into one state field from a JSON/JSONL/CSV/TSV file, a read-only SQLite query "
      "or an HTTP endpoint returning a JSON array",
      kDatasetSpecSchema, OE_NODE_KIND_REENTRANT, &DatasetPlugin::create},
-}};
+};
 }  // namespace
 
-std::span<const sdk::KindSpec<DatasetPlugin>> DatasetPlugin::kinds() { return kKinds; }
+constexpr std::span<const sdk::KindSpec<DatasetPlugin>> DatasetPlugin::kinds() { return kKinds; }
 
 }  // namespace oe::dataset
 

@@ -15,33 +15,6 @@ constexpr const char* kToolDescription =
     "Return the agent result as a structured object matching the schema";
 constexpr size_t kRawPreview = 200;
 
-// A host buffer given back exactly once, whatever path the caller takes.
-class HostBuffer {
- public:
-  HostBuffer(const LlmServices& services) : services_(services) {}  // NOLINT: implicit ok
-  ~HostBuffer() {
-    if (buf_.opaque != nullptr || buf_.ptr != nullptr) {
-      services_.host->release(services_.call, &buf_);
-    }
-  }
-  HostBuffer(const HostBuffer&) = delete;
-  HostBuffer& operator=(const HostBuffer&) = delete;
-
-  oe_host_buf* out() noexcept { return &buf_; }
-  [[nodiscard]] std::string text() const {
-    return buf_.ptr == nullptr ? std::string() : std::string(buf_.ptr, buf_.len);
-  }
-
- private:
-  const LlmServices& services_;
-  oe_host_buf buf_{};
-};
-
-template <class Table>
-bool covers(const Table* table, size_t member_end) {
-  return table != nullptr && table->struct_size >= member_end;
-}
-
 std::string missingService(std::string_view who, const char* id, const char* what) {
   return std::string(who) + " needs the host service " + id + " (" + what +
          "), which this host does not offer; run it with the oe host it was built for";
@@ -185,42 +158,34 @@ struct Usage {
 };
 
 Expected<Json> complete(const LlmServices& services, const Json& request, std::string_view who) {
-  const std::string body = request.dump(-1, ' ', false, Json::error_handler_t::replace);
-  HostBuffer response(services);
-  HostBuffer error(services);
-  const oe_status status =
-      services.llm->complete(services.call, sdk::toStr(body), response.out(), error.out());
-  if (status != OE_OK) {
-    std::string message = error.text();
+  const sdk::LlmReply reply =
+      services.llm.complete(request.dump(-1, ' ', false, Json::error_handler_t::replace));
+  if (!reply.ok()) {
+    std::string message(reply.hostError());
     if (message.empty()) {
-      message = std::string(who) + ": the LLM call failed (status " + std::to_string(status) + ")";
+      message = std::string(who) + ": the LLM call failed (status " +
+                std::to_string(reply.status()) + ")";
     }
-    return fail(status, std::move(message));
+    return fail(reply.status(), std::move(message));
   }
-  Json answer = Json::parse(response.text(), nullptr, false);
+  Json answer = Json::parse(reply.response(), nullptr, false);
   if (answer.is_discarded() || !answer.is_object()) {
     return fail(OE_INTERNAL, std::string(who) +
                                  ": the host's LLM service answered with something that is not "
                                  "a JSON object: " +
-                                 preview(response.text()));
+                                 preview(std::string(reply.response())));
   }
   return answer;
 }
 
 }  // namespace
 
-Expected<LlmServices> findServices(const oe_host_api& host, oe_host_ctx* call,
-                                   std::string_view who) {
-  LlmServices services;
-  services.host = &host;
-  services.call = call;
-  services.llm = static_cast<const oe_llm_api*>(host.get_extension(call, OE_EXT_LLM));
-  if (!covers(services.llm, offsetof(oe_llm_api, complete) + sizeof(services.llm->complete))) {
+Expected<LlmServices> findServices(const sdk::Call& call, std::string_view who) {
+  LlmServices services{call.llm(), call.prompt()};
+  if (!services.llm) {
     return fail(OE_FAILED_PRECONDITION, missingService(who, OE_EXT_LLM, "LLM completion"));
   }
-  services.prompt = static_cast<const oe_prompt_api*>(host.get_extension(call, OE_EXT_PROMPT));
-  if (!covers(services.prompt,
-              offsetof(oe_prompt_api, values_json) + sizeof(services.prompt->values_json))) {
+  if (!services.prompt || !services.prompt.offersValuesJson()) {
     return fail(OE_FAILED_PRECONDITION, missingService(who, OE_EXT_PROMPT, "prompt rendering"));
   }
   return services;
@@ -228,27 +193,26 @@ Expected<LlmServices> findServices(const oe_host_api& host, oe_host_ctx* call,
 
 Expected<std::string> renderPrompt(const LlmServices& services, std::string_view template_text,
                                    std::string_view who) {
-  HostBuffer out(services);
-  const oe_status status =
-      services.prompt->render(services.call, sdk::toStr(template_text), out.out());
-  if (status != OE_OK) {
+  auto text = services.prompt.render(template_text);
+  if (!text) {
+    const oe_status status = text.failure().status;
     return fail(status, std::string(who) + ": the host could not render the prompt (status " +
                             std::to_string(status) + ")");
   }
-  return out.text();
+  return std::move(text).value();
 }
 
 Expected<std::string> valuesJson(const LlmServices& services, uint32_t indent,
                                  std::string_view who) {
-  HostBuffer out(services);
-  const oe_status status = services.prompt->values_json(services.call, indent, out.out());
-  if (status != OE_OK) {
+  auto values = services.prompt.valuesJson(indent);
+  if (!values) {
+    const oe_status status = values.failure().status;
     return fail(status, std::string(who) +
                             ": the host could not serialise the node's inputs "
                             "(status " +
                             std::to_string(status) + ")");
   }
-  return out.text();
+  return std::move(values).value();
 }
 
 Expected<std::string> ask(const LlmServices& services, const sdk::Call& call,

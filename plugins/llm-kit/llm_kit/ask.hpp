@@ -3,10 +3,9 @@
 // schema and, when it does not match, repaired by sending the model its errors).
 #pragma once
 
-#include <oe/ext/llm.h>
-#include <oe/ext/prompt.h>
-
+#include <oe/cpp/llm.hpp>
 #include <oe/cpp/plugin.hpp>
+#include <oe/cpp/prompt.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -15,17 +14,14 @@
 
 namespace oe::llmkit {
 
-// The host services of one invocation; the tables are host-owned and outlive the call.
+// The host services of one invocation (the SDK's typed wrappers, bound to the call).
 struct LlmServices {
-  const oe_host_api* host = nullptr;
-  oe_host_ctx* call = nullptr;
-  const oe_llm_api* llm = nullptr;
-  const oe_prompt_api* prompt = nullptr;
+  sdk::Llm llm;
+  sdk::Prompt prompt;
 };
 
 // Looks both services up for `call`; a missing one fails naming the node (`who`) and the id.
-Expected<LlmServices> findServices(const oe_host_api& host, oe_host_ctx* call,
-                                   std::string_view who);
+Expected<LlmServices> findServices(const sdk::Call& call, std::string_view who);
 
 // `{{placeholder}}` rendering with the host's semantics (oe.prompt/1 render).
 Expected<std::string> renderPrompt(const LlmServices& services, std::string_view template_text,

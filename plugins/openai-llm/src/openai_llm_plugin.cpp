@@ -21,11 +21,10 @@ namespace oe::llm {
 
 class OpenAiLlmPlugin {
  public:
-  static constexpr size_t kKindCount = 0;
-
   explicit OpenAiLlmPlugin(sdk::Host host) : host_(host) {}
 
-  static std::span<const sdk::KindSpec<OpenAiLlmPlugin>> kinds() { return {}; }
+  // A service-only plugin: no node kinds.
+  static constexpr std::span<const sdk::KindSpec<OpenAiLlmPlugin>> kinds() { return {}; }
   static const void* extension(OpenAiLlmPlugin& plugin, const char* id);
 
   // [thread-safe] One completion; throws sdk::Error with the failure's status and message.

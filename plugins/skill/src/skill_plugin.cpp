@@ -4,7 +4,6 @@
 // addition), a structured_output object checked and repaired as for agent.
 #include <yaml-cpp/yaml.h>
 
-#include <array>
 #include <filesystem>
 #include <memory>
 #include <oe/cpp/plugin.hpp>
@@ -127,9 +126,8 @@ Expected<SkillFile> loadSkill(const std::string& dir, const std::string& who) {
 // One `kind: skill` node. Immutable after create, so invoke is reentrant (for_each).
 class SkillNode final : public sdk::Node {
  public:
-  SkillNode(const oe_host_api& api, llmkit::LlmNodeOptions options, SkillFile skill)
-      : api_(api),
-        options_(std::move(options)),
+  SkillNode(llmkit::LlmNodeOptions options, SkillFile skill)
+      : options_(std::move(options)),
         system_(std::move(skill.body)),
         activity_("calling " + options_.modelLabel() +
                   " (skill: " + (skill.name.empty() ? options_.id : skill.name) + ")") {}
@@ -142,8 +140,7 @@ class SkillNode final : public sdk::Node {
                            std::to_string(options_.writes.size()) +
                            ". Structured-output skills land in Plan 3+.");
     }
-    const llmkit::LlmServices services =
-        llmkit::orRaise(llmkit::findServices(api_, call.context(), options_.who));
+    const llmkit::LlmServices services = llmkit::orRaise(llmkit::findServices(call, options_.who));
     llmkit::AskSpec spec;
     spec.system = system_;
     spec.user = llmkit::orRaise(llmkit::valuesJson(services, 2, options_.who));
@@ -152,7 +149,6 @@ class SkillNode final : public sdk::Node {
   }
 
  private:
-  const oe_host_api& api_;
   const llmkit::LlmNodeOptions options_;
   const std::string system_;
   const std::string activity_;
@@ -160,34 +156,29 @@ class SkillNode final : public sdk::Node {
 
 class SkillPlugin {
  public:
-  static constexpr size_t kKindCount = 1;
+  // Stateless: every node asks the host's services through its own call.
+  explicit SkillPlugin(sdk::Host /*host*/) {}
 
-  explicit SkillPlugin(sdk::Host host) : host_(host) {}
+  static constexpr std::span<const sdk::KindSpec<SkillPlugin>> kinds();
 
-  static std::span<const sdk::KindSpec<SkillPlugin>> kinds();
-
-  static std::unique_ptr<sdk::Node> create(SkillPlugin& plugin, std::string_view config_json) {
+  static std::unique_ptr<sdk::Node> create(SkillPlugin& /*plugin*/, std::string_view config_json) {
     llmkit::LlmNodeSetup setup = llmkit::orRaise(llmkit::readLlmNode(
         config_json, "skill", "Skill", {"impl", "the skill directory that holds SKILL.md"}));
     SkillFile skill = llmkit::orRaise(loadSkill(setup.path, setup.options.who));
-    return std::make_unique<SkillNode>(*plugin.host_.api(), std::move(setup.options),
-                                       std::move(skill));
+    return std::make_unique<SkillNode>(std::move(setup.options), std::move(skill));
   }
-
- private:
-  sdk::Host host_;
 };
 
 namespace {
-constexpr std::array<sdk::KindSpec<SkillPlugin>, SkillPlugin::kKindCount> kKinds{{
+constexpr sdk::KindSpec<SkillPlugin> kKinds[] = {
     {"skill",
      "Runs a skill directory: SKILL.md is the system prompt, the node's inputs the user "
      "message; the answer is text for one field, or a structured object checked against schema",
      kSpecSchema, OE_NODE_KIND_REENTRANT, &SkillPlugin::create},
-}};
+};
 }  // namespace
 
-std::span<const sdk::KindSpec<SkillPlugin>> SkillPlugin::kinds() { return kKinds; }
+constexpr std::span<const sdk::KindSpec<SkillPlugin>> SkillPlugin::kinds() { return kKinds; }
 
 }  // namespace oe::skill
 

@@ -3,7 +3,6 @@
 // call signature {...args, _edge_inputs, _state}.
 #include <sys/stat.h>
 
-#include <array>
 #include <filesystem>
 #include <memory>
 #include <mutex>
@@ -163,15 +162,13 @@ class ToolNode final : public sdk::Node {
 // Library-wide state: the one Node.js worker and the loaded native libraries.
 class ToolPlugin {
  public:
-  static constexpr size_t kKindCount = 1;
-
   explicit ToolPlugin(sdk::Host host)
       : node_worker_([host](std::string_view line) {
           host.log(OE_LOG_INFO, "tool worker (node): " + std::string(line));
         }),
         native_tools_(host.api()) {}
 
-  static std::span<const sdk::KindSpec<ToolPlugin>> kinds();
+  static constexpr std::span<const sdk::KindSpec<ToolPlugin>> kinds();
 
   [[nodiscard]] NodeWorker& nodeWorker() noexcept { return node_worker_; }
   [[nodiscard]] NativeTools& nativeTools() noexcept { return native_tools_; }
@@ -306,15 +303,15 @@ Expected<ToolPlugin::Resolved> ToolPlugin::resolve(const ToolIdentity& declared,
 }
 
 namespace {
-constexpr std::array<sdk::KindSpec<ToolPlugin>, ToolPlugin::kKindCount> kKinds{{
+constexpr sdk::KindSpec<ToolPlugin> kKinds[] = {
     {"tool",
      "Runs a tool: a Node.js module's default export, an executable speaking JSON on "
      "stdin/stdout, or a native shared library",
      kSpecSchema, OE_NODE_KIND_REENTRANT, &ToolPlugin::create},
-}};
+};
 }  // namespace
 
-std::span<const sdk::KindSpec<ToolPlugin>> ToolPlugin::kinds() { return kKinds; }
+constexpr std::span<const sdk::KindSpec<ToolPlugin>> ToolPlugin::kinds() { return kKinds; }
 
 }  // namespace oe::tool
 

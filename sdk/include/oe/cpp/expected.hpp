@@ -2,6 +2,10 @@
 // Plugins link nothing from the host, so the SDK carries this small counterpart of oe::Result.
 #pragma once
 
+#include <oe/cpp/requires_cxx20.hpp>
+
+#if OE_SDK_CXX20
+
 #include <oe/types.h>
 
 #include <string>
@@ -43,3 +47,5 @@ class [[nodiscard]] Expected {
 };
 
 }  // namespace oe::sdk
+
+#endif  // OE_SDK_CXX20

@@ -2,24 +2,28 @@
 // and the trampolines here turn them into the C tables, catching every exception at the border.
 #pragma once
 
+#include <oe/cpp/requires_cxx20.hpp>
+
+#if OE_SDK_CXX20
+
 #include <oe/oe.h>
+#include <oe/cpp/host_buffer.hpp>
+#include <oe/cpp/http.hpp>
+#include <oe/cpp/llm.hpp>
+#include <oe/cpp/prompt.hpp>
 
 #include <concepts>
-#include <cstring>
+#include <cstddef>
 #include <exception>
 #include <memory>
 #include <new>
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 
 namespace oe::sdk {
-
-inline oe_str toStr(std::string_view s) noexcept { return oe_str{s.data(), s.size()}; }
-inline std::string_view toView(oe_str s) noexcept {
-  return s.ptr == nullptr ? std::string_view{} : std::string_view{s.ptr, s.len};
-}
 
 // Thrown inside plugin code to fail a call with a status; the trampolines turn it into the
 // status code and the error writer's text. Any other exception becomes OE_INTERNAL.
@@ -35,14 +39,16 @@ class Error : public std::exception {
   std::string message_;
 };
 
-// The host's services as seen from a plugin. Cheap to copy; valid until deinit.
+// The host's services as seen from a plugin (the plugin context given to init) or from a node
+// being created (its node context: log lines name the node). Cheap to copy; the plugin's is
+// valid until deinit, a node's until the node is destroyed.
 class Host {
  public:
   Host() = default;
   Host(const oe_host_api* api, oe_host_ctx* ctx) : api_(api), ctx_(ctx) {}
 
   [[nodiscard]] const oe_host_api* api() const noexcept { return api_; }
-  // The plugin context given to init (for host calls made outside any invocation).
+  // The context host calls made outside any invocation go through.
   [[nodiscard]] oe_host_ctx* context() const noexcept { return ctx_; }
   void log(oe_log_level level, std::string_view message) const noexcept {
     if (api_ != nullptr) {
@@ -80,17 +86,24 @@ class Call {
   void log(oe_log_level level, std::string_view message) const noexcept {
     api_.log(inv_.call, level, toStr(message));
   }
-  // The JSON of a field the node declares in `reads`.
+  // The JSON of a field the node declares in `reads`. The host's buffer is released exactly
+  // once, also when the copy throws.
   [[nodiscard]] std::string stateGet(std::string_view field) const {
-    oe_host_buf buf{};
-    const oe_status status = api_.state_get(inv_.call, toStr(field), &buf);
+    HostBuffer json(api_, inv_.call);
+    const oe_status status = api_.state_get(inv_.call, toStr(field), json.out());
     if (status != OE_OK) {
       throw Error(status, "state_get(" + std::string(field) + ") was refused by the host");
     }
-    std::string out(buf.ptr, buf.len);
-    api_.release(inv_.call, &buf);
-    return out;
+    return json.str();
   }
+
+  // The host's optional services for this call (empty, i.e. false, when the host has none).
+  // oe.llm/1: one completion through the run's provider, budget and token accounting.
+  [[nodiscard]] Llm llm() const { return findLlm(api_, inv_.call); }
+  // oe.prompt/1: {{placeholder}} rendering and the node's merged inputs as JSON.
+  [[nodiscard]] Prompt prompt() const { return findPrompt(api_, inv_.call); }
+  // oe.http/1: HTTP through the host (no TLS stack in the plugin); cancelled with the call.
+  [[nodiscard]] Http http() const { return findHttp(api_, inv_.call); }
 
  private:
   const oe_host_api& api_;
@@ -105,15 +118,47 @@ class Node {
   virtual void cancel(oe_host_ctx* /*call*/) noexcept {}
 };
 
-// Describes one node kind of a plugin class P; `create` builds the node from its config JSON
-// ({"node": spec, "experience_dir": dir}).
+// Describes one node kind of a plugin class P; its create function builds the node from its
+// config JSON ({"node": spec, "experience_dir": dir}), and may also take the node's context
+// (a Host whose log lines name the node):
+//   {"kind", "description", spec_schema_json_or_nullptr, flags, &create}
+// with create either of
+//   std::unique_ptr<Node> create(P& plugin, std::string_view config_json);
+//   std::unique_ptr<Node> create(P& plugin, std::string_view config_json, Host node);
 template <class P>
 struct KindSpec {
+  using Create = std::unique_ptr<Node> (*)(P& plugin, std::string_view config_json);
+  using CreateWithNode = std::unique_ptr<Node> (*)(P& plugin, std::string_view config_json,
+                                                   Host node);
+
+  constexpr KindSpec(const char* kind_name, const char* what, const char* schema_json,
+                     uint32_t kind_flags, Create create_fn) noexcept
+      : kind(kind_name),
+        description(what),
+        spec_schema_json(schema_json),
+        flags(kind_flags),
+        create(create_fn) {}
+  constexpr KindSpec(const char* kind_name, const char* what, const char* schema_json,
+                     uint32_t kind_flags, CreateWithNode create_fn) noexcept
+      : kind(kind_name),
+        description(what),
+        spec_schema_json(schema_json),
+        flags(kind_flags),
+        create_with_node(create_fn) {}
+
+  // Builds the node with whichever create function the kind has.
+  [[nodiscard]] std::unique_ptr<Node> make(P& plugin, std::string_view config_json,
+                                           Host node) const {
+    return create_with_node != nullptr ? create_with_node(plugin, config_json, node)
+                                       : create(plugin, config_json);
+  }
+
   const char* kind;
   const char* description;
   const char* spec_schema_json;
   uint32_t flags;
-  std::unique_ptr<Node> (*create)(P& plugin, std::string_view config_json);
+  Create create = nullptr;
+  CreateWithNode create_with_node = nullptr;
 };
 
 namespace detail {
@@ -166,11 +211,17 @@ concept HasPluginExtension = requires(P& plugin, const char* id) {
   { P::extension(plugin, id) } -> std::convertible_to<const void*>;
 };
 
+// True when P::kinds() is usable in a constant expression, so its size() sizes the kind table.
+template <class P>
+concept HasConstantKinds = requires {
+  typename std::integral_constant<size_t, P::kinds().size()>;
+};
+
 // Binds a plugin class P to the C ABI. P must provide:
-//   explicit P(oe::sdk::Host host);               // may throw oe::sdk::Error to refuse init
-//   static std::span<const KindSpec<P>> kinds();  // static storage, constant-initialised
-//   static constexpr size_t kKindCount;           // == kinds().size() (may be 0 for a plugin
-//                                                 // that only offers services); sizes the table
+//   explicit P(oe::sdk::Host host);  // may throw oe::sdk::Error to refuse init
+//   static constexpr std::span<const KindSpec<P>> kinds();
+//       // over a constexpr array (static storage), defined before OE_SDK_PLUGIN; its size is the
+//       // kind count (0 for a plugin that only offers services: `return {};`)
 // and optionally, for plugin-level services such as oe.llm-provider/1:
 //   static const void* extension(P& plugin, const char* id);  // [thread-safe]; NULL = none
 template <class P>
@@ -189,7 +240,7 @@ struct Binding {
     delete reinterpret_cast<Box*>(self);  // NOLINT(cppcoreguidelines-owning-memory): C handle
   }
   static uint32_t OE_ABI kindCount(const oe_plugin* /*self*/) noexcept {
-    return static_cast<uint32_t>(P::kinds().size());
+    return static_cast<uint32_t>(kindTotal());
   }
   static const oe_node_kind* OE_ABI kindAt(const oe_plugin* /*self*/, uint32_t index) noexcept;
   static const void* OE_ABI pluginExtension(const oe_plugin* self, const char* id) noexcept {
@@ -215,13 +266,14 @@ struct Binding {
     return detail::guarded(reinterpret_cast<Box*>(self)->api, err, std::forward<F>(body));
   }
 
+  // The kind is known from I (one trampoline per kind), so the kind pointer is not needed.
   template <size_t I>
   static oe_status OE_ABI create(oe_plugin* self, const oe_node_kind* /*kind*/, oe_str config,
-                                 oe_host_ctx* /*node_ctx*/, oe_node** out,
-                                 oe_writer* err) noexcept {
+                                 oe_host_ctx* node_ctx, oe_node** out, oe_writer* err) noexcept {
     auto* box = reinterpret_cast<Box*>(self);
     return detail::guarded(box->api, err, [&] {
-      std::unique_ptr<Node> node = P::kinds()[I].create(*box->plugin, toView(config));
+      std::unique_ptr<Node> node =
+          P::kinds()[I].make(*box->plugin, toView(config), Host(box->api, node_ctx));
       if (!node) {
         throw Error(OE_INTERNAL, "plugin returned no node");
       }
@@ -251,6 +303,14 @@ struct Binding {
     return index < sizeof...(I) ? &kTable[index] : nullptr;
   }
 
+  // The kind count, derived from P::kinds() at compile time.
+  static constexpr size_t kindTotal() noexcept {
+    static_assert(HasConstantKinds<P>,
+                  "oe::sdk::Binding<P>: declare `static constexpr std::span<const KindSpec<P>> "
+                  "kinds();` returning a constexpr array, and define it before OE_SDK_PLUGIN");
+    return P::kinds().size();
+  }
+
   static const oe_plugin_entry* entry(uint32_t host_abi, const char* id, const char* version,
                                       const char* description) noexcept {
     // 0.x: exact major.minor match (docs/abi.md); the host refuses us anyway otherwise, but
@@ -276,7 +336,7 @@ struct Binding {
 
 template <class P>
 const oe_node_kind* OE_ABI Binding<P>::kindAt(const oe_plugin* /*self*/, uint32_t index) noexcept {
-  constexpr size_t kCount = P::kKindCount;
+  constexpr size_t kCount = kindTotal();
   if constexpr (kCount == 0) {
     (void)index;  // a service-only plugin: a zero-length C array would be ill-formed
     return nullptr;
@@ -292,3 +352,5 @@ const oe_node_kind* OE_ABI Binding<P>::kindAt(const oe_plugin* /*self*/, uint32_
   OE_DECLARE_PLUGIN_ENTRY {                                                              \
     return ::oe::sdk::Binding<P>::entry(host_abi_version, ID, VERSION, DESCRIPTION);     \
   }
+
+#endif  // OE_SDK_CXX20
