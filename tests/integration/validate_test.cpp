@@ -201,8 +201,11 @@ TEST_F(Validate, EveryExampleValidates) {
     if (!folder.is_directory()) {
       continue;
     }
-    ++folders;
     const std::string name = folder.path().filename().string();
+    if (name == "rust-plugin") {
+      continue;  // its kinds exist once cargo built them: tests/abi RustPlugin.* builds and runs it
+    }
+    ++folders;
     std::vector<fs::path> found;
     for (const auto& entry : fs::recursive_directory_iterator(folder.path())) {
       if (entry.path().filename() == "experience.yaml") {
