@@ -5,6 +5,7 @@
 #include <atomic>
 #include <functional>
 #include <mutex>
+#include <unordered_map>
 #include <utility>
 
 namespace oe::prockit {
@@ -56,6 +57,43 @@ class CancelToken {
   mutable std::atomic<bool> flag_{false};
   std::mutex mutex_;
   std::function<void()> waker_;
+};
+
+// The invocations of one node that are running now, by call context, so that kind.cancel (any
+// thread, any call context) reaches the right token.
+class CallRegistry {
+ public:
+  // [thread-safe] Cancels the invocation running under `call`, if any.
+  void cancel(const void* call) noexcept {
+    std::lock_guard lock(mutex_);
+    if (auto it = active_.find(call); it != active_.end()) {
+      it->second->cancel();
+    }
+  }
+
+  // Makes `token` reachable under `call` for the scope's lifetime.
+  class Scope {
+   public:
+    Scope(CallRegistry& registry, const void* call, CancelToken& token)
+        : registry_(registry), call_(call) {
+      std::lock_guard lock(registry_.mutex_);
+      registry_.active_[call_] = &token;
+    }
+    ~Scope() {
+      std::lock_guard lock(registry_.mutex_);
+      registry_.active_.erase(call_);
+    }
+    Scope(const Scope&) = delete;
+    Scope& operator=(const Scope&) = delete;
+
+   private:
+    CallRegistry& registry_;
+    const void* call_;
+  };
+
+ private:
+  std::mutex mutex_;
+  std::unordered_map<const void*, CancelToken*> active_;
 };
 
 }  // namespace oe::prockit

@@ -225,8 +225,9 @@ bool isExecutableFile(const std::string& path) {
          ::access(path.c_str(), X_OK) == 0;
 }
 
-std::optional<std::string> findOnPath(std::string_view name) {
-  const char* path_env = std::getenv("PATH");  // NOLINT(concurrency-mt-unsafe): read only
+std::optional<std::string> findOnPath(std::string_view name, const char* path_list) {
+  const char* path_env =
+      path_list != nullptr ? path_list : std::getenv("PATH");  // NOLINT(concurrency-mt-unsafe)
   const std::string_view dirs = path_env == nullptr ? "/usr/local/bin:/usr/bin:/bin" : path_env;
   size_t start = 0;
   while (start <= dirs.size()) {

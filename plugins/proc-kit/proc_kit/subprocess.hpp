@@ -91,7 +91,8 @@ std::string describeWaitStatus(int status);
 std::string signalName(int signal_number);
 
 bool isExecutableFile(const std::string& path);
-std::optional<std::string> findOnPath(std::string_view name);
+// `name` in the directories of `path_list` (colon-separated; null: the host's PATH).
+std::optional<std::string> findOnPath(std::string_view name, const char* path_list = nullptr);
 
 // Blocks SIGPIPE in the calling thread while writing to a pipe whose reader may be gone, so a
 // write fails with EPIPE instead of killing the host; a SIGPIPE raised meanwhile is consumed.
