@@ -4,10 +4,13 @@
 // own process group, which a timeout, stall, cancel or failure takes down whole; rate limits and
 // overloads fail with a retryable status; Claude's stream-json becomes live node.activity and its
 // usage node.tokens.
+#include <sys/wait.h>
+
 #include <oe/ext/prompt.h>
 
 #include <array>
 #include <chrono>
+#include <cstddef>
 #include <filesystem>
 #include <memory>
 #include <oe/cpp/plugin.hpp>
