@@ -1,114 +1,24 @@
-// Process plumbing shared by the executable and Node.js tool flavours: owned fds, pipes,
-// posix_spawn with explicit fd maps, SIGPIPE-safe writes and wait-status wording.
+// The shared process plumbing (oe_proc_kit: proc_kit/subprocess.hpp) under this plugin's
+// namespace, so the tool code names it as before.
 #pragma once
 
-#include <sys/types.h>
-
-#include <chrono>
-#include <csignal>
-#include <optional>
-#include <string>
-#include <string_view>
-#include <vector>
-
-#include "expected.hpp"
+#include "proc_kit/subprocess.hpp"
 
 namespace oe::tool {
-
-// How often a waiting runner (executable or Node.js worker) polls the host's cancel flag.
-inline constexpr std::chrono::milliseconds kPollSlice{100};
-
-// Owns one file descriptor; closes it on destruction.
-class UniqueFd {
- public:
-  UniqueFd() = default;
-  explicit UniqueFd(int fd) noexcept : fd_(fd) {}
-  UniqueFd(UniqueFd&& other) noexcept : fd_(other.release()) {}
-  UniqueFd& operator=(UniqueFd&& other) noexcept;
-  UniqueFd(const UniqueFd&) = delete;
-  UniqueFd& operator=(const UniqueFd&) = delete;
-  ~UniqueFd() { reset(); }
-
-  [[nodiscard]] int get() const noexcept { return fd_; }
-  [[nodiscard]] bool valid() const noexcept { return fd_ >= 0; }
-  int release() noexcept;
-  void reset() noexcept;
-
- private:
-  int fd_ = -1;
-};
-
-struct Pipe {
-  UniqueFd read;
-  UniqueFd write;
-};
-
-// A pipe whose both ends are close-on-exec, so that processes spawned concurrently by other
-// threads never inherit them (an inherited write end would keep our reader from seeing EOF).
-Expected<Pipe> makePipe();
-bool setNonBlocking(int fd);
-
-// One fd the child gets: `source` (a parent fd) becomes `target` in the child.
-struct FdMapping {
-  int source;
-  int target;
-};
-
-struct SpawnRequest {
-  std::string path;               // absolute path of the program to execute
-  std::vector<std::string> argv;  // argv[0] included
-  std::vector<FdMapping> fds;     // every other fd of ours stays closed in the child
-  std::string cwd;                // empty: the host's working directory
-};
-
-struct Child {
-  pid_t pid = -1;
-  UniqueFd pidfd;  // readable once the child exits; invalid if the kernel has no pidfd_open
-};
-
-// Starts a child with posix_spawn (never fork: the host may be large) in its own process group,
-// with default signal dispositions and an empty signal mask. The message of a failure is the
-// system's reason (e.g. "Permission denied").
-Expected<Child> spawnChild(const SpawnRequest& request);
-
-// Waits for the child (EINTR-safe) and returns its raw wait status.
-int reapChild(pid_t pid);
-
-// "exit code 3" / "signal SIGKILL" for a wait status.
-std::string describeWaitStatus(int status);
-std::string signalName(int signal_number);
-
-bool isExecutableFile(const std::string& path);
-std::optional<std::string> findOnPath(std::string_view name);
-
-// Blocks SIGPIPE in the calling thread while writing to a pipe whose reader may be gone, so a
-// write fails with EPIPE instead of killing the host; a SIGPIPE raised meanwhile is consumed.
-class SigpipeBlock {
- public:
-  SigpipeBlock() noexcept;
-  ~SigpipeBlock();
-  SigpipeBlock(const SigpipeBlock&) = delete;
-  SigpipeBlock& operator=(const SigpipeBlock&) = delete;
-
- private:
-  sigset_t old_mask_{};
-  bool was_pending_ = false;
-};
-
-// Keeps the last `capacity` bytes appended (stderr of a tool) without growing without bound.
-class TailBuffer {
- public:
-  explicit TailBuffer(size_t capacity) : capacity_(capacity) {}
-  void append(std::string_view bytes);
-  // The kept text, trimmed, without a leading partial line when some bytes were dropped.
-  [[nodiscard]] std::string text() const;
-  // The last `count` lines of text().
-  [[nodiscard]] std::string lastLines(size_t count) const;
-
- private:
-  size_t capacity_;
-  std::string data_;
-  bool truncated_ = false;
-};
-
+using prockit::Child;
+using prockit::FdMapping;
+using prockit::findOnPath;
+using prockit::isExecutableFile;
+using prockit::kPollSlice;
+using prockit::makePipe;
+using prockit::Pipe;
+using prockit::reapChild;
+using prockit::describeWaitStatus;
+using prockit::setNonBlocking;
+using prockit::SigpipeBlock;
+using prockit::signalName;
+using prockit::spawnChild;
+using prockit::SpawnRequest;
+using prockit::TailBuffer;
+using prockit::UniqueFd;
 }  // namespace oe::tool

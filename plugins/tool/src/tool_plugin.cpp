@@ -121,33 +121,9 @@ class ToolNode final : public sdk::Node {
 
   void invoke(sdk::Call& call) override;
 
-  void cancel(oe_host_ctx* call) noexcept override {
-    std::lock_guard lock(active_mutex_);
-    if (auto it = active_.find(call); it != active_.end()) {
-      it->second->cancel();
-    }
-  }
+  void cancel(oe_host_ctx* call) noexcept override { calls_.cancel(call); }
 
  private:
-  // Makes a running invocation reachable from cancel() for as long as it runs.
-  class ActiveCall {
-   public:
-    ActiveCall(ToolNode& node, oe_host_ctx* call, CancelToken& token) : node_(node), call_(call) {
-      std::lock_guard lock(node_.active_mutex_);
-      node_.active_[call_] = &token;
-    }
-    ~ActiveCall() {
-      std::lock_guard lock(node_.active_mutex_);
-      node_.active_.erase(call_);
-    }
-    ActiveCall(const ActiveCall&) = delete;
-    ActiveCall& operator=(const ActiveCall&) = delete;
-
-   private:
-    ToolNode& node_;
-    oe_host_ctx* call_;
-  };
-
   Expected<std::string> run(sdk::Call& call, std::string_view input, CancelToken& token);
 
   ToolPlugin& plugin_;
@@ -155,8 +131,7 @@ class ToolNode final : public sdk::Node {
   Flavour flavour_;
   std::string experience_dir_;
   oe_tool_invoke_fn native_entry_;
-  std::mutex active_mutex_;
-  std::unordered_map<oe_host_ctx*, CancelToken*> active_;
+  prockit::CallRegistry calls_;  // the running invocations, for cancel()
 };
 
 // Library-wide state: the one Node.js worker and the loaded native libraries.
@@ -196,7 +171,7 @@ class ToolPlugin {
 
 void ToolNode::invoke(sdk::Call& call) {
   CancelToken token([&call] { return call.cancelled(); });
-  ActiveCall active(*this, call.context(), token);
+  prockit::CallRegistry::Scope active(calls_, call.context(), token);
   auto input = buildToolInput(call.request(), who_);
   if (!input) {
     raise(std::move(input).failure());

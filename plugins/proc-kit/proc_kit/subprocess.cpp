@@ -1,9 +1,10 @@
-// Process plumbing for the tool plugin: see subprocess.hpp.
-#include "subprocess.hpp"
+// Process plumbing shared by the plugins that run programs: see subprocess.hpp.
+#include "proc_kit/subprocess.hpp"
 
 #include <fcntl.h>
 #include <pthread.h>
 #include <spawn.h>
+#include <dirent.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -11,13 +12,16 @@
 
 #include <cctype>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <fstream>
+#include <iterator>
 
 extern char** environ;  // NOLINT: POSIX declares it nowhere else
 
-namespace oe::tool {
+namespace oe::prockit {
 namespace {
 
 // Sources are first moved above every target fd, so a dup2 in the child can never overwrite a
@@ -114,10 +118,18 @@ Expected<Child> spawnChild(const SpawnRequest& request) {
     argv.push_back(const_cast<char*>(arg.c_str()));  // NOLINT: posix_spawn's signature
   }
   argv.push_back(nullptr);
+  std::vector<char*> envp;
+  if (request.env) {
+    envp.reserve(request.env->size() + 1);
+    for (const std::string& entry : *request.env) {
+      envp.push_back(const_cast<char*>(entry.c_str()));  // NOLINT: posix_spawn's signature
+    }
+    envp.push_back(nullptr);
+  }
 
   pid_t pid = -1;
-  const int rc =
-      ::posix_spawn(&pid, request.path.c_str(), &actions, &attributes, argv.data(), environ);
+  const int rc = ::posix_spawn(&pid, request.path.c_str(), &actions, &attributes, argv.data(),
+                               request.env ? envp.data() : environ);
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attributes);
   if (rc != 0) {
@@ -131,6 +143,52 @@ Expected<Child> spawnChild(const SpawnRequest& request) {
   child.pid = pid;
   child.pidfd = UniqueFd(openPidfd(pid));
   return child;
+}
+
+std::vector<std::string> environmentWith(const std::vector<std::string>& overrides) {
+  std::vector<std::string> out;
+  auto nameOf = [](std::string_view entry) { return entry.substr(0, entry.find('=')); };
+  for (char** entry = environ; *entry != nullptr; ++entry) {
+    out.emplace_back(*entry);
+  }
+  for (const std::string& entry : overrides) {
+    const std::string_view name = nameOf(entry);
+    std::erase_if(out, [&](const std::string& have) { return nameOf(have) == name; });
+    out.push_back(entry);
+  }
+  return out;
+}
+
+bool groupHasLiveMembers(pid_t pgid) {
+  DIR* proc = ::opendir("/proc");
+  if (proc == nullptr) {
+    return false;
+  }
+  bool alive = false;
+  while (const dirent* entry = ::readdir(proc)) {
+    if (std::isdigit(static_cast<unsigned char>(entry->d_name[0])) == 0) {
+      continue;
+    }
+    std::ifstream stat(std::string("/proc/") + entry->d_name + "/stat");
+    const std::string text((std::istreambuf_iterator<char>(stat)),
+                           std::istreambuf_iterator<char>());
+    // "pid (comm) state ppid pgrp ...": comm may hold spaces and parens, so parse after the
+    // last ')'.
+    const size_t paren = text.rfind(')');
+    if (paren == std::string::npos) {
+      continue;
+    }
+    char state = 0;
+    long ppid = 0;
+    long pgrp = 0;
+    if (std::sscanf(text.c_str() + paren + 1, " %c %ld %ld", &state, &ppid, &pgrp) == 3 &&
+        pgrp == pgid && state != 'Z' && state != 'X') {
+      alive = true;
+      break;
+    }
+  }
+  ::closedir(proc);
+  return alive;
 }
 
 int reapChild(pid_t pid) {
@@ -167,8 +225,9 @@ bool isExecutableFile(const std::string& path) {
          ::access(path.c_str(), X_OK) == 0;
 }
 
-std::optional<std::string> findOnPath(std::string_view name) {
-  const char* path_env = std::getenv("PATH");  // NOLINT(concurrency-mt-unsafe): read only
+std::optional<std::string> findOnPath(std::string_view name, const char* path_list) {
+  const char* path_env =
+      path_list != nullptr ? path_list : std::getenv("PATH");  // NOLINT(concurrency-mt-unsafe)
   const std::string_view dirs = path_env == nullptr ? "/usr/local/bin:/usr/bin:/bin" : path_env;
   size_t start = 0;
   while (start <= dirs.size()) {
@@ -257,4 +316,4 @@ std::string TailBuffer::lastLines(size_t count) const {
   return position == 0 ? all : all.substr(position + 1);
 }
 
-}  // namespace oe::tool
+}  // namespace oe::prockit

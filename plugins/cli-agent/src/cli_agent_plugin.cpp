@@ -1,0 +1,557 @@
+// The `cli-agent` node kind (plugin dev.oe.cli-agent, reference §6.6): runs a coding CLI (Claude
+// Code, Codex, Gemini) with the node's prompt, rendered through the host's oe.prompt/1, and maps
+// its answer into the node's state delta as upstream does. Beyond upstream: the CLI runs in its
+// own process group, which a timeout, stall, cancel or failure takes down whole; rate limits and
+// overloads fail with a retryable status; Claude's stream-json becomes live node.activity and its
+// usage node.tokens.
+#include <sys/wait.h>
+
+#include <oe/ext/prompt.h>
+
+#include <array>
+#include <chrono>
+#include <cstddef>
+#include <filesystem>
+#include <memory>
+#include <oe/cpp/plugin.hpp>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "cli_output.hpp"
+#include "command.hpp"
+#include "llm_kit/ask.hpp"
+#include "llm_kit/node_setup.hpp"
+#include "llm_kit/options.hpp"
+#include "llm_kit/output_schema.hpp"
+#include "proc_kit/cancel_token.hpp"
+#include "proc_kit/subprocess.hpp"
+#include "proc_kit/supervisor.hpp"
+
+#ifndef OE_CLI_AGENT_PLUGIN_VERSION
+#error "OE_CLI_AGENT_PLUGIN_VERSION must be defined by the build"
+#endif
+
+namespace oe::cliagent {
+namespace {
+
+using std::chrono::milliseconds;
+
+constexpr int64_t kDefaultTimeoutMs = 600000;  // upstream's defaultTimeoutMs
+constexpr int64_t kMinTimeoutMs = 1000;        // upstream's schema minimum
+constexpr size_t kStderrInMessage = 500;       // upstream: the first 500 chars of stderr
+constexpr size_t kMaxStdout = size_t{64} << 20U;
+constexpr size_t kMaxStreamLine = size_t{16} << 20U;
+
+constexpr const char* kSpecSchema =
+    R"j({"type":"object","required":["provider","prompt"],"properties":{)j"
+    R"j("provider":{"enum":["claude-code","codex","gemini"],"description":"The CLI to run: )j"
+    R"j(claude-code (claude), codex or gemini, found on PATH"},)j"
+    R"j("prompt":{"type":"string","minLength":1,"description":"The prompt text itself (not a )j"
+    R"j(file). {{name}}, {{a.b}} and {{$item.id}} placeholders are filled from the node's )j"
+    R"j(reads, edge inputs and args"},)j"
+    R"j("model":{"type":"string","minLength":1,"description":"Passed as --model"},)j"
+    R"j("workdir":{"type":"string","minLength":1,"x-oe-path":"directory","description":"The )j"
+    R"j(CLI's working directory, relative to the experience directory (default: the )j"
+    R"j(experience directory)"},)j"
+    R"j("output_format":{"enum":["text","json"],"description":"text (default): stdout is )j"
+    R"j(written to the node's single writes field. json: stdout (or Claude's result, or a )j"
+    R"j(fenced block in it) is parsed as a JSON object, which becomes the state delta"},)j"
+    R"j("schema":{"type":"object","description":"With output_format: json, a JSON Schema the )j"
+    R"j(parsed object must match"},)j"
+    R"j("timeout_ms":{"type":"integer","minimum":1000,"description":"Wall-clock limit; the )j"
+    R"j(CLI's whole process group is then terminated (default 600000)"},)j"
+    R"j("stall_timeout_ms":{"type":"integer","minimum":1,"description":"oe: kill the CLI when )j"
+    R"j(it prints nothing (stdout or stderr) for this long. Claude prints only at the end )j"
+    R"j(unless stream: true"},)j"
+    R"j("stream":{"type":"boolean","description":"oe, claude-code only: run with )j"
+    R"j(--output-format stream-json --verbose, so tool uses and messages appear as live )j"
+    R"j(node.activity events (default false: upstream's command line)"},)j"
+    R"j("extra_args":{"type":"array","items":{"type":"string"},"description":"Appended to the )j"
+    R"j(command line after the model"},)j"
+    R"j("env":{"type":"object","additionalProperties":{"type":"string"},"description":)j"
+    R"j("Environment variables added to oe's own for the CLI"},)j"
+    R"j("stdin":{"type":"string","description":"Text written to the CLI's stdin (which is )j"
+    R"j(otherwise closed at once, so no CLI can wait on it)"},)j"
+    R"j("args":{"type":"object","description":"Values for the prompt's placeholders; $.path )j"
+    R"j(values are read from state"}}})j";
+
+using llmkit::orRaise;
+
+// The node's settings, checked once at create.
+struct CliNodeSpec {
+  std::string id;
+  Provider provider = Provider::kClaudeCode;
+  std::string prompt;
+  std::optional<std::string> model;
+  std::string workdir;           // absolute
+  std::string workdir_declared;  // as written (empty: the experience directory)
+  bool json = false;
+  bool stream = false;
+  std::shared_ptr<const llmkit::OutputSchema> schema;
+  int64_t timeout_ms = kDefaultTimeoutMs;
+  std::optional<int64_t> stall_timeout_ms;
+  std::vector<std::string> extra_args;
+  std::vector<std::string> env;  // "NAME=value"
+  std::optional<std::string> path_override;  // env: PATH, used to find the program
+  std::optional<std::string> stdin_text;
+  std::vector<std::string> writes;
+
+  [[nodiscard]] std::string who() const { return "cli-agent \"" + id + "\""; }
+  [[nodiscard]] std::string whoWithProvider() const {
+    return who() + " (provider=" + providerName(provider) + ")";
+  }
+};
+
+Expected<int64_t> integerField(const llmkit::Json& node, const char* key, int64_t minimum,
+                               const std::string& who) {
+  const auto& value = node.at(key);
+  if (value.is_number_integer() ||
+      (value.is_number_float() && value.get<double>() == static_cast<double>(
+                                                             static_cast<int64_t>(value.get<double>())))) {
+    const auto number = value.is_number_integer() ? value.get<int64_t>()
+                                                  : static_cast<int64_t>(value.get<double>());
+    if (number >= minimum) {
+      return number;
+    }
+  }
+  return fail(OE_INVALID_ARGUMENT, who + ": " + key + " must be an integer >= " +
+                                       std::to_string(minimum) + ", got " + value.dump());
+}
+
+Expected<std::vector<std::string>> stringList(const llmkit::Json& node, const char* key,
+                                              const std::string& who) {
+  std::vector<std::string> out;
+  auto it = node.find(key);
+  if (it == node.end() || it->is_null()) {
+    return out;
+  }
+  if (!it->is_array()) {
+    return fail(OE_INVALID_ARGUMENT, who + ": " + key + " must be a list of strings");
+  }
+  for (const auto& item : *it) {
+    if (!item.is_string()) {
+      return fail(OE_INVALID_ARGUMENT,
+                  who + ": " + key + " must be a list of strings, got " + item.dump());
+    }
+    out.push_back(item.get<std::string>());
+  }
+  return out;
+}
+
+Expected<CliNodeSpec> readSpec(std::string_view config_json) {
+  auto config = llmkit::parseNodeConfig(config_json, "cli-agent");
+  if (!config) {
+    return std::move(config).failure();
+  }
+  const llmkit::Json& node = config->node;
+  CliNodeSpec spec;
+  if (auto id = node.find("id"); id != node.end() && id->is_string()) {
+    spec.id = id->get<std::string>();
+  }
+  const std::string who = spec.who();
+  const llmkit::Json provider = node.value("provider", llmkit::Json());
+  const auto named = provider.is_string() ? providerNamed(provider.get<std::string>())
+                                          : std::optional<Provider>();
+  if (!named) {
+    return fail(OE_INVALID_ARGUMENT, who +
+                                         ": provider must be one of claude-code, codex, gemini; "
+                                         "got " +
+                                         (provider.is_null() ? std::string("nothing")
+                                                             : provider.dump()));
+  }
+  spec.provider = *named;
+  const llmkit::Json prompt = node.value("prompt", llmkit::Json());
+  if (!prompt.is_string() || prompt.get_ref<const std::string&>().empty()) {
+    return fail(OE_INVALID_ARGUMENT,
+                who + " has no prompt; set prompt: to the prompt text (inline, not a file)");
+  }
+  spec.prompt = prompt.get<std::string>();
+  auto model = llmkit::optionalString(node, "model", who);
+  auto workdir = llmkit::optionalString(node, "workdir", who);
+  auto format = llmkit::optionalString(node, "output_format", who);
+  auto stdin_text = node.find("stdin");
+  for (auto* field : {&model, &workdir, &format}) {
+    if (!*field) {
+      return field->failure();
+    }
+  }
+  spec.model = *model;
+  spec.workdir_declared = workdir->value_or("");
+  spec.workdir = workdir->has_value() ? llmkit::resolvePath(config->experience_dir, **workdir)
+                                      : config->experience_dir;
+  if (format->has_value() && **format != "text" && **format != "json") {
+    return fail(OE_INVALID_ARGUMENT,
+                who + ": output_format must be text or json, got \"" + **format + "\"");
+  }
+  spec.json = format->value_or("text") == "json";
+  if (stdin_text != node.end() && !stdin_text->is_null()) {
+    if (!stdin_text->is_string()) {
+      return fail(OE_INVALID_ARGUMENT, who + ": stdin must be a string");
+    }
+    spec.stdin_text = stdin_text->get<std::string>();
+  }
+  if (auto stream = node.find("stream"); stream != node.end() && !stream->is_null()) {
+    if (!stream->is_boolean()) {
+      return fail(OE_INVALID_ARGUMENT, who + ": stream must be true or false");
+    }
+    spec.stream = stream->get<bool>();
+    if (spec.stream && spec.provider != Provider::kClaudeCode) {
+      return fail(OE_INVALID_ARGUMENT,
+                  who + ": stream: true is only supported with provider: claude-code");
+    }
+  }
+  if (node.contains("timeout_ms") && !node["timeout_ms"].is_null()) {
+    auto timeout = integerField(node, "timeout_ms", kMinTimeoutMs, who);
+    if (!timeout) {
+      return std::move(timeout).failure();
+    }
+    spec.timeout_ms = *timeout;
+  }
+  if (node.contains("stall_timeout_ms") && !node["stall_timeout_ms"].is_null()) {
+    auto stall = integerField(node, "stall_timeout_ms", 1, who);
+    if (!stall) {
+      return std::move(stall).failure();
+    }
+    spec.stall_timeout_ms = *stall;
+  }
+  auto extra = stringList(node, "extra_args", who);
+  auto writes = stringList(node, "writes", who);
+  for (auto* field : {&extra, &writes}) {
+    if (!*field) {
+      return field->failure();
+    }
+  }
+  spec.extra_args = std::move(*extra);
+  spec.writes = std::move(*writes);
+  spec.env = providerEnvironment(spec.provider);
+  if (auto env = node.find("env"); env != node.end() && !env->is_null()) {
+    if (!env->is_object()) {
+      return fail(OE_INVALID_ARGUMENT, who + ": env must be a map of names to strings");
+    }
+    for (const auto& [name, value] : env->items()) {
+      if (!value.is_string() || name.empty() || name.find('=') != std::string::npos) {
+        return fail(OE_INVALID_ARGUMENT,
+                    who + ": env." + name + " must be a string (and the name have no '=')");
+      }
+      spec.env.push_back(name + "=" + value.get<std::string>());
+      if (name == "PATH") {
+        spec.path_override = value.get<std::string>();
+      }
+    }
+  }
+  if (auto schema = node.find("schema"); schema != node.end() && schema->is_object()) {
+    auto compiled = llmkit::OutputSchema::compile(nlohmann::json(*schema));
+    if (!compiled) {
+      return fail(OE_INVALID_ARGUMENT,
+                  who + ": schema is not a usable JSON Schema: " + compiled.failure().message);
+    }
+    spec.schema = std::move(*compiled);
+  }
+  return spec;
+}
+
+std::string orNothing(const std::string& text) {
+  return text.empty() ? std::string("(nothing)") : text;
+}
+
+oe_status statusOf(FailureKind kind) {
+  switch (kind) {
+    case FailureKind::kRateLimited:
+      return OE_RESOURCE_EXHAUSTED;
+    case FailureKind::kOverloaded:
+      return OE_UNAVAILABLE;
+    default:
+      return OE_UNKNOWN;
+  }
+}
+
+std::string retryHint(FailureKind kind) {
+  switch (kind) {
+    case FailureKind::kRateLimited:
+      return " (rate limited: on_error: retry with a backoff retries it)";
+    case FailureKind::kOverloaded:
+      return " (the provider is overloaded or unavailable: on_error: retry retries it)";
+    default:
+      return "";
+  }
+}
+
+// What the envelope says about a failure, for the node's error message.
+std::string envelopeDetail(const ResultEnvelope& envelope) {
+  std::string text = "the CLI reported: " + orNothing(utf8Prefix(envelope.result.value_or(""), 500));
+  if (envelope.api_error_status) {
+    text += " (api_error_status " + std::to_string(*envelope.api_error_status) + ")";
+  }
+  if (!envelope.terminal_reason.empty()) {
+    text += " (terminal_reason " + envelope.terminal_reason + ")";
+  }
+  return text;
+}
+
+// One `kind: cli-agent` node. Immutable after create, so invoke is reentrant (for_each).
+class CliAgentNode final : public sdk::Node {
+ public:
+  CliAgentNode(const oe_host_api& api, CliNodeSpec spec) : api_(api), spec_(std::move(spec)) {}
+
+  void invoke(sdk::Call& call) override {
+    prockit::CancelToken token([&call] { return call.cancelled(); });
+    prockit::CallRegistry::Scope active(calls_, call.context(), token);
+    call.respond(orRaise(run(call, token)));
+  }
+
+  void cancel(oe_host_ctx* call) noexcept override { calls_.cancel(call); }
+
+ private:
+  Expected<std::string> run(const sdk::Call& call, prockit::CancelToken& token) const;
+  Expected<std::string> renderPrompt(const sdk::Call& call) const;
+
+  const oe_host_api& api_;
+  const CliNodeSpec spec_;
+  mutable prockit::CallRegistry calls_;
+};
+
+Expected<std::string> CliAgentNode::renderPrompt(const sdk::Call& call) const {
+  llmkit::LlmServices services;
+  services.host = &api_;
+  services.call = call.context();
+  services.prompt = static_cast<const oe_prompt_api*>(api_.get_extension(call.context(),
+                                                                          OE_EXT_PROMPT));
+  if (services.prompt == nullptr ||
+      services.prompt->struct_size < offsetof(oe_prompt_api, render) + sizeof(void*)) {
+    return fail(OE_FAILED_PRECONDITION,
+                spec_.who() + " needs the host service " OE_EXT_PROMPT
+                              " (prompt rendering), which this host does not offer");
+  }
+  return llmkit::renderPrompt(services, spec_.prompt, spec_.who());
+}
+
+Expected<std::string> CliAgentNode::run(const sdk::Call& call, prockit::CancelToken& token) const {
+  auto activity = [&call](const std::string& text) {
+    call.emitEvent("node.activity", llmkit::Json{{"activity", text}}.dump(
+                                        -1, ' ', false, llmkit::Json::error_handler_t::replace));
+  };
+  if (token.requested()) {
+    return fail(OE_CANCELLED, "cancelled");
+  }
+  // Checked before the run, so a misdeclared node spends nothing (upstream: after the run).
+  if (!spec_.json && spec_.writes.size() > 1) {
+    OutputSpec output{false, spec_.writes, nullptr, spec_.id};
+    return parseOutput("", output).failure();
+  }
+  auto prompt = renderPrompt(call);
+  if (!prompt) {
+    return std::move(prompt).failure();
+  }
+  std::error_code ec;
+  if (!std::filesystem::is_directory(spec_.workdir, ec)) {
+    return fail(OE_NOT_FOUND, spec_.whoWithProvider() + ": workdir " + spec_.workdir +
+                                  " is not a directory (declared as \"" +
+                                  spec_.workdir_declared + "\"); create it or fix workdir:");
+  }
+
+  CommandSpec command;
+  command.provider = spec_.provider;
+  command.model = spec_.model;
+  command.json = spec_.json;
+  command.stream = spec_.stream;
+  command.extra_args = spec_.extra_args;
+  command.prompt_on_stdin = prompt->size() > kMaxArgvPrompt;
+  if (command.prompt_on_stdin && spec_.stdin_text) {
+    return fail(OE_INVALID_ARGUMENT,
+                spec_.whoWithProvider() + ": the prompt (" + std::to_string(prompt->size()) +
+                    " bytes) is too long for the command line and stdin: is set too; shorten "
+                    "one of them");
+  }
+  command.prompt = std::move(*prompt);
+  const char* program = programOf(spec_.provider);
+  const auto path =
+      prockit::findOnPath(program, spec_.path_override ? spec_.path_override->c_str() : nullptr);
+  if (!path) {
+    return fail(OE_FAILED_PRECONDITION,
+                spec_.whoWithProvider() + ": the `" + program +
+                    "` command was not found on PATH; install the CLI or put its directory on "
+                    "PATH (env: PATH on the node also works)");
+  }
+
+  prockit::SpawnRequest request;
+  request.path = *path;
+  request.argv = buildArgv(command);
+  request.cwd = spec_.workdir;
+  request.env = prockit::environmentWith(spec_.env);
+
+  prockit::SuperviseOptions options;
+  const std::string& input = command.prompt_on_stdin ? command.prompt
+                                                     : spec_.stdin_text.value_or(std::string());
+  options.input = input;
+  options.timeout = milliseconds(spec_.timeout_ms);
+  if (spec_.stall_timeout_ms) {
+    options.stall_timeout = milliseconds(*spec_.stall_timeout_ms);
+  }
+  options.max_stdout = kMaxStdout;
+  options.stderr_head = kStderrInMessage;
+  options.clean_group_on_exit = true;
+
+  LineSplitter lines(kMaxStreamLine);
+  std::optional<ResultEnvelope> streamed;
+  std::string last_activity;
+  auto onLine = [&](const std::string& line) {
+    StreamEvent event = parseStreamLine(line);
+    for (auto& text : event.activities) {
+      activity(text);
+      last_activity = std::move(text);
+    }
+    if (event.result) {
+      streamed = std::move(event.result);
+    }
+  };
+  if (spec_.stream) {
+    options.on_stdout = [&](std::string_view chunk) {
+      for (const std::string& line : lines.feed(chunk)) {
+        onLine(line);
+      }
+      return true;
+    };
+  }
+
+  activity(std::string("spawning ") + providerName(spec_.provider) + " (timeout " +
+           std::to_string(spec_.timeout_ms) + "ms)");
+  auto ran = prockit::supervise(std::move(request), options, token);
+  if (!ran) {
+    return fail(OE_FAILED_PRECONDITION, spec_.whoWithProvider() + ": could not start " + *path +
+                                            ": " + ran.failure().message);
+  }
+  if (spec_.stream) {
+    if (auto last = lines.finish()) {
+      onLine(*last);
+    }
+  }
+  const std::string& stderr_head = ran->stderr_head;
+  switch (ran->ending) {
+    case prockit::Ending::kCancelled:
+      return fail(OE_CANCELLED, "cancelled");
+    case prockit::Ending::kTimedOut:
+      return fail(OE_DEADLINE_EXCEEDED, spec_.who() + " timed out after " +
+                                            std::to_string(spec_.timeout_ms) + "ms (provider=" +
+                                            providerName(spec_.provider) + ")");
+    case prockit::Ending::kStalled:
+      return fail(OE_DEADLINE_EXCEEDED,
+                  spec_.whoWithProvider() + " stalled: no output for " +
+                      std::to_string(*spec_.stall_timeout_ms) +
+                      "ms (stall_timeout_ms), so its process group was killed" +
+                      (last_activity.empty() ? std::string()
+                                             : "; last activity: " + last_activity) +
+                      ". stderr: " + stderr_head);
+    case prockit::Ending::kOverflow:
+      return fail(OE_RESOURCE_EXHAUSTED,
+                  spec_.whoWithProvider() + " printed more than " +
+                      std::to_string(kMaxStdout >> 20U) +
+                      " MiB on stdout; ask it to write large results to a file");
+    default:
+      break;
+  }
+
+  // Claude's envelope: the whole stdout with --output-format json, the result event when
+  // streaming. It decides before the exit code does (the CLI may exit 0 on an API error).
+  std::optional<ResultEnvelope> envelope = streamed;
+  if (!envelope && spec_.provider == Provider::kClaudeCode && spec_.json) {
+    envelope = parseResultEnvelope(ran->stdout_text);
+  }
+  if (envelope && envelope->has_usage) {
+    llmkit::Json tokens;
+    tokens["input_tokens"] = envelope->input_tokens;
+    tokens["output_tokens"] = envelope->output_tokens;
+    tokens["model"] = envelope->model.empty() ? spec_.model.value_or(providerName(spec_.provider))
+                                              : envelope->model;
+    tokens["provider"] = providerName(spec_.provider);
+    if (envelope->cost_usd) {
+      tokens["cost_usd"] = *envelope->cost_usd;
+    }
+    call.emitEvent("node.tokens", tokens.dump(-1, ' ', false,
+                                              llmkit::Json::error_handler_t::replace));
+  }
+
+  const int status = ran->wait_status;
+  if (WIFSIGNALED(status)) {
+    return fail(OE_UNKNOWN, spec_.whoWithProvider() + " was killed by signal " +
+                                prockit::signalName(WTERMSIG(status)) +
+                                ". stderr: " + stderr_head);
+  }
+  const int exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  const ResultEnvelope* seen = envelope ? &*envelope : nullptr;
+  if (exit_code != 0) {
+    const FailureKind kind = classifyFailure(exit_code, ran->stdout_text, ran->stderr_tail, seen);
+    std::string message = spec_.whoWithProvider() + " exited with exit code " +
+                          std::to_string(exit_code) + ". stderr: " + stderr_head;
+    if (seen != nullptr && seen->is_error) {
+      message += "; " + envelopeDetail(*seen);
+    }
+    return fail(statusOf(kind), message + retryHint(kind));
+  }
+  if (seen != nullptr && seen->is_error) {
+    const FailureKind kind = classifyFailure(exit_code, ran->stdout_text, ran->stderr_tail, seen);
+    return fail(statusOf(kind), spec_.whoWithProvider() + " failed (is_error: true, exit code 0); " +
+                                    envelopeDetail(*seen) + retryHint(kind));
+  }
+  if (spec_.stream && (!streamed || !streamed->result)) {
+    return fail(OE_UNKNOWN, spec_.whoWithProvider() +
+                                " ended without a result event in its stream-json output. "
+                                "stderr: " +
+                                stderr_head);
+  }
+
+  activity(spec_.json ? "parsing JSON output" : "parsing text output");
+  OutputSpec output{spec_.json, spec_.writes, spec_.schema.get(), spec_.id};
+  // Streaming: the result event's text is what --output-format text/json would have printed.
+  auto delta = parseOutput(spec_.stream ? *streamed->result : ran->stdout_text, output);
+  if (!delta) {
+    return std::move(delta).failure();
+  }
+  llmkit::Json response{{"state_delta", std::move(*delta)}};
+  if (envelope && envelope->has_usage) {
+    llmkit::Json metrics{{"tokens_in", envelope->input_tokens},
+                         {"tokens_out", envelope->output_tokens}};
+    if (envelope->cost_usd) {
+      metrics["cost_usd"] = *envelope->cost_usd;
+    }
+    response["metrics"] = std::move(metrics);
+  }
+  return response.dump(-1, ' ', false, llmkit::Json::error_handler_t::replace);
+}
+
+}  // namespace
+
+class CliAgentPlugin {
+ public:
+  static constexpr size_t kKindCount = 1;
+
+  explicit CliAgentPlugin(sdk::Host host) : host_(host) {}
+
+  static std::span<const sdk::KindSpec<CliAgentPlugin>> kinds();
+
+  static std::unique_ptr<sdk::Node> create(CliAgentPlugin& plugin, std::string_view config_json) {
+    return std::make_unique<CliAgentNode>(*plugin.host_.api(), orRaise(readSpec(config_json)));
+  }
+
+ private:
+  sdk::Host host_;
+};
+
+namespace {
+constexpr std::array<sdk::KindSpec<CliAgentPlugin>, CliAgentPlugin::kKindCount> kKinds{{
+    {"cli-agent",
+     "Runs a coding CLI (Claude Code, Codex or Gemini) with a prompt; its answer is text for one "
+     "field or a JSON object checked against the node's schema",
+     kSpecSchema, OE_NODE_KIND_REENTRANT, &CliAgentPlugin::create},
+}};
+}  // namespace
+
+std::span<const sdk::KindSpec<CliAgentPlugin>> CliAgentPlugin::kinds() { return kKinds; }
+
+}  // namespace oe::cliagent
+
+OE_SDK_PLUGIN(oe::cliagent::CliAgentPlugin, "dev.oe.cli-agent", OE_CLI_AGENT_PLUGIN_VERSION,
+              "The cli-agent node kind: Claude Code, Codex and Gemini CLIs as nodes")

@@ -1,0 +1,131 @@
+// End to end: the real `oe` binary runs experiences with cli-agent nodes, the fake CLIs first on
+// PATH, so the host's prompt rendering, events, state writes and timeout meet the plugin.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "support/process.hpp"
+#include "support/temp_dir.hpp"
+
+namespace oe::cliagent::test {
+namespace {
+
+using Json = nlohmann::ordered_json;  // as the other tests of this binary (unity build)
+
+class OeRunTest : public ::testing::Test {
+ protected:
+  oe::test::ProcessResult oeRun() {
+    const char* path = std::getenv("PATH");  // NOLINT(concurrency-mt-unsafe): read only
+    return oe::test::runProcess(
+        {OE_CLI_AGENT_OE_EXE, "run", dir_.path().string(), "--json"},
+        {{"OE_PLUGIN_PATH", ""},
+         {"PATH", std::string(OE_CLI_AGENT_FIXTURE_BIN) + ":" + (path ? path : "/usr/bin:/bin")},
+         {"FAKE_CLI_RECORD", (dir_.path() / "record.jsonl").string()}},
+        dir_.path());
+  }
+  std::vector<Json> lines(const std::filesystem::path& file) {
+    std::vector<Json> out;
+    std::ifstream in(file);
+    for (std::string line; std::getline(in, line);) {
+      out.push_back(Json::parse(line));
+    }
+    return out;
+  }
+  std::vector<Json> eventsOf(const Json& run, const std::string& type) {
+    std::vector<Json> out;
+    const auto log = dir_.path() / ".openexpertise" / "runs" /
+                     (run["run_id"].get<std::string>() + ".jsonl");
+    for (const Json& event : lines(log)) {
+      if (event["type"] == type) {
+        out.push_back(event);
+      }
+    }
+    return out;
+  }
+
+  oe::test::TempDir dir_;
+};
+
+TEST_F(OeRunTest, ClaudeThenCodexPipeline) {
+  dir_.write("experience.yaml", R"(name: cli-pipeline
+version: 0.1.0
+state:
+  schema:
+    summary: { type: string }
+    critique: { type: string }
+graph:
+  nodes:
+    - id: summarize
+      kind: cli-agent
+      provider: claude-code
+      prompt: "stream summarize {{topic}}"  # the first word picks the fake's behaviour
+      stream: true
+      output_format: json
+      writes: [summary]
+      args: { topic: testing }
+    - id: critique
+      kind: cli-agent
+      provider: codex
+      prompt: "critique {{summary}}"
+      reads: [summary]
+      writes: [critique]
+  edges:
+    - { from: summarize, to: critique }
+)");
+  const auto result = oeRun();
+  ASSERT_EQ(result.exit_code, 0) << result.out << result.err;
+  const Json run = Json::parse(result.out);
+  EXPECT_EQ(run["status"], "success");
+  EXPECT_EQ(run["final_state"]["summary"], "one file");
+  EXPECT_EQ(run["final_state"]["critique"], "the answer");
+
+  const auto runs = lines(dir_.path() / "record.jsonl");
+  ASSERT_EQ(runs.size(), 2U);
+  EXPECT_EQ(runs[0]["cli"], "claude");
+  EXPECT_EQ(runs[0]["argv"][1], "stream summarize testing");
+  EXPECT_EQ(runs[1]["cli"], "codex");
+  EXPECT_EQ(runs[1]["argv"].back(), "critique one file") << "the host rendered the state";
+
+  const auto tokens = eventsOf(run, "node.tokens");
+  ASSERT_EQ(tokens.size(), 1U);
+  EXPECT_EQ(tokens[0]["node_id"], "summarize");
+  EXPECT_EQ(tokens[0]["input_tokens"], 120);
+  EXPECT_EQ(tokens[0]["model"], "claude-fake-4");
+  bool saw_tool = false;
+  for (const Json& event : eventsOf(run, "node.activity")) {
+    saw_tool = saw_tool || event["activity"] == "tool: Bash ls -la";
+  }
+  EXPECT_TRUE(saw_tool) << "stream-json tool uses are live node.activity events";
+}
+
+TEST_F(OeRunTest, TimeoutLeavesNoProcessBehind) {
+  dir_.write("experience.yaml", R"(name: cli-timeout
+version: 0.1.0
+state:
+  schema:
+    out: { type: string }
+graph:
+  nodes:
+    - id: stuck
+      kind: cli-agent
+      provider: claude-code
+      prompt: "orphan"
+      timeout_ms: 1000
+      writes: [out]
+  edges: []
+)");
+  const auto result = oeRun();
+  EXPECT_NE(result.exit_code, 0) << result.out << result.err;
+  EXPECT_NE((result.out + result.err).find("timed out"), std::string::npos)
+      << result.out << result.err;
+  const pid_t grandchild = oe::test::pidIn(dir_.path() / "grandchild.pid");
+  ASSERT_GT(grandchild, 0);
+  EXPECT_TRUE(oe::test::processGone(grandchild)) << "the TERM-ignoring grandchild was killed";
+}
+
+}  // namespace
+}  // namespace oe::cliagent::test
