@@ -316,12 +316,8 @@ class CliAgentNode final : public sdk::Node {
 
 Expected<std::string> CliAgentNode::renderPrompt(const sdk::Call& call) const {
   llmkit::LlmServices services;
-  services.host = &api_;
-  services.call = call.context();
-  services.prompt = static_cast<const oe_prompt_api*>(api_.get_extension(call.context(),
-                                                                          OE_EXT_PROMPT));
-  if (services.prompt == nullptr ||
-      services.prompt->struct_size < offsetof(oe_prompt_api, render) + sizeof(void*)) {
+  services.prompt = call.prompt();
+  if (!services.prompt) {
     return fail(OE_FAILED_PRECONDITION,
                 spec_.who() + " needs the host service " OE_EXT_PROMPT
                               " (prompt rendering), which this host does not offer");
@@ -526,11 +522,9 @@ Expected<std::string> CliAgentNode::run(const sdk::Call& call, prockit::CancelTo
 
 class CliAgentPlugin {
  public:
-  static constexpr size_t kKindCount = 1;
-
   explicit CliAgentPlugin(sdk::Host host) : host_(host) {}
 
-  static std::span<const sdk::KindSpec<CliAgentPlugin>> kinds();
+  static constexpr std::span<const sdk::KindSpec<CliAgentPlugin>> kinds();
 
   static std::unique_ptr<sdk::Node> create(CliAgentPlugin& plugin, std::string_view config_json) {
     return std::make_unique<CliAgentNode>(*plugin.host_.api(), orRaise(readSpec(config_json)));
@@ -541,15 +535,17 @@ class CliAgentPlugin {
 };
 
 namespace {
-constexpr std::array<sdk::KindSpec<CliAgentPlugin>, CliAgentPlugin::kKindCount> kKinds{{
+constexpr sdk::KindSpec<CliAgentPlugin> kKinds[] = {
     {"cli-agent",
      "Runs a coding CLI (Claude Code, Codex or Gemini) with a prompt; its answer is text for one "
      "field or a JSON object checked against the node's schema",
      kSpecSchema, OE_NODE_KIND_REENTRANT, &CliAgentPlugin::create},
-}};
+};
 }  // namespace
 
-std::span<const sdk::KindSpec<CliAgentPlugin>> CliAgentPlugin::kinds() { return kKinds; }
+constexpr std::span<const sdk::KindSpec<CliAgentPlugin>> CliAgentPlugin::kinds() {
+  return kKinds;
+}
 
 }  // namespace oe::cliagent
 
