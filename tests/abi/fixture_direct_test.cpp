@@ -98,6 +98,25 @@ TEST(FixtureDirect, FlagsFixturesSetFlagsThisAbiDoesNotDefine) {
   EXPECT_EQ(kind_flags.kind(0)->flags & OE_NODE_KIND_REENTRANT, 0u) << "only the unknown bit";
 }
 
+// The truncated contract fixture: both descriptors end where an older SDK's would, and what lies
+// past their struct_size is poison (a host that read it would crash, not pass).
+TEST(FixtureDirect, TruncatedDescriptorsEndBeforeTheirOptionalMembers) {
+  DirectPlugin plugin(fixtureFile("truncated", "truncated.so"));
+  const oe_plugin_entry* entry = plugin.entry();
+  ASSERT_NE(entry, nullptr) << plugin.error();
+  EXPECT_EQ(entry->struct_size, offsetof(oe_plugin_entry, get_extension));
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(entry->get_extension), uintptr_t{1});
+  oe_writer err;
+  ASSERT_EQ(plugin.init(err), OE_OK) << err.data;
+  ASSERT_EQ(entry->node_kind_count(plugin.self()), 2u);
+  for (uint32_t i = 0; i < 2; ++i) {
+    const oe_node_kind* kind = plugin.kind(i);
+    ASSERT_NE(kind, nullptr);
+    EXPECT_EQ(kind->struct_size, offsetof(oe_node_kind, cancel)) << kind->kind;
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(kind->cancel), uintptr_t{1}) << kind->kind;
+  }
+}
+
 TEST(FixtureDirect, InitFailsWithStatusAndMessage) {
   DirectPlugin plugin(fixtureFile("init_fails", "init_fails.so"));
   ASSERT_NE(plugin.entry(), nullptr) << plugin.error();
