@@ -32,7 +32,8 @@ typedef struct oe_host_api {
   /* Appends an event for the current node to the run's event log. call: the call context of an
    * invocation in progress (OE_FAILED_PRECONDITION for any other context). type:
    * "node.activity", "node.tokens" or the plugin's own "<plugin-id>.<name>" (its own plugin_id,
-   * then a name of [A-Za-z0-9_.-]). fields_json: BORROWED JSON object whose members are appended
+   * then a name of [A-Za-z0-9_.-]; never in the host's run., node. or state. namespaces, whatever
+   * the plugin_id). fields_json: BORROWED JSON object whose members are appended
    * after the host's own (type, run_id, node_id, ts). Returns OE_INVALID_ARGUMENT, and logs why,
    * for any other type or for fields_json that is not a JSON object. */
   oe_status(OE_ABI* emit_event)(oe_host_ctx* call, oe_str type, oe_str fields_json);

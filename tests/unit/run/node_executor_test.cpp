@@ -118,6 +118,38 @@ TEST(Invocation, HostLlmMetricsFillOnlyWhatThePluginDidNotReport) {
   EXPECT_EQ(bare["metrics"], (Json{{"tokens_in", 10}, {"tokens_out", 20}, {"cost_usd", 0.5}}));
 }
 
+TEST(EventType, PluginsEmitTheSharedTypesOrTheirOwnNamespace) {
+  for (const char* type : {"node.activity", "node.tokens", "dev.oe.tool.progress",
+                           "dev.oe.tool.a_B-9.deeper"}) {
+    EXPECT_TRUE(pluginEventTypeAllowed(type, "dev.oe.tool")) << type;
+  }
+  for (const char* type : {
+           "run.finished", "run.started", "node.finished", "node.failed", "node.log",
+           "state.write",                                   // the host's own events
+           "other.plugin.thing", "dev.oe.agent.progress",   // another plugin's namespace
+           "dev.oe.toolbox.x", "dev.oe.tool", "dev.oe.tool.",  // not "<id>.<name>"
+           "dev.oe.tool.a b", "dev.oe.tool.x/y", "dev.oe.tool.caf\xc3\xa9", "dev.oe.tool.\n",
+           "", "node.activity.more", "Node.activity"}) {
+    EXPECT_FALSE(pluginEventTypeAllowed(type, "dev.oe.tool")) << type;
+  }
+}
+
+TEST(EventType, APluginIdCannotOpenTheHostsNamespaces) {
+  // Reverse-DNS ids are a convention the loader does not enforce; the host's types stay its own.
+  EXPECT_FALSE(pluginEventTypeAllowed("node.finished", "node"));
+  EXPECT_FALSE(pluginEventTypeAllowed("run.finished", "run"));
+  EXPECT_FALSE(pluginEventTypeAllowed("state.write", "state"));
+  EXPECT_FALSE(pluginEventTypeAllowed("run.x.mine", "run.x"));
+  EXPECT_TRUE(pluginEventTypeAllowed("runner.mine", "runner")) << "only the namespaces, by prefix";
+}
+
+TEST(EventType, AKindWithoutAPluginHasOnlyTheSharedTypes) {
+  EXPECT_TRUE(pluginEventTypeAllowed("node.activity", ""));
+  EXPECT_TRUE(pluginEventTypeAllowed("node.tokens", ""));
+  EXPECT_FALSE(pluginEventTypeAllowed(".custom", ""));
+  EXPECT_FALSE(pluginEventTypeAllowed("custom", ""));
+}
+
 }  // namespace
 }  // namespace oe::run::engine
 
