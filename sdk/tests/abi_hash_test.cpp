@@ -116,7 +116,8 @@ std::vector<std::string> draftRuleViolations(std::string_view relative, std::str
     } else if (!draft && !std::regex_match(id, kStableId)) {
       problems.push_back(where + ": " + macro + " is \"" + id +
                          "\"; a stable extension's id is \"oe.<name>/<rev>\" (a draft one "
-                         "belongs in " + std::string(kDraftDir) + ")");
+                         "belongs in " +
+                         std::string(kDraftDir) + ")");
     }
   }
   if (!draft) {
@@ -124,8 +125,9 @@ std::vector<std::string> draftRuleViolations(std::string_view relative, std::str
       problems.push_back(where + ": uses a \"-draft\" name outside " + std::string(kDraftDir));
     }
     if (code.find(kDraftDir) != std::string::npos) {
-      problems.push_back(where + ": includes a draft header; a stable header cannot depend on "
-                                 "one");
+      problems.push_back(where +
+                         ": includes a draft header; a stable header cannot depend on "
+                         "one");
     }
   }
   return problems;
@@ -189,13 +191,12 @@ TEST(AbiHash, CoversEveryHeaderButTheCxxGlueAndTheDrafts) {
   }
   const std::vector<std::string> headers = abiHeaders(root);
   std::filesystem::remove_all(root);
-  EXPECT_EQ(headers,
-            (std::vector<std::string>{"oe/a.h", "oe/b.h", "oe/ext/x.h", "oe/kinds/k.h"}));
+  EXPECT_EQ(headers, (std::vector<std::string>{"oe/a.h", "oe/b.h", "oe/ext/x.h", "oe/kinds/k.h"}));
 
   const std::vector<std::string> real = abiHeaders(kSdkDir + "/include");
-  for (const char* header : {"oe/types.h", "oe/host.h", "oe/node.h", "oe/entry.h",
-                             "oe/version.h", "oe/macros.h", "oe/ext/http.h", "oe/ext/llm.h",
-                             "oe/ext/prompt.h", "oe/kinds/tool.h"}) {
+  for (const char* header :
+       {"oe/types.h", "oe/host.h", "oe/node.h", "oe/entry.h", "oe/version.h", "oe/macros.h",
+        "oe/ext/http.h", "oe/ext/llm.h", "oe/ext/prompt.h", "oe/kinds/tool.h"}) {
     EXPECT_NE(std::find(real.begin(), real.end(), header), real.end()) << header;
   }
 }
@@ -251,9 +252,10 @@ TEST(AbiHash, HeadersMatchTheRecordedHashForThisAbiVersion) {
 
 TEST(AbiDraft, TheRuleCatchesWhatItShould) {
   EXPECT_TRUE(draftRuleViolations("oe/ext/run.h", "#define OE_EXT_RUN \"oe.run/1\"\n").empty());
-  EXPECT_TRUE(draftRuleViolations("oe/ext/draft/run.h",
-                                  "/* oe.run/1 once promoted */\n#define OE_EXT_RUN \"oe.run/1-draft\"")
-                  .empty());
+  EXPECT_TRUE(
+      draftRuleViolations("oe/ext/draft/run.h",
+                          "/* oe.run/1 once promoted */\n#define OE_EXT_RUN \"oe.run/1-draft\"")
+          .empty());
   EXPECT_TRUE(draftRuleViolations("oe/node.h", "/* JSON Schema (draft-07) */ int x;").empty())
       << "a comment is not code";
   // A draft header with a final-looking id, a stable header with a draft id or a draft include.

@@ -23,9 +23,8 @@ constexpr bool kAbiStruct = std::is_standard_layout_v<T> && std::is_trivially_co
 
 static_assert(kAbiStruct<oe_str> && kAbiStruct<oe_host_buf> && kAbiStruct<oe_host_api> &&
               kAbiStruct<oe_invocation> && kAbiStruct<oe_node_kind> &&
-              kAbiStruct<oe_plugin_entry> && kAbiStruct<oe_http_api> &&
-              kAbiStruct<oe_llm_api> && kAbiStruct<oe_llm_provider> &&
-              kAbiStruct<oe_prompt_api>);
+              kAbiStruct<oe_plugin_entry> && kAbiStruct<oe_http_api> && kAbiStruct<oe_llm_api> &&
+              kAbiStruct<oe_llm_provider> && kAbiStruct<oe_prompt_api>);
 static_assert(std::is_same_v<oe_status, int32_t> && std::is_same_v<oe_log_level, int32_t>);
 
 #if defined(__x86_64__) || defined(__aarch64__)

@@ -23,27 +23,27 @@
 
 // Every constant with two spellings. types.h gaining one that is missing here fails
 // BindgenSpelling.EveryConstantIsCheckedHere.
-#define OE_TEST_SPELLED_CONSTANTS(X)                                                              \
-  X(OE_OK)                                                                                        \
-  X(OE_CANCELLED)                                                                                 \
-  X(OE_UNKNOWN)                                                                                   \
-  X(OE_INVALID_ARGUMENT)                                                                          \
-  X(OE_DEADLINE_EXCEEDED)                                                                         \
-  X(OE_NOT_FOUND)                                                                                 \
-  X(OE_ALREADY_EXISTS)                                                                            \
-  X(OE_PERMISSION_DENIED)                                                                         \
-  X(OE_RESOURCE_EXHAUSTED)                                                                        \
-  X(OE_FAILED_PRECONDITION)                                                                       \
-  X(OE_ABORTED)                                                                                   \
-  X(OE_OUT_OF_RANGE)                                                                              \
-  X(OE_UNIMPLEMENTED)                                                                             \
-  X(OE_INTERNAL)                                                                                  \
-  X(OE_UNAVAILABLE)                                                                               \
-  X(OE_DATA_LOSS)                                                                                 \
-  X(OE_UNAUTHENTICATED)                                                                           \
-  X(OE_LOG_DEBUG)                                                                                 \
-  X(OE_LOG_INFO)                                                                                  \
-  X(OE_LOG_WARN)                                                                                  \
+#define OE_TEST_SPELLED_CONSTANTS(X) \
+  X(OE_OK)                           \
+  X(OE_CANCELLED)                    \
+  X(OE_UNKNOWN)                      \
+  X(OE_INVALID_ARGUMENT)             \
+  X(OE_DEADLINE_EXCEEDED)            \
+  X(OE_NOT_FOUND)                    \
+  X(OE_ALREADY_EXISTS)               \
+  X(OE_PERMISSION_DENIED)            \
+  X(OE_RESOURCE_EXHAUSTED)           \
+  X(OE_FAILED_PRECONDITION)          \
+  X(OE_ABORTED)                      \
+  X(OE_OUT_OF_RANGE)                 \
+  X(OE_UNIMPLEMENTED)                \
+  X(OE_INTERNAL)                     \
+  X(OE_UNAVAILABLE)                  \
+  X(OE_DATA_LOSS)                    \
+  X(OE_UNAUTHENTICATED)              \
+  X(OE_LOG_DEBUG)                    \
+  X(OE_LOG_INFO)                     \
+  X(OE_LOG_WARN)                     \
   X(OE_LOG_ERROR)
 
 // The OE_BINDGEN spelling: `static const` objects, usable in constant expressions.
@@ -61,11 +61,11 @@ namespace cast_spelling {
 #include <oe/types.h>  // NOLINT(bugprone-suspicious-include): included twice on purpose
 }  // namespace cast_spelling
 
-#define OE_TEST_COMPARE(name)                                                                  \
-  static_assert(bindgen_spelling::k_##name == (name),                                         \
-                #name " has different values with and without OE_BINDGEN (oe/types.h)");      \
-  static_assert(std::is_same_v<std::remove_cv_t<decltype(bindgen_spelling::k_##name)>,        \
-                               std::remove_cv_t<decltype(name)>>,                             \
+#define OE_TEST_COMPARE(name)                                                            \
+  static_assert(bindgen_spelling::k_##name == (name),                                    \
+                #name " has different values with and without OE_BINDGEN (oe/types.h)"); \
+  static_assert(std::is_same_v<std::remove_cv_t<decltype(bindgen_spelling::k_##name)>,   \
+                               std::remove_cv_t<decltype(name)>>,                        \
                 #name " has different types with and without OE_BINDGEN (oe/types.h)");
 OE_TEST_SPELLED_CONSTANTS(OE_TEST_COMPARE)
 #undef OE_TEST_COMPARE
@@ -93,10 +93,10 @@ std::map<std::string, std::string> spelled(const std::string& text, const std::r
 TEST(BindgenSpelling, BothSpellingsDeclareTheSameConstantsWithTheSameTypesAndValues) {
   const std::string text = readTypesHeader();
   ASSERT_FALSE(text.empty());
-  const auto casts = spelled(
-      text, std::regex(R"(#define (OE_[A-Z_]+) \(\((oe_[a-z_]+)\)(-?[0-9]+)\))"), 1, 2, 3);
-  const auto constants = spelled(
-      text, std::regex(R"(static const (oe_[a-z_]+) (OE_[A-Z_]+) = (-?[0-9]+);)"), 2, 1, 3);
+  const auto casts =
+      spelled(text, std::regex(R"(#define (OE_[A-Z_]+) \(\((oe_[a-z_]+)\)(-?[0-9]+)\))"), 1, 2, 3);
+  const auto constants =
+      spelled(text, std::regex(R"(static const (oe_[a-z_]+) (OE_[A-Z_]+) = (-?[0-9]+);)"), 2, 1, 3);
   EXPECT_FALSE(casts.empty());
   EXPECT_EQ(casts, constants);
 }

@@ -126,8 +126,8 @@ TEST_P(EitherBuild, CreateGetsItsOwnDescriptorAndALiveNodeContext) {
   EXPECT_EQ(state("out"), "abi-contract-b");
   // Each create logged through its node context, so the line names the node; a host that
   // passed its own copy of the descriptor would have failed the create instead.
-  for (const auto& [node, kind] : {std::pair{"first", "abi-contract"},
-                                   std::pair{"second", "abi-contract-b"}}) {
+  for (const auto& [node, kind] :
+       {std::pair{"first", "abi-contract"}, std::pair{"second", "abi-contract-b"}}) {
     const std::vector<std::string> lines = nodeLog(last_.err, node);
     EXPECT_TRUE(anyIs(lines, std::string("create: ") + kind +
                                  " got its own descriptor; on the node context emit_event -> " +
@@ -145,9 +145,8 @@ TEST_F(Contract, TruncatedDescriptorIsListedWithItsKinds) {
   const ProcessResult r = oe({"plugins"}, {"truncated"});
   ASSERT_TRUE(r.exited) << r.describe();
   EXPECT_EQ(r.exit_code, 0) << r.describe();
-  EXPECT_TRUE(std::regex_search(
-      r.out, listingLine("dev.oe.fixture.truncated", "abi-contract,abi-contract-b",
-                         "truncated.so")))
+  EXPECT_TRUE(std::regex_search(r.out, listingLine("dev.oe.fixture.truncated",
+                                                   "abi-contract,abi-contract-b", "truncated.so")))
       << r.describe();
   EXPECT_EQ(r.err.find("refused plugin"), std::string::npos) << r.describe();
 }
@@ -231,14 +230,15 @@ graph:
   nodes:
     - id: wait
       kind: abi-contract
-      args: { mode: block, marker: ")" + reached.string() + R"(" }
+      args: { mode: block, marker: ")" + reached.string() +
+                                                        R"(" }
 )" + c.timeout + R"(      writes: [out]
   edges: []
 )");
   oe::test::BackgroundProcess run(
       {OE_EXE, "run", experience_.path().string()},
-      {{"OE_PLUGIN_PATH", pluginPath({c.fixture})}, {"HOME", home_.path().string()}},
-      home_.path(), home_.path() / "oe");
+      {{"OE_PLUGIN_PATH", pluginPath({c.fixture})}, {"HOME", home_.path().string()}}, home_.path(),
+      home_.path() / "oe");
   // The fixture creates `reached` inside invoke: the signal arrives while invoke runs.
   ASSERT_TRUE(oe::test::waitForFile(reached)) << run.err();
   run.signal(SIGINT);
@@ -280,7 +280,8 @@ graph:
       writes: [out]
     - id: late
       kind: abi-contract-b
-      args: { mode: block, marker: ")" + late_marker.string() + R"(" }
+      args: { mode: block, marker: ")" +
+          late_marker.string() + R"(" }
       timeout_ms: 1
       writes: [out]
   edges:

@@ -59,8 +59,8 @@ inline std::regex listingLine(const std::string& id, const std::string& kinds,
   const auto escape = [](const std::string& text) {
     return std::regex_replace(text, std::regex(R"([.^$|()\[\]{}*+?\\-])"), R"(\$&)");
   };
-  return std::regex("(^|\n)" + escape(id) + "  0\\.0\\.1  abi " + escape(kThisAbi) + "  kinds: " +
-                    escape(kinds) + "  [^\n]*/" + escape(file) + "(\n|$)");
+  return std::regex("(^|\n)" + escape(id) + "  0\\.0\\.1  abi " + escape(kThisAbi) +
+                    "  kinds: " + escape(kinds) + "  [^\n]*/" + escape(file) + "(\n|$)");
 }
 
 // The events of the one run an experience folder has seen (its .openexpertise/runs/*.jsonl);

@@ -122,17 +122,17 @@ TEST(Invocation, HostLlmMetricsFillOnlyWhatThePluginDidNotReport) {
 }
 
 TEST(EventType, PluginsEmitTheSharedTypesOrTheirOwnNamespace) {
-  for (const char* type : {"node.activity", "node.tokens", "dev.oe.tool.progress",
-                           "dev.oe.tool.a_B-9.deeper"}) {
+  for (const char* type :
+       {"node.activity", "node.tokens", "dev.oe.tool.progress", "dev.oe.tool.a_B-9.deeper"}) {
     EXPECT_TRUE(pluginEventTypeAllowed(type, "dev.oe.tool")) << type;
   }
-  for (const char* type : {
-           "run.finished", "run.started", "node.finished", "node.failed", "node.log",
-           "state.write",                                   // the host's own events
-           "other.plugin.thing", "dev.oe.agent.progress",   // another plugin's namespace
-           "dev.oe.toolbox.x", "dev.oe.tool", "dev.oe.tool.",  // not "<id>.<name>"
-           "dev.oe.tool.a b", "dev.oe.tool.x/y", "dev.oe.tool.caf\xc3\xa9", "dev.oe.tool.\n",
-           "", "node.activity.more", "Node.activity"}) {
+  for (const char* type :
+       {"run.finished", "run.started", "node.finished", "node.failed", "node.log",
+        "state.write",                                      // the host's own events
+        "other.plugin.thing", "dev.oe.agent.progress",      // another plugin's namespace
+        "dev.oe.toolbox.x", "dev.oe.tool", "dev.oe.tool.",  // not "<id>.<name>"
+        "dev.oe.tool.a b", "dev.oe.tool.x/y", "dev.oe.tool.caf\xc3\xa9", "dev.oe.tool.\n", "",
+        "node.activity.more", "Node.activity"}) {
     EXPECT_FALSE(pluginEventTypeAllowed(type, "dev.oe.tool")) << type;
   }
 }
@@ -192,6 +192,16 @@ void probeCancel(oe_node* node, oe_host_ctx* call) {
   }
 }
 
+// Only what Call uses: invoke and cancel (create and destroy are the Run's business).
+oe_node_kind probeKind() {
+  oe_node_kind kind{};
+  kind.struct_size = sizeof(oe_node_kind);
+  kind.kind = "phase-probe";
+  kind.invoke = probeInvoke;
+  kind.cancel = probeCancel;
+  return kind;
+}
+
 class CallPhases : public ::testing::Test {
  protected:
   CallPhases() {
@@ -201,8 +211,7 @@ class CallPhases : public ::testing::Test {
     call_.instance = reinterpret_cast<oe_node*>(&probe_);
   }
 
-  oe_node_kind kind_{sizeof(oe_node_kind), 0, "phase-probe", "", nullptr, nullptr, nullptr,
-                     probeInvoke, probeCancel};
+  oe_node_kind kind_ = probeKind();
   plugins::LoadedKind loaded_;
   NodeRuntime node_;
   PhaseProbe probe_;
