@@ -10,8 +10,9 @@
 
 OE_BEGIN_DECLS
 
-/* Every function in this table is [thread-safe]: it may be called from any thread, including
- * several at once. HOST-owned; the table stays valid from init until deinit returns. */
+/* Every function in this table is [any-thread]: it may be called from any thread, including
+ * several at once, with a context that is still valid (docs/abi.md, "Host functions").
+ * HOST-owned; the table stays valid from init until deinit returns. */
 typedef struct oe_host_api {
   uint32_t struct_size; /* sizeof(oe_host_api) in the host's build: check before using a member */
   uint32_t abi_version; /* OE_ABI_VERSION the host was built with */

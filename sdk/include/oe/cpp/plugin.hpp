@@ -172,7 +172,7 @@ concept HasPluginExtension = requires(P& plugin, const char* id) {
 //   static constexpr size_t kKindCount;           // == kinds().size() (may be 0 for a plugin
 //                                                 // that only offers services); sizes the table
 // and optionally, for plugin-level services such as oe.llm-provider/1:
-//   static const void* extension(P& plugin, const char* id);  // [thread-safe]; NULL = none
+//   static const void* extension(P& plugin, const char* id);  // [any-thread]; NULL = none
 template <class P>
 struct Binding {
   using Box = detail::PluginBox<P>;
