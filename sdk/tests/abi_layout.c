@@ -1,5 +1,9 @@
-/* Pins the plugin ABI's memory layout as a C11 compiler sees it. A failing _Static_assert here
- * means a struct changed shape: that is an ABI break (docs/abi.md, "Versioning"). */
+/* Pins the plugin ABI's memory layout as a C11 compiler sees it: the core structs and the
+ * extension tables (oe/ext/). A failing _Static_assert here means a struct changed shape: that is
+ * an ABI break (docs/abi.md, "Versioning"). Draft extensions (oe/ext/draft/) are not pinned. */
+#include <oe/ext/http.h>
+#include <oe/ext/llm.h>
+#include <oe/ext/prompt.h>
 #include <oe/oe.h>
 
 #include <stdalign.h>
@@ -77,6 +81,24 @@ _Static_assert(offsetof(oe_plugin_entry, deinit) == 48, "oe_plugin_entry.deinit"
 _Static_assert(offsetof(oe_plugin_entry, node_kind_count) == 56, "oe_plugin_entry.node_kind_count");
 _Static_assert(offsetof(oe_plugin_entry, node_kind_at) == 64, "oe_plugin_entry.node_kind_at");
 _Static_assert(offsetof(oe_plugin_entry, get_extension) == 72, "oe_plugin_entry.get_extension");
+
+_Static_assert(sizeof(oe_http_api) == 16, "oe_http_api size");
+_Static_assert(offsetof(oe_http_api, struct_size) == 0, "oe_http_api.struct_size");
+_Static_assert(offsetof(oe_http_api, fetch) == 8, "oe_http_api.fetch");
+
+_Static_assert(sizeof(oe_llm_api) == 16, "oe_llm_api size");
+_Static_assert(offsetof(oe_llm_api, struct_size) == 0, "oe_llm_api.struct_size");
+_Static_assert(offsetof(oe_llm_api, complete) == 8, "oe_llm_api.complete");
+
+_Static_assert(sizeof(oe_llm_provider) == 24, "oe_llm_provider size");
+_Static_assert(offsetof(oe_llm_provider, struct_size) == 0, "oe_llm_provider.struct_size");
+_Static_assert(offsetof(oe_llm_provider, providers) == 8, "oe_llm_provider.providers");
+_Static_assert(offsetof(oe_llm_provider, complete) == 16, "oe_llm_provider.complete");
+
+_Static_assert(sizeof(oe_prompt_api) == 24, "oe_prompt_api size");
+_Static_assert(offsetof(oe_prompt_api, struct_size) == 0, "oe_prompt_api.struct_size");
+_Static_assert(offsetof(oe_prompt_api, render) == 8, "oe_prompt_api.render");
+_Static_assert(offsetof(oe_prompt_api, values_json) == 16, "oe_prompt_api.values_json");
 #endif
 
 /* The same facts as data, so the C++ test can compare the C compiler's view with its own on any
@@ -133,6 +155,20 @@ static const oe_test_layout kLayout[] = {
     OE_FIELD(oe_plugin_entry, node_kind_count),
     OE_FIELD(oe_plugin_entry, node_kind_at),
     OE_FIELD(oe_plugin_entry, get_extension),
+    OE_WHOLE(oe_http_api),
+    OE_FIELD(oe_http_api, struct_size),
+    OE_FIELD(oe_http_api, fetch),
+    OE_WHOLE(oe_llm_api),
+    OE_FIELD(oe_llm_api, struct_size),
+    OE_FIELD(oe_llm_api, complete),
+    OE_WHOLE(oe_llm_provider),
+    OE_FIELD(oe_llm_provider, struct_size),
+    OE_FIELD(oe_llm_provider, providers),
+    OE_FIELD(oe_llm_provider, complete),
+    OE_WHOLE(oe_prompt_api),
+    OE_FIELD(oe_prompt_api, struct_size),
+    OE_FIELD(oe_prompt_api, render),
+    OE_FIELD(oe_prompt_api, values_json),
 };
 
 const oe_test_layout* oe_test_c_layout(size_t* count) {

@@ -1,5 +1,10 @@
 // The ABI layout from C++: pinned for LP64 with static_assert, and compared member by member with
-// what the C compiler computed (abi_layout.c), since C plugins and the C++ host must agree.
+// what the C compiler computed (abi_layout.c), since C plugins and the C++ host must agree. The
+// core structs and the extension tables of oe/ext/ (not the drafts in oe/ext/draft/).
+#include <oe/ext/http.h>
+#include <oe/ext/llm.h>
+#include <oe/ext/prompt.h>
+#include <oe/kinds/tool.h>
 #include <oe/oe.h>
 
 #include <gtest/gtest.h>
@@ -18,7 +23,8 @@ constexpr bool kAbiStruct = std::is_standard_layout_v<T> && std::is_trivially_co
 
 static_assert(kAbiStruct<oe_str> && kAbiStruct<oe_host_buf> && kAbiStruct<oe_host_api> &&
               kAbiStruct<oe_invocation> && kAbiStruct<oe_node_kind> &&
-              kAbiStruct<oe_plugin_entry>);
+              kAbiStruct<oe_plugin_entry> && kAbiStruct<oe_http_api> && kAbiStruct<oe_llm_api> &&
+              kAbiStruct<oe_llm_provider> && kAbiStruct<oe_prompt_api>);
 static_assert(std::is_same_v<oe_status, int32_t> && std::is_same_v<oe_log_level, int32_t>);
 
 #if defined(__x86_64__) || defined(__aarch64__)
@@ -33,6 +39,12 @@ static_assert(sizeof(oe_node_kind) == 64 && offsetof(oe_node_kind, create) == 32
 static_assert(sizeof(oe_plugin_entry) == 80 && offsetof(oe_plugin_entry, plugin_id) == 16 &&
               offsetof(oe_plugin_entry, init) == 40 &&
               offsetof(oe_plugin_entry, get_extension) == 72);
+static_assert(sizeof(oe_http_api) == 16 && offsetof(oe_http_api, fetch) == 8);
+static_assert(sizeof(oe_llm_api) == 16 && offsetof(oe_llm_api, complete) == 8);
+static_assert(sizeof(oe_llm_provider) == 24 && offsetof(oe_llm_provider, providers) == 8 &&
+              offsetof(oe_llm_provider, complete) == 16);
+static_assert(sizeof(oe_prompt_api) == 24 && offsetof(oe_prompt_api, render) == 8 &&
+              offsetof(oe_prompt_api, values_json) == 16);
 #endif
 
 struct Layout {
@@ -94,6 +106,20 @@ std::map<std::string, Layout> cxxLayout() {
       OE_FIELD(oe_plugin_entry, node_kind_count),
       OE_FIELD(oe_plugin_entry, node_kind_at),
       OE_FIELD(oe_plugin_entry, get_extension),
+      OE_WHOLE(oe_http_api),
+      OE_FIELD(oe_http_api, struct_size),
+      OE_FIELD(oe_http_api, fetch),
+      OE_WHOLE(oe_llm_api),
+      OE_FIELD(oe_llm_api, struct_size),
+      OE_FIELD(oe_llm_api, complete),
+      OE_WHOLE(oe_llm_provider),
+      OE_FIELD(oe_llm_provider, struct_size),
+      OE_FIELD(oe_llm_provider, providers),
+      OE_FIELD(oe_llm_provider, complete),
+      OE_WHOLE(oe_prompt_api),
+      OE_FIELD(oe_prompt_api, struct_size),
+      OE_FIELD(oe_prompt_api, render),
+      OE_FIELD(oe_prompt_api, values_json),
   };
 }
 
@@ -121,7 +147,12 @@ TEST(AbiLayout, VersionedStructsStartWithTheirSize) {
   EXPECT_EQ(offsetof(oe_invocation, struct_size), 0u);
   EXPECT_EQ(offsetof(oe_node_kind, struct_size), 0u);
   EXPECT_EQ(offsetof(oe_plugin_entry, struct_size), 0u);
+  EXPECT_EQ(offsetof(oe_http_api, struct_size), 0u);
+  EXPECT_EQ(offsetof(oe_llm_api, struct_size), 0u);
+  EXPECT_EQ(offsetof(oe_llm_provider, struct_size), 0u);
+  EXPECT_EQ(offsetof(oe_prompt_api, struct_size), 0u);
   EXPECT_EQ(sizeof(oe_plugin_entry::struct_size), 4u);
+  EXPECT_EQ(sizeof(oe_http_api::struct_size), 4u);
   // The host reads these three before it knows anything else about the plugin.
   EXPECT_EQ(offsetof(oe_plugin_entry, abi_version), 4u);
   EXPECT_EQ(offsetof(oe_plugin_entry, min_host_abi), 8u);
@@ -133,6 +164,16 @@ TEST(AbiLayout, VersionMacrosRoundTrip) {
   EXPECT_EQ(OE_ABI_MAKE_VERSION(0, 99), 0x63u);
   EXPECT_EQ(OE_ABI_MAKE_VERSION(9, 0), 0x90000u);
   EXPECT_STREQ(OE_PLUGIN_ENTRY_SYMBOL, "oe_plugin_entry_v1");
+}
+
+// An extension id names a table layout: a plugin built against oe.http/1 reads fetch at offset 8.
+// Changing a table incompatibly is a new id (docs/abi.md, "Extensions"), never the same id.
+TEST(AbiLayout, ExtensionIdsArePinned) {
+  EXPECT_STREQ(OE_EXT_HTTP, "oe.http/1");
+  EXPECT_STREQ(OE_EXT_LLM, "oe.llm/1");
+  EXPECT_STREQ(OE_EXT_LLM_PROVIDER, "oe.llm-provider/1");
+  EXPECT_STREQ(OE_EXT_PROMPT, "oe.prompt/1");
+  EXPECT_STREQ(OE_TOOL_ENTRY_SYMBOL, "oe_tool_invoke_v2");
 }
 
 }  // namespace

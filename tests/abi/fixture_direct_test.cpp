@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "abi/fixtures.hpp"
@@ -65,6 +67,54 @@ TEST(FixtureDirect, StructTooSmallDeclaresEightBytes) {
   const oe_plugin_entry* entry = plugin.entry();
   ASSERT_NE(entry, nullptr) << plugin.error();
   EXPECT_EQ(entry->struct_size, 8u);
+}
+
+TEST(FixtureDirect, BelowRequiredDescriptorsEndBeforeARequiredMember) {
+  DirectPlugin entry_short(fixtureFile("entry_below_required", "entry_below_required.so"));
+  const oe_plugin_entry* entry = entry_short.entry();
+  ASSERT_NE(entry, nullptr) << entry_short.error();
+  EXPECT_EQ(entry->struct_size, offsetof(oe_plugin_entry, node_kind_at));
+
+  DirectPlugin kind_short(fixtureFile("kind_below_required", "kind_below_required.so"));
+  ASSERT_NE(kind_short.entry(), nullptr) << kind_short.error();
+  oe_writer err;
+  ASSERT_EQ(kind_short.init(err), OE_OK) << err.data;
+  ASSERT_NE(kind_short.kind(0), nullptr);
+  EXPECT_EQ(kind_short.kind(0)->struct_size, offsetof(oe_node_kind, invoke));
+}
+
+TEST(FixtureDirect, FlagsFixturesSetFlagsThisAbiDoesNotDefine) {
+  DirectPlugin entry_flags(fixtureFile("entry_flags", "entry_flags.so"));
+  const oe_plugin_entry* entry = entry_flags.entry();
+  ASSERT_NE(entry, nullptr) << entry_flags.error();
+  EXPECT_EQ(entry->flags, 1u);
+
+  DirectPlugin kind_flags(fixtureFile("kind_flags", "kind_flags.so"));
+  ASSERT_NE(kind_flags.entry(), nullptr) << kind_flags.error();
+  oe_writer err;
+  ASSERT_EQ(kind_flags.init(err), OE_OK) << err.data;
+  ASSERT_NE(kind_flags.kind(0), nullptr);
+  EXPECT_EQ(kind_flags.kind(0)->flags, 0x80000000u);
+  EXPECT_EQ(kind_flags.kind(0)->flags & OE_NODE_KIND_REENTRANT, 0u) << "only the unknown bit";
+}
+
+// The truncated contract fixture: both descriptors end where an older SDK's would, and what lies
+// past their struct_size is poison (a host that read it would crash, not pass).
+TEST(FixtureDirect, TruncatedDescriptorsEndBeforeTheirOptionalMembers) {
+  DirectPlugin plugin(fixtureFile("truncated", "truncated.so"));
+  const oe_plugin_entry* entry = plugin.entry();
+  ASSERT_NE(entry, nullptr) << plugin.error();
+  EXPECT_EQ(entry->struct_size, offsetof(oe_plugin_entry, get_extension));
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(entry->get_extension), uintptr_t{1});
+  oe_writer err;
+  ASSERT_EQ(plugin.init(err), OE_OK) << err.data;
+  ASSERT_EQ(entry->node_kind_count(plugin.self()), 2u);
+  for (uint32_t i = 0; i < 2; ++i) {
+    const oe_node_kind* kind = plugin.kind(i);
+    ASSERT_NE(kind, nullptr);
+    EXPECT_EQ(kind->struct_size, offsetof(oe_node_kind, cancel)) << kind->kind;
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(kind->cancel), uintptr_t{1}) << kind->kind;
+  }
 }
 
 TEST(FixtureDirect, InitFailsWithStatusAndMessage) {

@@ -11,46 +11,11 @@
 #include <vector>
 
 #include "abi/fixtures.hpp"
+#include "abi/oe_binary.hpp"
 #include "abi/process.hpp"
 
 namespace oe::abi_test {
 namespace {
-
-const std::string kThisAbi = abiString(OE_ABI_VERSION_MAJOR, OE_ABI_VERSION_MINOR);
-
-// Runs `oe <args>` with OE_PLUGIN_PATH set to the given fixture folders (':'-joined) and HOME
-// in a temp dir, so nothing from the developer's machine leaks in.
-class OeBinary : public ::testing::Test {
- protected:
-  ProcessResult oe(const std::vector<std::string>& args, const std::vector<std::string>& cases) {
-    std::string plugin_path;
-    for (const std::string& name : cases) {
-      plugin_path += (plugin_path.empty() ? "" : ":") + fixtureDir(name).string();
-    }
-    std::vector<std::string> argv{OE_EXE};
-    argv.insert(argv.end(), args.begin(), args.end());
-    ProcessOptions options;
-    options.env["OE_PLUGIN_PATH"] = plugin_path;
-    options.env["HOME"] = home_.path().string();
-    options.cwd = home_.path();
-    return runProcess(argv, options);
-  }
-
-  static std::string canonical(const std::string& dir, const std::string& file) {
-    return std::filesystem::canonical(fixtureFile(dir, file)).string();
-  }
-
-  TempDir home_;
-};
-
-// `<plugin_id>  <version>  abi <maj>.<min>  kinds: <k1,k2>  <path>`
-std::regex listingLine(const std::string& id, const std::string& kinds, const std::string& file) {
-  const auto escape = [](const std::string& text) {
-    return std::regex_replace(text, std::regex(R"([.^$|()\[\]{}*+?\\-])"), R"(\$&)");
-  };
-  return std::regex("(^|\n)" + escape(id) + "  0\\.0\\.1  abi " + escape(kThisAbi) + "  kinds: " +
-                    escape(kinds) + "  [^\n]*/" + escape(file) + "(\n|$)");
-}
 
 TEST_F(OeBinary, PluginsListsTheGoodFixture) {
   const ProcessResult r = oe({"plugins"}, {"good"});
@@ -122,9 +87,24 @@ INSTANTIATE_TEST_SUITE_P(
         RefusalCase{"wrong_minor",
                     "wrong_minor.so",
                     {"built for plugin ABI 0.99", "this oe speaks " + kThisAbi}},
-        RefusalCase{"entry_returns_null", "entry_returns_null.so",
-                    {"refused to load into this host"}},
-        RefusalCase{"struct_too_small", "struct_too_small.so", {"descriptor too small"}},
+        RefusalCase{
+            "entry_returns_null", "entry_returns_null.so", {"refused to load into this host"}},
+        RefusalCase{"struct_too_small", "struct_too_small.so", {"descriptor too small (8 bytes)"}},
+        // Ends before node_kind_at: older SDKs never had less, so this is no oe plugin.
+        RefusalCase{"entry_below_required",
+                    "entry_below_required.so",
+                    {"descriptor too small (" +
+                         std::to_string(offsetof(oe_plugin_entry, node_kind_at)) + " bytes",
+                     "every version has at least " +
+                         std::to_string(offsetof(oe_plugin_entry, get_extension))}},
+        RefusalCase{"kind_below_required",
+                    "kind_below_required.so",
+                    {"node kind #0 is malformed", "smaller than the members every version has"}},
+        RefusalCase{"entry_flags", "entry_flags.so", {"descriptor flags are 1", "they must be 0"}},
+        RefusalCase{"kind_flags",
+                    "kind_flags.so",
+                    {"node kind #0 (\"abi-good\")", "sets flags " + std::to_string(0x80000000u),
+                     "known: OE_NODE_KIND_REENTRANT"}},
         RefusalCase{"init_fails",
                     "init_fails.so",
                     {"init failed", "fixture init refused: OE_FIXTURE_TOKEN is not set"}}),

@@ -10,8 +10,9 @@
 
 OE_BEGIN_DECLS
 
-/* Every function in this table is [thread-safe]: it may be called from any thread, including
- * several at once. HOST-owned; the table stays valid from init until deinit returns. */
+/* Every function in this table is [any-thread]: it may be called from any thread, including
+ * several at once, with a context that is still valid (docs/abi.md, "Host functions").
+ * HOST-owned; the table stays valid from init until deinit returns. */
 typedef struct oe_host_api {
   uint32_t struct_size; /* sizeof(oe_host_api) in the host's build: check before using a member */
   uint32_t abi_version; /* OE_ABI_VERSION the host was built with */
@@ -32,7 +33,8 @@ typedef struct oe_host_api {
   /* Appends an event for the current node to the run's event log. call: the call context of an
    * invocation in progress (OE_FAILED_PRECONDITION for any other context). type:
    * "node.activity", "node.tokens" or the plugin's own "<plugin-id>.<name>" (its own plugin_id,
-   * then a name of [A-Za-z0-9_.-]). fields_json: BORROWED JSON object whose members are appended
+   * then a name of [A-Za-z0-9_.-]; never in the host's run., node. or state. namespaces, whatever
+   * the plugin_id). fields_json: BORROWED JSON object whose members are appended
    * after the host's own (type, run_id, node_id, ts). Returns OE_INVALID_ARGUMENT, and logs why,
    * for any other type or for fields_json that is not a JSON object. */
   oe_status(OE_ABI* emit_event)(oe_host_ctx* call, oe_str type, oe_str fields_json);

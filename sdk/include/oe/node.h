@@ -12,9 +12,10 @@
  *
  * Instances: the host creates oe_nodes lazily, when a node of the graph first needs one. A kind
  * that is not reentrant gets one oe_node per call in flight, so a for_each with concurrency 4
- * holds up to 4 oe_nodes for one node of the graph; they are reused across items, attempts and
- * resumes within the run, and all destroyed when the run ends. A reentrant kind gets one oe_node
- * per node of the graph. */
+ * holds up to 4 oe_nodes for one node of the graph; they are reused across items, attempts,
+ * pipeline items and loop iterations, and destroyed once the node can run no more (a main-pass
+ * node when it finishes, the others when the run ends). A reentrant kind gets one oe_node per
+ * node of the graph. */
 #ifndef OE_NODE_H
 #define OE_NODE_H
 
@@ -76,9 +77,9 @@ struct oe_node_kind {
   /* [any-thread] Asks the invocation whose call context is `call` to stop soon; invoke still
    * returns (usually OE_CANCELLED). The host calls it only while that invoke is running (after it
    * started, before it returned; a cancel racing the return finishes before the host reuses or
-   * destroys the node), at most once per call, and after is_cancelled(call) has turned true. It must not block, and may call only
-   * log and is_cancelled. NULL for kinds whose calls cannot be interrupted (they poll
-   * is_cancelled instead). Optional: a descriptor may end before it. */
+   * destroys the node), at most once per call, and after is_cancelled(call) has turned true.
+   * It must not block, and may call only log and is_cancelled. NULL for kinds whose calls cannot
+   * be interrupted (they poll is_cancelled instead). Optional: a descriptor may end before it. */
   void(OE_ABI* cancel)(oe_node* node, oe_host_ctx* call);
 
   /* Append new members here only. */

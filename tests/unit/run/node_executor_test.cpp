@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <functional>
+#include <thread>
 #include <vector>
 
 #include "engine_fixture.hpp"
@@ -116,6 +119,195 @@ TEST(Invocation, HostLlmMetricsFillOnlyWhatThePluginDidNotReport) {
   Json bare = {{"state_delta", Json::object()}, {"metrics", "n/a"}};
   addLlmMetrics(bare, used);
   EXPECT_EQ(bare["metrics"], (Json{{"tokens_in", 10}, {"tokens_out", 20}, {"cost_usd", 0.5}}));
+}
+
+TEST(EventType, PluginsEmitTheSharedTypesOrTheirOwnNamespace) {
+  for (const char* type :
+       {"node.activity", "node.tokens", "dev.oe.tool.progress", "dev.oe.tool.a_B-9.deeper"}) {
+    EXPECT_TRUE(pluginEventTypeAllowed(type, "dev.oe.tool")) << type;
+  }
+  for (const char* type :
+       {"run.finished", "run.started", "node.finished", "node.failed", "node.log",
+        "state.write",                                      // the host's own events
+        "other.plugin.thing", "dev.oe.agent.progress",      // another plugin's namespace
+        "dev.oe.toolbox.x", "dev.oe.tool", "dev.oe.tool.",  // not "<id>.<name>"
+        "dev.oe.tool.a b", "dev.oe.tool.x/y", "dev.oe.tool.caf\xc3\xa9", "dev.oe.tool.\n", "",
+        "node.activity.more", "Node.activity"}) {
+    EXPECT_FALSE(pluginEventTypeAllowed(type, "dev.oe.tool")) << type;
+  }
+}
+
+TEST(EventType, APluginIdCannotOpenTheHostsNamespaces) {
+  // Reverse-DNS ids are a convention the loader does not enforce; the host's types stay its own.
+  EXPECT_FALSE(pluginEventTypeAllowed("node.finished", "node"));
+  EXPECT_FALSE(pluginEventTypeAllowed("run.finished", "run"));
+  EXPECT_FALSE(pluginEventTypeAllowed("state.write", "state"));
+  EXPECT_FALSE(pluginEventTypeAllowed("run.x.mine", "run.x"));
+  EXPECT_TRUE(pluginEventTypeAllowed("runner.mine", "runner")) << "only the namespaces, by prefix";
+}
+
+TEST(EventType, AKindWithoutAPluginHasOnlyTheSharedTypes) {
+  EXPECT_TRUE(pluginEventTypeAllowed("node.activity", ""));
+  EXPECT_TRUE(pluginEventTypeAllowed("node.tokens", ""));
+  EXPECT_FALSE(pluginEventTypeAllowed(".custom", ""));
+  EXPECT_FALSE(pluginEventTypeAllowed("custom", ""));
+}
+
+// Call::invoke and Call::requestCancel through a kind whose oe_node is the probe below: the
+// kind's cancel reaches the plugin only while its invoke runs, at most once per call, and a call
+// cancelled before it starts is never invoked (node.h).
+struct PhaseProbe {
+  std::atomic<int> invokes{0};
+  std::atomic<int> cancels{0};
+  std::atomic<bool> in_invoke{false};
+  std::atomic<int> cancels_outside_invoke{0};
+  std::atomic<int> cancels_before_is_cancelled{0};
+  std::function<void(Call&)> during_invoke;  // what the plugin's invoke does before it returns
+  std::function<void()> during_cancel;
+  oe_status returns = OE_OK;
+};
+
+oe_status probeInvoke(oe_node* node, const oe_invocation* invocation) {
+  auto& probe = *reinterpret_cast<PhaseProbe*>(node);
+  ++probe.invokes;
+  probe.in_invoke = true;
+  if (probe.during_invoke) {
+    probe.during_invoke(*static_cast<Call*>(invocation->call));
+  }
+  probe.in_invoke = false;
+  return probe.returns;
+}
+
+void probeCancel(oe_node* node, oe_host_ctx* call) {
+  auto& probe = *reinterpret_cast<PhaseProbe*>(node);
+  ++probe.cancels;
+  if (!probe.in_invoke) {
+    ++probe.cancels_outside_invoke;
+  }
+  if (!call->isCancelled()) {
+    ++probe.cancels_before_is_cancelled;
+  }
+  if (probe.during_cancel) {
+    probe.during_cancel();
+  }
+}
+
+// Only what Call uses: invoke and cancel (create and destroy are the Run's business).
+oe_node_kind probeKind() {
+  oe_node_kind kind{};
+  kind.struct_size = sizeof(oe_node_kind);
+  kind.kind = "phase-probe";
+  kind.invoke = probeInvoke;
+  kind.cancel = probeCancel;
+  return kind;
+}
+
+class CallPhases : public ::testing::Test {
+ protected:
+  CallPhases() {
+    loaded_.kind = &kind_;
+    node_.kind = &loaded_;
+    call_.node = &node_;
+    call_.instance = reinterpret_cast<oe_node*>(&probe_);
+  }
+
+  oe_node_kind kind_ = probeKind();
+  plugins::LoadedKind loaded_;
+  NodeRuntime node_;
+  PhaseProbe probe_;
+  Call call_;
+};
+
+TEST_F(CallPhases, ACallCancelledWhileQueuedIsNeverInvoked) {
+  EXPECT_TRUE(call_.requestCancel()) << "the first request, and the call has not returned";
+  EXPECT_TRUE(call_.isCancelled());
+  EXPECT_EQ(probe_.cancels, 0) << "no invoke runs, so the plugin hears nothing";
+  call_.invoke("{}");
+  EXPECT_EQ(probe_.invokes, 0);
+  EXPECT_EQ(call_.status, OE_CANCELLED);
+  EXPECT_EQ(call_.phase, Call::Phase::kReturned);
+  EXPECT_FALSE(call_.requestCancel());
+  EXPECT_EQ(probe_.cancels, 0);
+}
+
+TEST_F(CallPhases, ACancelDuringInvokeReachesThePluginOnceFromAnotherThread) {
+  probe_.returns = OE_CANCELLED;
+  bool first = false;
+  bool second = true;
+  probe_.during_invoke = [&](Call& call) {
+    EXPECT_EQ(call.phase, Call::Phase::kInvoking);
+    std::thread canceller([&] {
+      first = call.requestCancel();
+      second = call.requestCancel();
+    });
+    canceller.join();
+  };
+  call_.invoke("{}");
+  EXPECT_TRUE(first);
+  EXPECT_FALSE(second) << "a second request is not passed on";
+  EXPECT_EQ(probe_.invokes, 1);
+  EXPECT_EQ(probe_.cancels, 1);
+  EXPECT_EQ(probe_.cancels_outside_invoke, 0);
+  EXPECT_EQ(probe_.cancels_before_is_cancelled, 0);
+  EXPECT_EQ(call_.status, OE_CANCELLED) << "the plugin's own answer";
+  EXPECT_EQ(call_.phase, Call::Phase::kReturned);
+}
+
+TEST_F(CallPhases, ACancelAfterTheReturnDoesNotReachThePlugin) {
+  call_.invoke("{}");
+  EXPECT_EQ(call_.status, OE_OK);
+  EXPECT_FALSE(call_.requestCancel()) << "the call had returned";
+  EXPECT_TRUE(call_.isCancelled());
+  EXPECT_EQ(probe_.cancels, 0);
+}
+
+TEST_F(CallPhases, AKindWithoutCancelIsOnlyMarkedCancelled) {
+  kind_.cancel = nullptr;
+  bool requested = false;
+  probe_.during_invoke = [&](Call& call) {
+    requested = call.requestCancel();
+    EXPECT_TRUE(call.isCancelled()) << "such a kind polls is_cancelled";
+  };
+  call_.invoke("{}");
+  EXPECT_TRUE(requested);
+  EXPECT_EQ(probe_.invokes, 1);
+}
+
+// A cancel that starts while invoke runs and is still running when the plugin returns finishes
+// before Call::invoke returns, so the host never reuses or destroys the oe_node under it.
+TEST_F(CallPhases, ACancelRacingTheReturnFinishesBeforeInvokeReturns) {
+  std::atomic<bool> in_cancel{false};
+  std::atomic<bool> plugin_returned{false};
+  std::atomic<bool> host_returned{false};
+  std::atomic<bool> host_returned_during_cancel{false};
+  probe_.during_invoke = [&](Call&) {
+    while (!in_cancel) {
+      std::this_thread::yield();
+    }
+    plugin_returned = true;  // the plugin returns while its cancel still runs
+  };
+  probe_.during_cancel = [&] {
+    in_cancel = true;
+    while (!plugin_returned) {
+      std::this_thread::yield();
+    }
+    // Give Call::invoke every chance to return early: it must wait for this cancel.
+    for (int i = 0; i < 10000 && !host_returned; ++i) {
+      std::this_thread::yield();
+    }
+    host_returned_during_cancel = host_returned.load();
+  };
+  std::thread canceller([&] {
+    while (!probe_.in_invoke) {
+      std::this_thread::yield();
+    }
+    call_.requestCancel();
+  });
+  call_.invoke("{}");
+  host_returned = true;
+  canceller.join();
+  EXPECT_EQ(probe_.cancels, 1);
+  EXPECT_FALSE(host_returned_during_cancel);
 }
 
 }  // namespace

@@ -217,6 +217,13 @@ bool pluginEventTypeAllowed(std::string_view type, std::string_view plugin_id) {
   if (type == "node.activity" || type == "node.tokens") {
     return true;
   }
+  // The host's namespaces stay the host's, even for a plugin whose id would put its own types
+  // in one (an id such as "node" or "run.x" is no reverse-DNS name, but nothing else stops it).
+  for (const std::string_view host_namespace : {"run.", "node.", "state."}) {
+    if (type.starts_with(host_namespace)) {
+      return false;
+    }
+  }
   if (plugin_id.empty() || type.size() <= plugin_id.size() + 1 || !type.starts_with(plugin_id) ||
       type[plugin_id.size()] != '.') {
     return false;

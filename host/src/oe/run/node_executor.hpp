@@ -89,8 +89,9 @@ struct Call final : oe_host_ctx {
                                         std::string_view run_id, std::string_view node_id,
                                         std::string_view experience_dir_json);
 
-// node.h's rule for emit_event: "node.activity", "node.tokens" or "<plugin_id>.<name>", the name
-// of [A-Za-z0-9_.-]. A kind without a plugin (the unit tests') may use the first two only.
+// host.h's rule for emit_event: "node.activity", "node.tokens" or "<plugin_id>.<name>", the name
+// of [A-Za-z0-9_.-], and never another type in the host's run., node. or state. namespaces. A
+// kind without a plugin (the unit tests') may use the first two only.
 [[nodiscard]] bool pluginEventTypeAllowed(std::string_view type, std::string_view plugin_id);
 
 // The message of an invocation that returned `status` (not OE_OK) with `error_text` written.

@@ -223,7 +223,7 @@ concept HasConstantKinds = requires {
 //       // over a constexpr array (static storage), defined before OE_SDK_PLUGIN; its size is the
 //       // kind count (0 for a plugin that only offers services: `return {};`)
 // and optionally, for plugin-level services such as oe.llm-provider/1:
-//   static const void* extension(P& plugin, const char* id);  // [thread-safe]; NULL = none
+//   static const void* extension(P& plugin, const char* id);  // [any-thread]; NULL = none
 template <class P>
 struct Binding {
   using Box = detail::PluginBox<P>;

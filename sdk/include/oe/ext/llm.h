@@ -24,7 +24,7 @@ OE_BEGIN_DECLS
 /* Host service, from host->get_extension(call, OE_EXT_LLM). */
 typedef struct oe_llm_api {
   uint32_t struct_size;
-  /* [thread-safe, blocking] call: the invocation's call context. The host resolves the provider
+  /* [any-thread, blocking] call: the invocation's call context. The host resolves the provider
    * and model, waits for the run's rate limits (runtime.limits), checks the budget before the
    * call, accounts the tokens to the node (node.tokens event, node metrics, run totals), records
    * or replays (--llm-record / --llm-replay), and honours cancellation.
@@ -45,7 +45,7 @@ typedef struct oe_llm_provider {
   uint32_t struct_size;
   /* Static, NULL-terminated list of provider names this plugin serves ("openai", "anthropic"). */
   const char* const* providers;
-  /* [thread-safe, blocking] config_json: BORROWED {"provider": "openai", "base_url": "...",
+  /* [any-thread, blocking] config_json: BORROWED {"provider": "openai", "base_url": "...",
    * "api_key": "...", "timeout_ms": n, "stall_timeout_ms": n, "max_attempts": n, "base_ms": n,
    * "max_delay_ms": n}; every member but "provider" is optional (defaults in docs/llm.md).
    * call: the invocation's call context (cancellation, node.activity while waiting to retry), or

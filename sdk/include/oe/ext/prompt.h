@@ -14,7 +14,7 @@ OE_BEGIN_DECLS
 /* From host->get_extension(call, OE_EXT_PROMPT), inside an invocation. */
 typedef struct oe_prompt_api {
   uint32_t struct_size;
-  /* [thread-safe] Renders template_text against the call's value map
+  /* [any-thread] Renders template_text against the call's value map
    * {...state_view, ...edge_inputs, ...args} (later sources win; args include the injected
    * $item, $index, $iter, $loop, $pipeline). `{{name}}`, `{{a.b.c}}` and `{{$item.id}}` are
    * replaced: strings verbatim, anything else as compact JSON (JSON.stringify). A placeholder with
@@ -22,7 +22,7 @@ typedef struct oe_prompt_api {
    * out_text: filled with a HOST-owned buffer; give it back with host->release.
    * Returns OE_FAILED_PRECONDITION outside an invocation. */
   oe_status(OE_ABI* render)(oe_host_ctx* call, oe_str template_text, oe_host_buf* out_text);
-  /* [thread-safe] The same value map as JSON, as JSON.stringify(values, null, indent) prints it
+  /* [any-thread] The same value map as JSON, as JSON.stringify(values, null, indent) prints it
    * (indent 0: compact; object members sorted by key). For kinds that hand the
    * model the whole bundle (skill). out_json: HOST-owned; give it back with host->release.
    * Returns OE_FAILED_PRECONDITION outside an invocation. */
