@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "abi/fixtures.hpp"
+#include "abi/install.hpp"
 #include "abi/process.hpp"
 
 namespace oe::abi_test {
@@ -18,16 +19,8 @@ TEST(OutOfTree, CPluginBuildsAgainstInstalledSdk) {
   TempDir tmp;
   const fs::path prefix = tmp.path() / "prefix";
   const fs::path build = tmp.path() / "build";
-  ProcessOptions options;
-  options.env["HOME"] = tmp.path().string();  // no user package registry, no user plugins
-  options.env["CMAKE_PREFIX_PATH"] = std::nullopt;
-  options.env["OE_PLUGIN_PATH"] = std::nullopt;
-  options.timeout = std::chrono::seconds(120);
-
-  const ProcessResult install = runProcess(
-      {OE_CMAKE_COMMAND, "--install", OE_BINARY_DIR, "--prefix", prefix.string()}, options);
-  ASSERT_EQ(install.exit_code, 0) << "cmake --install of the oe build failed (is it built?)\n"
-                                  << install.describe();
+  const ProcessOptions options = isolatedOptions(tmp.path());
+  ASSERT_NO_FATAL_FAILURE(installThisBuild(prefix, options));
   const fs::path package = prefix / OE_INSTALL_LIBDIR / "cmake" / "OpenExpertiseSDK";
   ASSERT_TRUE(fs::exists(package / "OpenExpertiseSDKConfig.cmake")) << package;
   ASSERT_TRUE(fs::exists(package / "OpenExpertiseSDKConfigVersion.cmake")) << package;

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "abi/install.hpp"
 #include "abi/process.hpp"
 
 namespace oe::abi_test {
@@ -75,15 +76,8 @@ TEST(RustPlugin, BuildsWithBindgenAndCargoAgainstInstalledSdk) {
   }
   TempDir tmp;
   const fs::path prefix = tmp.path() / "prefix";
-  ProcessOptions options;
-  options.env["HOME"] = tmp.path().string();
-  options.env["OE_PLUGIN_PATH"] = std::nullopt;
-  options.timeout = std::chrono::seconds(120);
-
-  const ProcessResult install = runProcess(
-      {OE_CMAKE_COMMAND, "--install", OE_BINARY_DIR, "--prefix", prefix.string()}, options);
-  ASSERT_EQ(install.exit_code, 0) << "cmake --install of the oe build failed (is it built?)\n"
-                                  << install.describe();
+  ProcessOptions options = isolatedOptions(tmp.path());
+  ASSERT_NO_FATAL_FAILURE(installThisBuild(prefix, options));
   const fs::path include = prefix / "include";
   ASSERT_TRUE(fs::exists(include / "oe" / "oe.h"));
 

@@ -3,43 +3,48 @@
 
 namespace oe::cliagent {
 
+namespace {
+
+// Each provider's name in a spec and the program it runs, in one place.
+struct ProviderInfo {
+  Provider provider;
+  const char* name;
+  const char* program;
+};
+constexpr ProviderInfo kProviders[] = {
+    {Provider::kClaudeCode, "claude-code", "claude"},
+    {Provider::kCodex, "codex", "codex"},
+    {Provider::kGemini, "gemini", "gemini"},
+};
+
+const ProviderInfo* infoOf(Provider provider) {
+  for (const ProviderInfo& info : kProviders) {
+    if (info.provider == provider) {
+      return &info;
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace
+
 std::optional<Provider> providerNamed(std::string_view name) {
-  if (name == "claude-code") {
-    return Provider::kClaudeCode;
-  }
-  if (name == "codex") {
-    return Provider::kCodex;
-  }
-  if (name == "gemini") {
-    return Provider::kGemini;
+  for (const ProviderInfo& info : kProviders) {
+    if (name == info.name) {
+      return info.provider;
+    }
   }
   return std::nullopt;
 }
 
 const char* providerName(Provider provider) {
-  switch (provider) {
-    case Provider::kClaudeCode:
-      return "claude-code";
-    case Provider::kCodex:
-      return "codex";
-    case Provider::kGemini:
-      return "gemini";
-    default:
-      return "?";
-  }
+  const ProviderInfo* info = infoOf(provider);
+  return info != nullptr ? info->name : "?";
 }
 
 const char* programOf(Provider provider) {
-  switch (provider) {
-    case Provider::kClaudeCode:
-      return "claude";
-    case Provider::kCodex:
-      return "codex";
-    case Provider::kGemini:
-      return "gemini";
-    default:
-      return "?";
-  }
+  const ProviderInfo* info = infoOf(provider);
+  return info != nullptr ? info->program : "?";
 }
 
 std::vector<std::string> buildArgv(const CommandSpec& spec) {
