@@ -39,7 +39,8 @@ typedef struct oe_host_api {
    * for any other type or for fields_json that is not a JSON object. */
   oe_status(OE_ABI* emit_event)(oe_host_ctx* call, oe_str type, oe_str fields_json);
 
-  /* Reads the current value of a state field the node declares in `reads`, as JSON.
+  /* Reads a state field the node declares in `reads`, as JSON: its value when the call was
+   * dispatched (the same as the request's state_view), not a live view of the store.
    * out_json: filled with a HOST-owned buffer ("null" when unset); release it.
    * Returns OE_PERMISSION_DENIED for a field the node does not read, OE_NOT_FOUND for one not in
    * state.schema. */
