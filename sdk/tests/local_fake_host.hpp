@@ -24,8 +24,9 @@ struct oe_host_ctx {
   std::vector<std::pair<oe_log_level, std::string>> logs;
   std::vector<std::pair<std::string, std::string>> events;          // type, fields JSON
   bool cancelled = false;
-  // Buffers handed out claim a length no std::string can hold, so copying one throws (as a
-  // bad_alloc would): the SDK must still release them.
+  // Buffers handed out claim a length (2^62 bytes) no allocation can satisfy, so copying one
+  // throws bad_alloc: the SDK must still release them. Not max_size() + 1: with GCC 12 that is
+  // 2^63, and forming the end pointer is then an overflow UBSan reports.
   bool oversized_buffers = false;
   int outstanding_buffers = 0;  // buffers handed out and not yet released
   int releases = 0;
@@ -38,7 +39,7 @@ inline std::string_view view(oe_str s) { return {s.ptr, s.len}; }
 // Fills `out` with a copy of `text` as a host would; LocalFakeHost::release frees and counts it.
 inline void handOut(oe_host_ctx* ctx, oe_host_buf* out, const std::string& text) {
   auto* copy = new std::string(text);  // NOLINT(cppcoreguidelines-owning-memory)
-  const size_t len = ctx->oversized_buffers ? copy->max_size() + 1 : copy->size();
+  const size_t len = ctx->oversized_buffers ? size_t{1} << 62 : copy->size();
   *out = oe_host_buf{copy->data(), len, copy};
   ++ctx->outstanding_buffers;
 }

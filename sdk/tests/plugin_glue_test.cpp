@@ -390,7 +390,7 @@ TEST_F(GlueTest, StateGetReleasesTheHostBufferWhenTheCopyThrows) {
   Invocation inv;
   inv.call.state["topic"] = R"("cats")";
   inv.call.oversized_buffers = true;  // copying the buffer into a std::string throws
-  EXPECT_EQ(invoke(node, kind(0), "state", inv), OE_INTERNAL);
+  EXPECT_EQ(invoke(node, kind(0), "state", inv), OE_RESOURCE_EXHAUSTED);
   EXPECT_FALSE(inv.error.data.empty());
   EXPECT_EQ(inv.call.releases, 1);
   EXPECT_EQ(inv.call.outstanding_buffers, 0);
