@@ -53,6 +53,7 @@ TEST_F(LlmGlueTest, AFailureCarriesTheHostsStatusAndMessage) {
 }
 
 TEST_F(LlmGlueTest, TheBufferIsReleasedWhenTheCallerThrows) {
+  OE_SKIP_WHERE_NEW_CANNOT_THROW();
   call_.oversized_buffers = true;  // copying the response into a std::string throws
   EXPECT_ANY_THROW({
     const LlmReply reply = llm().complete("{}");
