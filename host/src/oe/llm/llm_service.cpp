@@ -211,22 +211,11 @@ Answer LlmService::complete(const Site& site, std::string_view request_json) {
     return fail(OE_RESOURCE_EXHAUSTED, nodeTag(site) + refused->message);
   }
 
-  std::optional<RateLimiter::Ticket> ticket;
-  if (limiter_.limits(p.name, model)) {
-    ticket = limiter_.acquire(
-        p.name, model, need.tokens,
-        [&site] { return site.ctx != nullptr && site.ctx->isCancelled(); },
-        [&site](const std::string& limit) {
-          if (site.ctx != nullptr) {
-            Json fields = {{"activity", "waiting for room under " + limit}};
-            emitOrWarn(*site.ctx, "node.activity", fields.dump(), site);
-          }
-        });
-    if (!ticket) {
-      ledger_.cancel(need);
-      return fail(OE_CANCELLED, nodeTag(site) + "cancelled while waiting for " + p.name +
-                                    " rate limits");
-    }
+  std::optional<RateLimiter::Ticket> ticket = waitForRoom(site, p.name, model, need.tokens);
+  if (!ticket) {
+    ledger_.cancel(need);
+    return fail(OE_CANCELLED,
+                nodeTag(site) + "cancelled while waiting for " + p.name + " rate limits");
   }
 
   oe_writer response;
@@ -240,13 +229,7 @@ Answer LlmService::complete(const Site& site, std::string_view request_json) {
     answer = Json::parse(response.data, nullptr, false);
   }
   const bool ok = status == OE_OK && answer.is_object();
-  if (ticket) {
-    int64_t actual = 0;
-    if (ok) {
-      actual = Usage::fromJson(answer.value("usage", Json::object())).tokens();
-    }
-    limiter_.release(*ticket, actual);
-  }
+  giveBack(*ticket, ok ? Usage::fromJson(answer.value("usage", Json::object())).tokens() : 0);
   if (!ok) {
     ledger_.cancel(need);
     if (status == OE_OK) {
@@ -268,6 +251,29 @@ Answer LlmService::complete(const Site& site, std::string_view request_json) {
     }
   }
   return Answer{OE_OK, answer.dump()};
+}
+
+std::optional<RateLimiter::Ticket> LlmService::waitForRoom(const Site& site,
+                                                           std::string_view name,
+                                                           std::string_view model,
+                                                           int64_t tokens) {
+  if (!limiter_.limits(name, model)) {
+    return RateLimiter::Ticket{};
+  }
+  return limiter_.acquire(
+      name, model, tokens, [&site] { return site.ctx != nullptr && site.ctx->isCancelled(); },
+      [&site](const std::string& limit) {
+        if (site.ctx != nullptr) {
+          Json fields = {{"activity", "waiting for room under " + limit}};
+          emitOrWarn(*site.ctx, "node.activity", fields.dump(), site);
+        }
+      });
+}
+
+void LlmService::giveBack(const RateLimiter::Ticket& ticket, int64_t actual_tokens) {
+  if (!ticket.buckets.empty()) {
+    limiter_.release(ticket, actual_tokens);
+  }
 }
 
 void LlmService::account(const Site& site, std::string_view provider, const std::string& model,

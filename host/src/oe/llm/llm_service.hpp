@@ -58,6 +58,16 @@ class LlmService {
   // [thread-safe, blocking] One completion for the node at `site`.
   Answer complete(const Site& site, std::string_view request_json);
 
+  // [thread-safe, blocking] A share of every runtime.limits entry that applies to (name, model),
+  // as complete() takes one before each call: waits on the calling thread, the first wait emits
+  // node.activity ("waiting for room under runtime.limits.<name>"), and a call cancelled while
+  // waiting gets nullopt. With no limit for `name`, a ticket that holds nothing, at once. Also
+  // the slots of oe.limits/1-draft (a CLI run under runtime.limits.claude-code).
+  std::optional<RateLimiter::Ticket> waitForRoom(const Site& site, std::string_view name,
+                                                 std::string_view model, int64_t tokens);
+  // Gives back what waitForRoom granted; `actual_tokens` replaces the estimate.
+  void giveBack(const RateLimiter::Ticket& ticket, int64_t actual_tokens);
+
   [[nodiscard]] Usage runUsage() const;  // this run's calls
   [[nodiscard]] Usage totalUsage() const { return ledger_.spent(); }  // prior + this run
   [[nodiscard]] const Settings& settings() const { return settings_; }

@@ -9,6 +9,7 @@
 #include <new>
 #include <string>
 
+#include "oe/common/host_buffer.hpp"
 #include "oe/common/json.hpp"
 
 namespace oe::net {
@@ -55,12 +56,7 @@ Served perform(const oe_host_api& host, oe_host_ctx* call, oe_str request_json) 
   return {OE_OK, httpResponseJson(*result)};
 }
 
-void fill(oe_host_buf* buf, std::string text) {
-  auto owned = std::make_unique<std::string>(std::move(text));
-  buf->ptr = owned->data();
-  buf->len = owned->size();
-  buf->opaque = owned.release();
-}
+void fill(oe_host_buf* buf, std::string text) { giveBuffer(std::move(text), buf); }
 
 oe_status OE_ABI fetch(oe_host_ctx* call, oe_str request_json, oe_host_buf* out_response,
                        oe_host_buf* out_error) noexcept {

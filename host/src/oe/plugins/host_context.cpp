@@ -11,6 +11,7 @@
 #include <memory>
 #include <new>
 
+#include "oe/common/host_buffer.hpp"
 #include "oe/net/http_service.hpp"
 
 namespace oe::plugins {
@@ -18,14 +19,6 @@ namespace {
 
 std::string_view view(oe_str s) noexcept {
   return s.ptr == nullptr ? std::string_view{} : std::string_view{s.ptr, s.len};
-}
-
-// Hands `text` to the plugin as a host buffer (freed by apiRelease).
-void giveBuffer(std::string text, oe_host_buf* out) {
-  auto owned = std::make_unique<std::string>(std::move(text));
-  out->ptr = owned->data();
-  out->len = owned->size();
-  out->opaque = owned.release();
 }
 
 void OE_ABI apiLog(oe_host_ctx* ctx, oe_log_level level, oe_str message) {
@@ -53,13 +46,7 @@ oe_status OE_ABI apiWrite(oe_writer* writer, oe_str bytes) {
   }
 }
 
-void OE_ABI apiRelease(oe_host_ctx* /*ctx*/, oe_host_buf* buf) {
-  if (buf == nullptr) {
-    return;
-  }
-  delete static_cast<std::string*>(buf->opaque);  // NOLINT(cppcoreguidelines-owning-memory)
-  *buf = oe_host_buf{nullptr, 0, nullptr};
-}
+void OE_ABI apiRelease(oe_host_ctx* /*ctx*/, oe_host_buf* buf) { releaseBuffer(buf); }
 
 oe_status OE_ABI apiEmitEvent(oe_host_ctx* ctx, oe_str type, oe_str fields_json) {
   if (ctx == nullptr) {
