@@ -3,7 +3,7 @@
 // its answer into the node's state delta as upstream does. Beyond upstream: the CLI runs in its
 // own process group, which a timeout, stall, cancel or failure takes down whole; rate limits and
 // overloads fail with a retryable status; Claude's stream-json becomes live node.activity and its
-// usage node.tokens.
+// usage node.tokens; runtime.limits.<provider> caps how many CLIs of a kind run at once.
 #include <sys/wait.h>
 
 #include <oe/ext/prompt.h>
@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <filesystem>
 #include <memory>
+#include <oe/cpp/draft/limits.hpp>
 #include <oe/cpp/plugin.hpp>
 #include <optional>
 #include <span>
@@ -413,9 +414,21 @@ Expected<std::string> CliAgentNode::run(const sdk::Call& call, prockit::CancelTo
     };
   }
 
+  // runtime.limits.<provider> (max_in_flight, requests_per_minute) bounds how many of these CLIs
+  // run at once across the run; the slot is held until the process group is gone.
+  auto slot = sdk::draft::acquireLimit(api_, call.context(), providerName(spec_.provider));
+  if (!slot && slot.failure().status != OE_UNIMPLEMENTED) {
+    return fail(slot.failure().status, slot.failure().status == OE_CANCELLED
+                                           ? std::string("cancelled")
+                                           : spec_.whoWithProvider() + ": " +
+                                                 slot.failure().message);
+  }
   activity(std::string("spawning ") + providerName(spec_.provider) + " (timeout " +
            std::to_string(spec_.timeout_ms) + "ms)");
   auto ran = prockit::supervise(std::move(request), options, token);
+  if (slot) {
+    slot->reset();  // supervise returns once the CLI and its group are reaped
+  }
   if (!ran) {
     return fail(OE_FAILED_PRECONDITION, spec_.whoWithProvider() + ": could not start " + *path +
                                             ": " + ran.failure().message);

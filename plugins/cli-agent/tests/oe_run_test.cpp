@@ -24,7 +24,8 @@ class OeRunTest : public ::testing::Test {
         {OE_CLI_AGENT_OE_EXE, "run", dir_.path().string(), "--json"},
         {{"OE_PLUGIN_PATH", ""},
          {"PATH", std::string(OE_CLI_AGENT_FIXTURE_BIN) + ":" + (path ? path : "/usr/bin:/bin")},
-         {"FAKE_CLI_RECORD", (dir_.path() / "record.jsonl").string()}},
+         {"FAKE_CLI_RECORD", (dir_.path() / "record.jsonl").string()},
+         {"FAKE_CLI_PEAK_DIR", dir_.path().string()}},
         dir_.path());
   }
   std::vector<Json> lines(const std::filesystem::path& file) {
@@ -125,6 +126,59 @@ graph:
   const pid_t grandchild = oe::test::pidIn(dir_.path() / "grandchild.pid");
   ASSERT_GT(grandchild, 0);
   EXPECT_TRUE(oe::test::processGone(grandchild)) << "the TERM-ignoring grandchild was killed";
+}
+
+// runtime.limits.claude-code bounds the CLIs of a fan-out through the host's oe.limits slots:
+// 8 items dispatched at once, never more than 2 claude processes alive at the same moment (the
+// fake counts them under flock), and every item still runs.
+TEST_F(OeRunTest, RuntimeLimitsCapTheClisRunningAtOnce) {
+  dir_.write("experience.yaml", R"(name: cli-fan-out
+version: 0.1.0
+state:
+  schema:
+    items: { type: array }
+graph:
+  nodes:
+    - id: seed
+      kind: cli-agent
+      provider: codex
+      prompt: "items 12"
+      output_format: json
+      writes: [items]
+    - id: each
+      kind: cli-agent
+      provider: claude-code
+      prompt: "peak {{$item}}"
+      for_each: { source: $.items, concurrency: 8 }
+  edges:
+    - { from: seed, to: each }
+runtime:
+  limits:
+    claude-code: { max_in_flight: 2 }
+)");
+  const auto result = oeRun();
+  ASSERT_EQ(result.exit_code, 0) << result.out << result.err;
+  const Json run = Json::parse(result.out);
+  EXPECT_EQ(run["status"], "success");
+  EXPECT_EQ(run["nodes"]["failed"], 0);
+
+  size_t claude_runs = 0;
+  for (const Json& line : lines(dir_.path() / "record.jsonl")) {
+    claude_runs += line["cli"] == "claude" ? 1 : 0;
+  }
+  EXPECT_EQ(claude_runs, 12U) << "every item ran its CLI";
+  std::ifstream peak_file(dir_.path() / "peak");
+  int peak = 0;
+  peak_file >> peak;
+  EXPECT_GE(peak, 1);
+  EXPECT_LE(peak, 2) << "runtime.limits.claude-code.max_in_flight is 2";
+  EXPECT_EQ(std::ifstream(dir_.path() / "running").get(), '0') << "every fake CLI counted out";
+
+  size_t waits = 0;
+  for (const Json& event : eventsOf(run, "node.activity")) {
+    waits += event["activity"] == "waiting for room under runtime.limits.claude-code" ? 1 : 0;
+  }
+  EXPECT_GT(waits, 0U) << "items waited for a slot: the limit, not the timing, kept the peak";
 }
 
 }  // namespace

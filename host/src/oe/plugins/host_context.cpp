@@ -2,6 +2,7 @@
 // and never lets a C++ exception reach the plugin.
 #include "oe/plugins/host_context.hpp"
 
+#include <oe/ext/draft/limits.h>
 #include <oe/ext/http.h>
 #include <oe/ext/llm.h>
 #include <oe/ext/prompt.h>
@@ -138,8 +139,23 @@ oe_status OE_ABI promptValues(oe_host_ctx* ctx, uint32_t indent, oe_host_buf* ou
   }
 }
 
+oe_status OE_ABI limitsAcquire(oe_host_ctx* ctx, oe_str name, oe_host_buf* out_slot) {
+  if (out_slot != nullptr) {
+    *out_slot = oe_host_buf{nullptr, 0, nullptr};
+  }
+  if (ctx == nullptr || out_slot == nullptr || name.len == 0 || name.ptr == nullptr) {
+    return OE_INVALID_ARGUMENT;
+  }
+  try {
+    return ctx->acquireLimit(view(name), out_slot);
+  } catch (...) {
+    return OE_INTERNAL;
+  }
+}
+
 constexpr oe_llm_api kLlmApi{sizeof(oe_llm_api), &llmComplete};
 constexpr oe_prompt_api kPromptApi{sizeof(oe_prompt_api), &promptRender, &promptValues};
+constexpr oe_limits_api kLimitsApi{sizeof(oe_limits_api), &limitsAcquire};
 
 const void* OE_ABI apiGetExtension(oe_host_ctx* ctx, const char* id) {
   if (ctx == nullptr || id == nullptr) {
@@ -154,6 +170,9 @@ const void* OE_ABI apiGetExtension(oe_host_ctx* ctx, const char* id) {
   }
   if (std::strcmp(id, OE_EXT_PROMPT) == 0) {
     return &kPromptApi;
+  }
+  if (std::strcmp(id, OE_EXT_LIMITS) == 0) {
+    return &kLimitsApi;
   }
   try {
     return ctx->extension(id);

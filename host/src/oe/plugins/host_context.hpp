@@ -38,6 +38,10 @@ struct oe_host_ctx {
     out = "oe.llm/1 is only available inside a node invocation";
     return OE_FAILED_PRECONDITION;
   }
+  // oe.limits/1-draft acquire: fills `out_slot` (a host buffer) on OE_OK.
+  virtual oe_status acquireLimit(std::string_view /*name*/, oe_host_buf* /*out_slot*/) {
+    return OE_FAILED_PRECONDITION;
+  }
   // oe.prompt/1 render and values_json.
   virtual oe_status renderPrompt(std::string_view /*template_text*/, std::string& /*out*/) {
     return OE_FAILED_PRECONDITION;

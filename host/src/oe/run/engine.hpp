@@ -100,6 +100,7 @@ class Run {
   // Called from worker threads through Call.
   void logFromNode(const NodeRuntime& node, oe_log_level level, std::string_view message);
   oe_status llmFromPlugin(Call& call, std::string_view request_json, std::string& out);
+  oe_status limitFromPlugin(Call& call, std::string_view name, oe_host_buf* out_slot);
   oe_status emitFromPlugin(const Call& call, std::string_view type, std::string_view fields);
 
  private:

@@ -6,8 +6,10 @@
 #include <boost/asio/post.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 
+#include "oe/common/host_buffer.hpp"
 #include "oe/expr/interpolate.hpp"
 #include "oe/expr/js_value.hpp"
 #include "oe/run/engine.hpp"
@@ -112,8 +114,65 @@ void Call::invoke(const std::string& request) {
   const oe_invocation inv{sizeof(oe_invocation), static_cast<uint32_t>(attempt),
                           oe_str{request.data(), request.size()}, this, &response, &error};
   status = node->kind->kind->invoke(instance, &inv);
+  giveBackSlots();
   std::lock_guard lock(phase_mutex);  // waits for a cancel racing the return
   phase = Phase::kReturned;
+}
+
+// A runtime.limits slot handed to a plugin (oe.limits/1-draft) as a host buffer: host->release
+// deletes it, which gives the slot back. `call_` is cleared when the call's own sweep (below)
+// gave it back first; whichever comes first gives it back, once.
+class LimitSlot final : public HostBuffer {
+ public:
+  LimitSlot(std::string names, llm::LlmService& llm, llm::RateLimiter::Ticket ticket, Call& call)
+      : HostBuffer(std::move(names)), llm_(llm), ticket_(std::move(ticket)), call_(&call) {}
+  LimitSlot(const LimitSlot&) = delete;
+  LimitSlot& operator=(const LimitSlot&) = delete;
+  ~LimitSlot() override {
+    if (Call* call = call_.exchange(nullptr)) {
+      std::lock_guard lock(call->slots_mutex);
+      std::erase(call->slots, this);
+    }
+    giveBack();
+  }
+  // From the sweep, under the call's slots_mutex: true when the plugin had not released it.
+  bool detach() {
+    if (call_.exchange(nullptr) == nullptr) {
+      return false;
+    }
+    giveBack();
+    return true;
+  }
+
+ private:
+  void giveBack() {
+    if (!given_back_.exchange(true)) {
+      llm_.giveBack(ticket_, 0);
+    }
+  }
+
+  llm::LlmService& llm_;
+  llm::RateLimiter::Ticket ticket_;
+  std::atomic<Call*> call_;
+  std::atomic<bool> given_back_{false};
+};
+
+void Call::giveBackSlots() {
+  std::vector<std::string> leaked;
+  {
+    std::lock_guard lock(slots_mutex);
+    for (LimitSlot* slot : slots) {
+      if (slot->detach()) {
+        leaked.push_back(slot->text());
+      }
+    }
+    slots.clear();
+  }
+  for (const std::string& names : leaked) {
+    log(OE_LOG_WARN, "the node still held a slot under " + names +
+                         " when its invoke returned; oe gave it back. The plugin should "
+                         "release it (host->release) when its limited work is over");
+  }
 }
 
 bool Call::requestCancel() {
@@ -147,6 +206,10 @@ oe_status Call::stateGet(std::string_view field, std::string& out_json) {
 
 oe_status Call::llmComplete(std::string_view request_json, std::string& out) {
   return run->llmFromPlugin(*this, request_json, out);
+}
+
+oe_status Call::acquireLimit(std::string_view name, oe_host_buf* out_slot) {
+  return run->limitFromPlugin(*this, name, out_slot);
 }
 
 Json Call::promptValueMap() const {
@@ -203,6 +266,27 @@ oe_status Run::llmFromPlugin(Call& call, std::string_view request_json, std::str
       llm::Site{&call, call.node->spec->id, &call.llm_usage}, request_json);
   out = std::move(answer.body);
   return answer.status;
+}
+
+oe_status Run::limitFromPlugin(Call& call, std::string_view name, oe_host_buf* out_slot) {
+  if (llm_ == nullptr) {
+    return OE_OK;  // no runtime.limits at all: nothing to hold
+  }
+  auto ticket = llm_->waitForRoom(llm::Site{&call, call.node->spec->id, nullptr}, name, "", 0);
+  if (!ticket) {
+    return OE_CANCELLED;
+  }
+  if (ticket->buckets.empty()) {
+    return OE_OK;  // no limit of that name: an empty slot
+  }
+  auto slot = std::make_unique<LimitSlot>("runtime.limits." + std::string(name), *llm_,
+                                          std::move(*ticket), call);
+  {
+    std::lock_guard lock(call.slots_mutex);
+    call.slots.push_back(slot.get());
+  }
+  giveBuffer(std::move(slot), out_slot);
+  return OE_OK;
 }
 
 void Run::logFromNode(const NodeRuntime& node, oe_log_level level, std::string_view message) {

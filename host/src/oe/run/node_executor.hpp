@@ -13,6 +13,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "oe/common/json.hpp"
 #include "oe/llm/llm_service.hpp"
@@ -23,6 +24,7 @@ namespace oe::run::engine {
 
 class Run;
 struct NodeRuntime;
+class LimitSlot;
 
 // Everything one plugin call needs; also the oe_host_ctx the plugin sees during the call.
 struct Call final : oe_host_ctx {
@@ -57,6 +59,12 @@ struct Call final : oe_host_ctx {
 
   llm::CallUsage llm_usage;  // written by oe.llm/1 on the worker thread during the attempt
 
+  // The runtime.limits slots (oe.limits/1-draft) the plugin holds in this attempt; what it still
+  // holds when invoke returns is given back then, so a forgetful plugin cannot starve the run.
+  std::mutex slots_mutex;
+  std::vector<LimitSlot*> slots;
+  void giveBackSlots();
+
   // Runs the plugin's invoke for this attempt on the calling thread, unless the call was
   // cancelled before it started (then status is OE_CANCELLED and the plugin is not called).
   void invoke(const std::string& request);
@@ -69,6 +77,7 @@ struct Call final : oe_host_ctx {
   oe_status stateGet(std::string_view field, std::string& out_json) override;
   [[nodiscard]] bool isCancelled() const override { return cancelled.load(); }
   oe_status llmComplete(std::string_view request_json, std::string& out) override;
+  oe_status acquireLimit(std::string_view name, oe_host_buf* out_slot) override;
   oe_status renderPrompt(std::string_view template_text, std::string& out) override;
   oe_status promptValues(uint32_t indent, std::string& out) override;
   // {...state_view, ...edge_inputs, ...args}: what a prompt's placeholders see (reference §2.1).
