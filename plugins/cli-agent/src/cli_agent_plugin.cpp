@@ -50,7 +50,9 @@ constexpr size_t kMaxStreamLine = size_t{16} << 20U;
 constexpr const char* kSpecSchema =
     R"j({"type":"object","required":["provider","prompt"],"properties":{)j"
     R"j("provider":{"enum":["claude-code","codex","gemini"],"description":"The CLI to run: )j"
-    R"j(claude-code (claude), codex or gemini, found on PATH"},)j"
+    R"j(claude-code (claude), codex or gemini, found on PATH",)j"
+    R"j("x-oe-program":{"programs":{"claude-code":"claude","codex":"codex","gemini":"gemini"},)j"
+    R"j("search_path":"/env/PATH"}},)j"
     R"j("prompt":{"type":"string","minLength":1,"description":"The prompt text itself (not a )j"
     R"j(file). {{name}}, {{a.b}} and {{$item.id}} placeholders are filled from the node's )j"
     R"j(reads, edge inputs and args"},)j"

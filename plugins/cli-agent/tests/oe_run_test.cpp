@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,12 +20,16 @@ using Json = nlohmann::ordered_json;  // as the other tests of this binary (unit
 
 class OeRunTest : public ::testing::Test {
  protected:
-  oe::test::ProcessResult oeRun() {
+  // `search_path`: PATH for oe and the CLIs (default: the fakes, then oe's own PATH).
+  oe::test::ProcessResult oeRun(std::optional<std::string> search_path = std::nullopt) {
     const char* path = std::getenv("PATH");  // NOLINT(concurrency-mt-unsafe): read only
+    if (!search_path) {
+      search_path = std::string(OE_CLI_AGENT_FIXTURE_BIN) + ":" + (path ? path : "/usr/bin:/bin");
+    }
     return oe::test::runProcess(
         {OE_CLI_AGENT_OE_EXE, "run", dir_.path().string(), "--json"},
         {{"OE_PLUGIN_PATH", ""},
-         {"PATH", std::string(OE_CLI_AGENT_FIXTURE_BIN) + ":" + (path ? path : "/usr/bin:/bin")},
+         {"PATH", *search_path},
          {"FAKE_CLI_RECORD", (dir_.path() / "record.jsonl").string()},
          {"FAKE_CLI_PEAK_DIR", dir_.path().string()}},
         dir_.path());
@@ -179,6 +185,64 @@ runtime:
     waits += event["activity"] == "waiting for room under runtime.limits.claude-code" ? 1 : 0;
   }
   EXPECT_GT(waits, 0U) << "items waited for a slot: the limit, not the timing, kept the peak";
+}
+
+// Issue 12's preflight: a CLI missing from PATH fails the run before any node runs (the codex
+// node first in the graph included), naming the file, line, node, field and program, both on a
+// first run and on one that would reuse the spec snapshot of an earlier good run.
+TEST_F(OeRunTest, AMissingCliFailsTheRunBeforeAnyNodeRuns) {
+  dir_.write("experience.yaml", R"(name: cli-preflight
+version: 0.1.0
+state:
+  schema:
+    a: { type: string }
+    b: { type: string }
+graph:
+  nodes:
+    - id: first
+      kind: cli-agent
+      provider: codex
+      prompt: "hello"
+      writes: [a]
+    - id: review
+      kind: cli-agent
+      provider: claude-code
+      prompt: "hello"
+      writes: [b]
+  edges:
+    - { from: first, to: review }
+)");
+  // A PATH with the fake codex only (and what python3 needs to start it).
+  const auto only_codex = dir_.path() / "only-codex";
+  std::filesystem::create_directories(only_codex);
+  std::filesystem::create_symlink(std::filesystem::path(OE_CLI_AGENT_FIXTURE_BIN) / "codex",
+                                  only_codex / "codex");
+  const std::string lacking_claude = only_codex.string() + ":/usr/bin:/bin";
+  const auto runs = dir_.path() / ".openexpertise" / "runs";
+  auto expectRefused = [&](const char* when) {
+    const auto result = oeRun(lacking_claude);
+    EXPECT_EQ(result.exit_code, 1) << when << result.out << result.err;
+    for (const char* part : {"experience.yaml:16:17: ", "error: node \"review\": provider:",
+                             "runs the program `claude`, which is not on PATH",
+                             "Install it, or put the directory that holds it on PATH"}) {
+      EXPECT_NE(result.err.find(part), std::string::npos) << when << ": " << part << "\n"
+                                                           << result.err;
+    }
+  };
+
+  expectRefused("first run");
+  EXPECT_FALSE(std::filesystem::exists(dir_.path() / "record.jsonl")) << "no CLI ran";
+  EXPECT_FALSE(std::filesystem::exists(runs)) << "no run was started";
+
+  const auto good = oeRun();  // writes the spec snapshot a later run would reuse
+  ASSERT_EQ(good.exit_code, 0) << good.out << good.err;
+  const size_t runs_before = std::distance(std::filesystem::directory_iterator(runs), {});
+  const size_t clis_before = lines(dir_.path() / "record.jsonl").size();
+  expectRefused("with a spec snapshot");
+  EXPECT_EQ(lines(dir_.path() / "record.jsonl").size(), clis_before) << "no CLI ran";
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(runs), {}),
+            static_cast<std::ptrdiff_t>(runs_before))
+      << "no run was started";
 }
 
 }  // namespace

@@ -167,5 +167,42 @@ TEST_F(FileChecks, AKindWhoseSchemaSaysNothingIsNotChecked) {
   EXPECT_TRUE(ds.empty()) << dump(ds);
 }
 
+// x-oe-program (issue 12): the program a value runs must be on PATH, or on the node's own
+// search path where the kind says one is; a warning for `oe validate`, an error before a run.
+TEST_F(FileChecks, AKindSchemaNamesTheProgramsItsNodesRun) {
+  const auto bin = dir_.path() / "bin";
+  dir_.write("bin/present", "#!/bin/sh\n");
+  std::filesystem::permissions(bin / "present", std::filesystem::perms::owner_all);
+  dir_.write("bin/not-executable", "data");
+  const Json schema = Json::parse(R"({"type": "object", "properties": {
+      "cli": {"enum": ["a", "b", "c", "d"], "x-oe-program": {
+        "programs": {"a": "present", "b": "absent", "c": "not-executable", "d": "./bin/present"},
+        "search_path": "/env/PATH"}},
+      "env": {"type": "object"}}})");
+  ProgramCache cache;
+  auto check = [&](const Json& node, Severity severity) {
+    return checkFileFields(&schema, node, dir_.path(), false, severity, cache);
+  };
+  const std::string own = bin.string();
+  EXPECT_TRUE(check(Json{{"cli", "a"}, {"env", {{"PATH", own}}}}, Severity::kError).empty());
+  EXPECT_TRUE(check(Json{{"cli", "d"}}, Severity::kError).empty()) << "a path, from the folder";
+
+  auto absent = check(Json{{"cli", "b"}, {"env", {{"PATH", own}}}}, Severity::kWarning);
+  ASSERT_EQ(absent.size(), 1u);
+  EXPECT_EQ(absent[0].pointer, "/cli");
+  EXPECT_EQ(absent[0].severity, Severity::kWarning);
+  EXPECT_EQ(absent[0].message, "\"b\" runs the program `absent`, which is not on the node's "
+                               "env.PATH (" + own + "). Install it, or put the directory that "
+                               "holds it on PATH (or in the node's env.PATH)");
+  auto not_executable = check(Json{{"cli", "c"}, {"env", {{"PATH", own}}}}, Severity::kError);
+  ASSERT_EQ(not_executable.size(), 1u);
+  EXPECT_EQ(not_executable[0].severity, Severity::kError);
+  // Without env.PATH, oe's PATH (which has no "present"): the node's own override is what found it.
+  EXPECT_EQ(check(Json{{"cli", "a"}}, Severity::kError).size(), 1u);
+  EXPECT_TRUE(marksPrograms(schema));
+  EXPECT_FALSE(marksPrograms(annotatedKinds()["tool"].schema.value()));
+  EXPECT_EQ(checkPrograms(schema, Json{{"cli", "b"}}, dir_.path(), cache).size(), 1u);
+}
+
 }  // namespace
 }  // namespace oe::spec

@@ -2,10 +2,12 @@
 #include "oe/cli/common.hpp"
 
 #include <iostream>
+#include <map>
 
 #include "oe/cache/cache_store.hpp"
 #include "oe/common/diagnostic.hpp"
 #include "oe/common/file.hpp"
+#include "oe/spec/file_check.hpp"
 #include "oe/spec/snapshot.hpp"
 
 namespace oe::cli {
@@ -93,6 +95,32 @@ void dropLoadOnlyParts(spec::Experience& experience) {
   }
 }
 
+// A spec snapshot stands for a validation that ran earlier, but the programs nodes need
+// (x-oe-program) are the machine's: PATH may have lost one since. True when a node of `exp` needs
+// one that is not found now. Only nodes of kinds whose schema marks programs are parsed.
+bool programMissing(const spec::Experience& exp, const spec::KindCatalog& catalog) {
+  spec::ProgramCache found;
+  std::map<std::string, bool, std::less<>> marks;  // kind -> its schema marks programs
+  for (const spec::NodeSpec& node : exp.nodes) {
+    auto kind = catalog.find(node.kind);
+    if (kind == catalog.end() || !kind->second.schema) {
+      continue;
+    }
+    auto [mark, inserted] = marks.try_emplace(node.kind, false);
+    if (inserted) {
+      mark->second = spec::marksPrograms(*kind->second.schema);
+    }
+    if (!mark->second) {
+      continue;
+    }
+    const Json parsed = node.raw.is_object() ? node.raw : Json::parse(node.text, nullptr, false);
+    if (!spec::checkPrograms(*kind->second.schema, parsed, exp.dir, found).empty()) {
+      return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 std::optional<spec::Experience> loadValidated(const std::filesystem::path& path_arg,
@@ -117,7 +145,10 @@ std::optional<spec::Experience> loadValidated(const std::filesystem::path& path_
     context = spec::snapshotContext(*catalog, strict);
     digest = cache::sha256Hex(*text);
     text.reset();  // not held while the snapshot loads: the run's peak memory
-    if (auto snapshot = spec::readSnapshot(yaml_path, digest, context)) {
+    // A missing program sends the run through the full check below, which names it and its
+    // line (a snapshot has no positions).
+    if (auto snapshot = spec::readSnapshot(yaml_path, digest, context);
+        snapshot && !programMissing(*snapshot, *catalog)) {
       reportPluginProblems(registry);
       dropLoadOnlyParts(*snapshot);
       return snapshot;
@@ -143,9 +174,10 @@ std::optional<spec::Experience> loadValidated(const std::filesystem::path& path_
   if (model != nullptr) {
     reportPluginProblems(registry);
   }
+  // Before a run, a program a node needs and PATH lacks is an error (oe validate: a warning).
   const auto diagnostics = spec::checkLoaded(
       loaded, catalog ? *catalog : (model != nullptr ? kindCatalog(registry) : spec::KindCatalog{}),
-      strict);
+      strict, for_run ? Severity::kError : Severity::kWarning);
   printDiagnostics(diagnostics);
   if (!loaded.experience || hasErrors(diagnostics)) {
     printErrorCount(diagnostics, model);

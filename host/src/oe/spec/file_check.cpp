@@ -1,6 +1,8 @@
 // Files and unsupported values a node's kind schema points out; see file_check.hpp.
 #include "oe/spec/file_check.hpp"
 
+#include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <memory>
 
@@ -15,10 +17,61 @@ namespace fs = std::filesystem;
 // Deep enough for any kind schema; a hostile one cannot recurse without end.
 constexpr int kMaxSchemaDepth = 16;
 
+constexpr const char* kProgram = "x-oe-program";
+
+// Where `program` would run from: itself when it names a path (relative to `dir`), else the
+// first directory of `search_path` (`:`-separated; an empty entry is the working directory)
+// holding an executable regular file of that name.
+bool programFound(const std::string& program, const std::string& search_path, const fs::path& dir) {
+  std::error_code ec;
+  auto executable = [&ec](const fs::path& path) {
+    const fs::file_status status = fs::status(path, ec);
+    return fs::is_regular_file(status) &&
+           (status.permissions() & (fs::perms::owner_exec | fs::perms::group_exec |
+                                    fs::perms::others_exec)) != fs::perms::none;
+  };
+  if (program.find('/') != std::string::npos) {
+    const fs::path given(program);
+    return executable(given.is_absolute() ? given : dir / given);
+  }
+  size_t start = 0;
+  for (;;) {
+    const size_t end = search_path.find(':', start);
+    const std::string entry = search_path.substr(start, end - start);
+    if (executable(fs::path(entry.empty() ? "." : entry) / program)) {
+      return true;
+    }
+    if (end == std::string::npos) {
+      return false;
+    }
+    start = end + 1;
+  }
+}
+
+std::string processPath() {
+  const char* path = std::getenv("PATH");  // NOLINT(concurrency-mt-unsafe): read only
+  return path != nullptr ? path : "";
+}
+
+// "/env/PATH" -> "env.PATH", as a user writes the field.
+std::string dotted(const std::string& pointer) {
+  std::string out = pointer.starts_with('/') ? pointer.substr(1) : pointer;
+  std::replace(out.begin(), out.end(), '/', '.');
+  return out;
+}
+
 class Walker {
  public:
-  Walker(const fs::path& dir, bool has_predecessors, std::vector<FileFinding>& out)
-      : dir_(dir), has_predecessors_(has_predecessors), out_(out) {}
+  Walker(const fs::path& dir, bool has_predecessors, std::vector<FileFinding>& out,
+         const Json& node, Severity missing_program, ProgramCache& programs,
+         bool programs_only = false)
+      : dir_(dir),
+        has_predecessors_(has_predecessors),
+        out_(out),
+        node_(node),
+        missing_program_(missing_program),
+        programs_(programs),
+        programs_only_(programs_only) {}
 
   void walk(const Json& schema, const Json& value, const std::string& pointer, int depth) {
     if (depth > kMaxSchemaDepth || !schema.is_object()) {
@@ -69,6 +122,12 @@ class Walker {
   }
 
   void annotated(const Json& schema, const Json& value, const std::string& pointer) {
+    if (auto program = schema.find(kProgram); program != schema.end()) {
+      checkProgram(*program, value, pointer);
+    }
+    if (programs_only_) {
+      return;
+    }
     if (auto unsupported = schema.find("x-oe-unsupported");
         unsupported != schema.end() && unsupported->is_object() && value.is_string()) {
       if (auto why = unsupported->find(value.get<std::string>());
@@ -90,6 +149,54 @@ class Walker {
       return;
     }
     checkPath(kind->get<std::string>(), declared, pointer);
+  }
+
+  void checkProgram(const Json& annotation, const Json& value, const std::string& pointer) {
+    if (!annotation.is_object() || !value.is_string()) {
+      return;
+    }
+    auto programs = annotation.find("programs");
+    if (programs == annotation.end() || !programs->is_object()) {
+      return;
+    }
+    auto program = programs->find(value.get<std::string>());
+    if (program == programs->end() || !program->is_string() ||
+        program->get_ref<const std::string&>().empty()) {
+      return;
+    }
+    const std::string& name = program->get_ref<const std::string&>();
+    std::string search_path = processPath();
+    std::string where = "PATH";
+    std::string override_field;
+    if (auto at = annotation.find("search_path"); at != annotation.end() && at->is_string()) {
+      override_field = dotted(at->get<std::string>());
+      const Json::json_pointer ptr = [&]() {
+        try {
+          return Json::json_pointer(at->get<std::string>());
+        } catch (const Json::exception&) {
+          return Json::json_pointer();
+        }
+      }();
+      if (!ptr.empty() && node_.contains(ptr) && node_.at(ptr).is_string()) {
+        search_path = node_.at(ptr).get<std::string>();
+        where = "the node's " + override_field;
+      }
+    }
+    auto [cached, inserted] = programs_.try_emplace({name, search_path}, false);
+    if (inserted) {
+      cached->second = programFound(name, search_path, dir_);
+    }
+    if (cached->second) {
+      return;
+    }
+    std::string message = "\"" + value.get<std::string>() + "\" runs the program `" + name +
+                          "`, which is not on " + where + " (" +
+                          (search_path.empty() ? std::string("empty") : search_path) +
+                          "). Install it, or put the directory that holds it on PATH";
+    if (!override_field.empty()) {
+      message += " (or in the node's " + override_field + ")";
+    }
+    out_.push_back(FileFinding{pointer, std::move(message), missing_program_});
   }
 
   void checkPath(const std::string& kind, const std::string& declared,
@@ -136,19 +243,55 @@ class Walker {
   const fs::path& dir_;
   bool has_predecessors_;
   std::vector<FileFinding>& out_;
+  const Json& node_;
+  Severity missing_program_;
+  ProgramCache& programs_;
+  bool programs_only_;
   std::map<const Json*, std::unique_ptr<SchemaChecker>> conditions_;
 };
 
 }  // namespace
 
 std::vector<FileFinding> checkFileFields(const Json* kind_schema, const Json& node,
-                                         const fs::path& dir, bool has_predecessors) {
+                                         const fs::path& dir, bool has_predecessors,
+                                         Severity missing_program, ProgramCache& programs) {
   std::vector<FileFinding> out;
   if (!node.is_object() || kind_schema == nullptr) {
     return out;
   }
-  Walker(dir, has_predecessors, out).walk(*kind_schema, node, "", 0);
+  Walker(dir, has_predecessors, out, node, missing_program, programs)
+      .walk(*kind_schema, node, "", 0);
   return out;
+}
+
+std::vector<FileFinding> checkPrograms(const Json& kind_schema, const Json& node,
+                                       const fs::path& dir, ProgramCache& programs) {
+  std::vector<FileFinding> out;
+  if (node.is_object()) {
+    Walker(dir, false, out, node, Severity::kError, programs, /*programs_only=*/true)
+        .walk(kind_schema, node, "", 0);
+  }
+  return out;
+}
+
+bool marksPrograms(const Json& kind_schema) {
+  if (kind_schema.is_object()) {
+    if (kind_schema.contains(kProgram)) {
+      return true;
+    }
+    for (const auto& [key, value] : kind_schema.items()) {
+      if (value.is_structured() && marksPrograms(value)) {
+        return true;
+      }
+    }
+  } else if (kind_schema.is_array()) {
+    for (const Json& value : kind_schema) {
+      if (marksPrograms(value)) {
+        return true;
+      }
+    }
+  }
+  return false;
 }
 
 }  // namespace oe::spec

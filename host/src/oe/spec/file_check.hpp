@@ -6,18 +6,29 @@
 //   "x-oe-path": "input-file"  a file read when the node runs, which an earlier node of the run
 //       may write: missing is an error for a node nothing runs before, else a warning;
 //   "x-oe-unsupported": {"<value>": "<why, and what to use instead>"}  values the schema accepts
-//       but the kind cannot run yet (a dataset's format: parquet).
+//       but the kind cannot run yet (a dataset's format: parquet);
+//   "x-oe-program": {"programs": {"<value>": "<program>"}, "search_path": "<pointer>"}  the
+//       program a node with that value runs (cli-agent's provider: claude-code -> claude) must
+//       be on PATH, or on the node's own value at `search_path` (a JSON pointer into the node,
+//       "/env/PATH"; optional) when the node sets one. The machine, not the experience, lacks
+//       it: an error before a run, a warning from `oe validate` (see missing_program below).
 // Annotations are found through `properties` and `allOf` (an entry's `if` is evaluated against
 // the value, so `then` can annotate `uri` only for `type: file`).
 #pragma once
 
 #include <filesystem>
+#include <map>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "oe/common/diagnostic.hpp"
 #include "oe/common/json.hpp"
 
 namespace oe::spec {
+
+// PATH lookups already made, shared by the nodes of one check: (program, search path) -> found.
+using ProgramCache = std::map<std::pair<std::string, std::string>, bool>;
 
 struct FileFinding {
   std::string pointer;  // relative to the node ("/impl", "/source/uri")
@@ -27,9 +38,21 @@ struct FileFinding {
 
 // The findings for one node, whose kind's schema is `kind_schema` (nullptr: none). `dir` is the
 // experience folder; `has_predecessors`: some node of the graph can run before this one.
-// At most one stat() per annotated field.
+// At most one stat() per annotated field (a program: one per PATH entry, once per `programs`).
+// `missing_program`: the severity of a program not found.
 [[nodiscard]] std::vector<FileFinding> checkFileFields(const Json* kind_schema, const Json& node,
                                                        const std::filesystem::path& dir,
-                                                       bool has_predecessors);
+                                                       bool has_predecessors,
+                                                       Severity missing_program,
+                                                       ProgramCache& programs);
+
+// Only the x-oe-program findings, as errors: what a run checks again on a spec snapshot (which
+// skips validation), since PATH can change between two runs of the same file.
+[[nodiscard]] std::vector<FileFinding> checkPrograms(const Json& kind_schema, const Json& node,
+                                                     const std::filesystem::path& dir,
+                                                     ProgramCache& programs);
+
+// True when the schema uses x-oe-program anywhere (so nodes of other kinds cost nothing).
+[[nodiscard]] bool marksPrograms(const Json& kind_schema);
 
 }  // namespace oe::spec

@@ -985,7 +985,7 @@ LoadResult loadExperienceText(std::string_view text, const std::filesystem::path
 }
 
 std::vector<Diagnostic> checkLoaded(const LoadResult& loaded, const KindCatalog& kinds,
-                                    bool strict) {
+                                    bool strict, Severity missing_program) {
   std::vector<Diagnostic> out = loaded.diagnostics;
   const Experience* exp = loaded.experience ? &*loaded.experience
                           : loaded.partial  ? &*loaded.partial
@@ -993,7 +993,8 @@ std::vector<Diagnostic> checkLoaded(const LoadResult& loaded, const KindCatalog&
   if (exp == nullptr) {
     return out;
   }
-  std::vector<Diagnostic> more = validateExperience(*exp, kinds, strict);
+  std::vector<Diagnostic> more =
+      validateExperience(*exp, kinds, strict, /*check_files=*/true, missing_program);
   out.insert(out.end(), std::make_move_iterator(more.begin()),
              std::make_move_iterator(more.end()));
   std::stable_sort(out.begin(), out.end(), [](const Diagnostic& a, const Diagnostic& b) {

@@ -54,8 +54,10 @@ struct LoadLimits {
 // and, whenever the YAML parsed (structural errors or not), validateExperience's. So duplicate
 // ids, unknown kinds or a bad `when` show together with a missing key, not one batch after the
 // other.
+// `missing_program` as validateExperience takes it (an error when the check precedes a run).
 [[nodiscard]] std::vector<Diagnostic> checkLoaded(const LoadResult& loaded,
-                                                  const KindCatalog& kinds, bool strict);
+                                                  const KindCatalog& kinds, bool strict,
+                                                  Severity missing_program = Severity::kWarning);
 
 // Fills the typed model (name, state, nodes, edges, ...) from `exp.raw`, a document that passed
 // the structural check, using `exp.marks`/`exp.key_marks` for positions and the state fields'

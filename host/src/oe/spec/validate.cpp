@@ -119,8 +119,14 @@ bool givenString(const Json& raw, const char* key) {
 
 class Validator {
  public:
-  Validator(const Experience& exp, const KindCatalog& kinds, bool strict, bool check_files)
-      : exp_(exp), kinds_(kinds), strict_(strict), check_files_(check_files), ids_(indexIds(exp)) {
+  Validator(const Experience& exp, const KindCatalog& kinds, bool strict, bool check_files,
+            Severity missing_program)
+      : exp_(exp),
+        kinds_(kinds),
+        strict_(strict),
+        check_files_(check_files),
+        missing_program_(missing_program),
+        ids_(indexIds(exp)) {
     node_ids_.reserve(exp.nodes.size());
     for (const auto& n : exp.nodes) {
       node_ids_.push_back(n.id);
@@ -494,7 +500,8 @@ class Validator {
       return;
     }
     const Json* schema = kind->second.schema ? &*kind->second.schema : nullptr;
-    for (FileFinding& f : checkFileFields(schema, n.raw, exp_.dir, hasPredecessors(i))) {
+    for (FileFinding& f : checkFileFields(schema, n.raw, exp_.dir, hasPredecessors(i),
+                                          missing_program_, programs_)) {
       out_.push_back(diagnosticAt(exp_, pointer + f.pointer, std::move(f.message), f.severity));
     }
   }
@@ -637,6 +644,8 @@ class Validator {
   const KindCatalog& kinds_;
   bool strict_;
   bool check_files_;
+  Severity missing_program_;
+  ProgramCache programs_;
   std::optional<std::vector<bool>> predecessors_;
   IdIndex ids_;
   std::vector<std::string> node_ids_;
@@ -664,8 +673,9 @@ std::vector<std::vector<std::string>> findCycles(const Experience& exp, size_t l
 }
 
 std::vector<Diagnostic> validateExperience(const Experience& exp, const KindCatalog& kinds,
-                                           bool strict, bool check_files) {
-  return Validator(exp, kinds, strict, check_files).run();
+                                           bool strict, bool check_files,
+                                           Severity missing_program) {
+  return Validator(exp, kinds, strict, check_files, missing_program).run();
 }
 
 }  // namespace oe::spec

@@ -26,10 +26,12 @@ using KindCatalog = std::map<std::string, KindInfo, std::less<>>;
 // into errors (`oe validate --strict`). A node kind without a schema gets no field checks and
 // no unknown-key warnings (nothing says what its fields are). `check_files`: the files nodes
 // name must exist, relative to exp.dir (file_check.hpp); off for an experience held in memory
-// whose folder is not real.
-[[nodiscard]] std::vector<Diagnostic> validateExperience(const Experience& exp,
-                                                         const KindCatalog& kinds, bool strict,
-                                                         bool check_files = true);
+// whose folder is not real. `missing_program`: how a program a node needs (x-oe-program) and
+// PATH lacks is reported: a warning for `oe validate` (the experience may be run elsewhere), an
+// error before a run.
+[[nodiscard]] std::vector<Diagnostic> validateExperience(
+    const Experience& exp, const KindCatalog& kinds, bool strict, bool check_files = true,
+    Severity missing_program = Severity::kWarning);
 
 // Every cycle of the edge graph as node ids, first node repeated at the end (a -> b -> a),
 // found by a depth-first search in declaration order. Edges to unknown nodes are ignored. At
