@@ -56,7 +56,7 @@ constexpr const char* kSchemaText = R"json({
         "deterministic": { "type": "boolean" },
         "limits": {
           "type": "object",
-          "description": "LLM rate limits per provider (anthropic, openai), shared by every node of a run",
+          "description": "Rate limits per LLM provider (anthropic, openai) or CLI (claude-code, codex, gemini), shared by every node of a run",
           "additionalProperties": {
             "allOf": [
               { "$ref": "#/definitions/llmLimit" },
