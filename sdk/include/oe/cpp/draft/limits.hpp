@@ -48,8 +48,8 @@ inline Expected<LimitSlot> acquireLimit(const oe_host_api& host, oe_host_ctx* ca
   LimitSlot slot(host, call);
   const oe_status status = table->acquire(call, toStr(name), slot.out());
   if (status == OE_CANCELLED) {
-    return fail(status, "cancelled while waiting for room under runtime.limits." +
-                            std::string(name));
+    return fail(status,
+                "cancelled while waiting for room under runtime.limits." + std::string(name));
   }
   if (status != OE_OK) {
     return fail(status, OE_EXT_LIMITS " acquire(\"" + std::string(name) +
