@@ -22,6 +22,8 @@
 #include <utility>
 #include <vector>
 
+#include "oe/common/host_buffer.hpp"
+
 namespace oe::test {
 
 class FakeHost;
@@ -113,10 +115,9 @@ class FakeHost {
   // A host-owned buffer holding `text`, as a fake host service hands one out (released through
   // api()->release and counted in outstandingBuffers() until then).
   oe_host_buf makeBuffer(std::string text) {
-    auto owned = std::make_unique<std::string>(std::move(text));
-    oe_host_buf buf{owned->data(), owned->size(), owned.get()};
-    owned.release();  // NOLINT(bugprone-unused-return-value): FakeHost::release frees it
-    outstanding_.fetch_add(1);
+    oe_host_buf buf{};
+    oe::giveBuffer(std::move(text), &buf);  // the host's own kind: the real services' buffers
+    outstanding_.fetch_add(1);             // (oe.http/1 in these tests) are freed alike
     return buf;
   }
 
@@ -148,10 +149,7 @@ class FakeHost {
     if (buf == nullptr || buf->opaque == nullptr) {
       return;
     }
-    std::unique_ptr<std::string> owned(static_cast<std::string*>(buf->opaque));
-    buf->opaque = nullptr;
-    buf->ptr = nullptr;
-    buf->len = 0;
+    oe::releaseBuffer(buf);
     if (ctx != nullptr) {
       ctxOf(ctx).host->outstanding_.fetch_sub(1);
     }
@@ -176,10 +174,7 @@ class FakeHost {
     if (it == c.state.end()) {
       return OE_NOT_FOUND;
     }
-    auto text = std::make_unique<std::string>(it->dump());
-    out_json->ptr = text->data();
-    out_json->len = text->size();
-    out_json->opaque = text.release();
+    oe::giveBuffer(it->dump(), out_json);
     c.host->outstanding_.fetch_add(1);
     return OE_OK;
   }

@@ -56,9 +56,9 @@ class OfflineHttp {
                                 oe_host_buf* out_error) {
     fetches().fetch_add(1);
     *out_response = oe_host_buf{nullptr, 0, nullptr};
-    auto* text = new std::string("the test forbids the network; the request was: " +  // NOLINT
-                                 std::string(request_json.ptr, request_json.len));
-    *out_error = oe_host_buf{text->data(), text->size(), text};  // the host's release frees it
+    oe::giveBuffer("the test forbids the network; the request was: " +
+                       std::string(request_json.ptr, request_json.len),
+                   out_error);  // a host buffer of the host's kind: the host's release frees it
     return OE_UNAVAILABLE;
   }
   oe_http_api table_{};

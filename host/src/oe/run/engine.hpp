@@ -190,9 +190,12 @@ class Run {
   int calls_in_flight_ = 0;
   std::vector<std::shared_ptr<Call>> active_calls_;
   std::vector<std::shared_ptr<Call>> waiting_calls_;  // failed attempts waiting for their retry
-  // The call running inline on this thread, so a signal can cancel it (guarded by inline_mutex_).
+  // The call running inline on this thread, so a signal can cancel it, and whether a signal came
+  // (both guarded by inline_mutex_): a call that goes inline after the signal thread looked is
+  // cancelled by attempt() itself, since the coordinator, blocked in it, cannot run cancelAll.
   std::mutex inline_mutex_;
   Call* inline_call_ = nullptr;
+  bool signalled_ = false;
   bool cancelling_ = false;
   bool main_done_ = false;
   bool finished_ = false;

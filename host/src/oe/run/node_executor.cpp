@@ -528,6 +528,9 @@ void Run::attempt(const std::shared_ptr<Call>& call) {
     {
       std::lock_guard lock(inline_mutex_);
       inline_call_ = call.get();
+      if (signalled_) {
+        call->requestCancel();  // the signal came before the call was here to see it
+      }
     }
     invoke();
     {

@@ -162,6 +162,7 @@ RunSummary Run::execute() {
     }
     {
       std::lock_guard lock(inline_mutex_);
+      signalled_ = true;
       if (inline_call_ != nullptr) {
         inline_call_->requestCancel();
       }
