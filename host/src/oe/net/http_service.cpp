@@ -56,8 +56,6 @@ Served perform(const oe_host_api& host, oe_host_ctx* call, oe_str request_json) 
   return {OE_OK, httpResponseJson(*result)};
 }
 
-void fill(oe_host_buf* buf, std::string text) { giveBuffer(std::move(text), buf); }
-
 oe_status OE_ABI fetch(oe_host_ctx* call, oe_str request_json, oe_host_buf* out_response,
                        oe_host_buf* out_error) noexcept {
   if (out_response == nullptr || out_error == nullptr) {
@@ -68,26 +66,26 @@ oe_status OE_ABI fetch(oe_host_ctx* call, oe_str request_json, oe_host_buf* out_
   const oe_host_api* host = registeredHost().load(std::memory_order_acquire);
   try {
     if (host == nullptr) {
-      fill(out_error,
-           "oe.http/1 is not ready: the host did not register its table "
-           "(oe::net::setHostApi)");
+      giveBuffer(
+          "oe.http/1 is not ready: the host did not register its table (oe::net::setHostApi)",
+          out_error);
       return OE_FAILED_PRECONDITION;
     }
     Served served = perform(*host, call, request_json);
-    fill(served.status == OE_OK ? out_response : out_error, std::move(served.text));
+    giveBuffer(std::move(served.text), served.status == OE_OK ? out_response : out_error);
     return served.status;
   } catch (const std::bad_alloc&) {
     return OE_RESOURCE_EXHAUSTED;
   } catch (const std::exception& e) {
     try {
-      fill(out_error, std::string("oe.http/1 internal error: ") + e.what());
+      giveBuffer(std::string("oe.http/1 internal error: ") + e.what(), out_error);
     } catch (...) {
     }
     return OE_INTERNAL;
   }
 }
 
-// Its buffers are std::string objects, as every host buffer: the host table's release frees them.
+// Its buffers are HostBuffers, as every host buffer: the host table's release frees them.
 constexpr oe_http_api kHttpApi{sizeof(oe_http_api), &fetch};
 
 }  // namespace
