@@ -1,10 +1,13 @@
 // `oe inspect <run-id>`: a run's timeline from its event log (node, status, duration, error).
 #include <chrono>
+#include <filesystem>
 #include <iomanip>
 #include <iostream>
 #include <map>
 #include <memory>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "oe/cli/app.hpp"
 #include "oe/cli/commands.hpp"
@@ -40,7 +43,133 @@ struct NodeLine {
   int failures = 0;
   bool started = false;
   std::string detail;
+  std::vector<std::filesystem::path> sub_logs;  // the nested runs this node started
 };
+
+// The deepest nesting --expand follows (a cycle cannot be logged, but a log can be edited).
+constexpr int kMaxExpandDepth = 16;
+
+// A nested run's events inlined under the node.activity that announced them (--json --expand).
+void expandEvents(Json& events, int depth) {
+  for (Json& event : events) {
+    auto sub = event.find("sub_event_log");
+    if (sub == event.end() || !sub->is_string() || depth >= kMaxExpandDepth) {
+      continue;
+    }
+    auto log = events::readEventLog(sub->get<std::string>());
+    if (!log) {
+      event["sub_events_error"] = log.error().message;
+      continue;
+    }
+    Json inner(log->events);
+    expandEvents(inner, depth + 1);
+    event["sub_events"] = std::move(inner);
+  }
+}
+
+// The timeline of one run, each line after `indent`; with `expand`, each nested run's timeline
+// follows the line of the node that ran it, indented one step more.
+void printTimeline(const std::vector<Json>& events, const std::string& run_id,
+                   const std::string& indent, bool expand, int depth) {
+  std::vector<NodeLine> lines;
+  std::map<std::string, size_t> index;
+  std::string run_status = "unfinished (no run.finished: killed or still running)";
+  int64_t run_start = -1;
+  int64_t run_end = -1;
+  for (const auto& e : events) {
+    const std::string type = e.value("type", "");
+    const int64_t ts = parseTs(e.value("ts", ""));
+    if (type == "run.started") {
+      run_start = ts;
+      continue;
+    }
+    if (type == "run.finished") {
+      run_end = ts;
+      run_status = e.value("status", "?");
+      if (e.contains("reason")) {
+        run_status += " (" + e["reason"].get<std::string>() + ")";
+      }
+      continue;
+    }
+    const std::string id = e.value("node_id", "");
+    if (id.empty()) {
+      continue;
+    }
+    auto [it, inserted] = index.emplace(id, lines.size());
+    if (inserted) {
+      NodeLine fresh;
+      fresh.id = id;
+      lines.push_back(std::move(fresh));
+    }
+    NodeLine& line = lines[it->second];
+    if (line.first_ts < 0) {
+      line.first_ts = ts;
+    }
+    if (type == "node.ready") {
+      ++line.calls;
+    } else if (type == "node.started") {
+      line.started = true;
+      line.status = "running";
+    } else if (type == "node.finished") {
+      line.last_ts = ts;
+      if (line.failures == 0) {
+        line.status = line.started ? "success" : "cached";
+      }
+    } else if (type == "node.failed") {
+      line.last_ts = ts;
+      ++line.failures;
+      line.status = "failed";
+      line.detail = e.value("error", "");
+    } else if (type == "node.skipped") {
+      line.status = "skipped";
+      line.detail = e.value("reason", "");
+    } else if (type == "node.activity" && e.contains("sub_event_log") &&
+               e["sub_event_log"].is_string()) {
+      line.sub_logs.emplace_back(e["sub_event_log"].get<std::string>());
+    }
+  }
+  std::cout << indent << "run " << run_id << ": " << run_status;
+  if (run_start >= 0 && run_end >= run_start) {
+    std::cout << " in " << (run_end - run_start) << " ms";
+  }
+  std::cout << '\n';
+  size_t width = 4;
+  for (const auto& line : lines) {
+    width = std::max(width, line.id.size());
+  }
+  std::cout << indent << "  " << std::left << std::setw(static_cast<int>(width)) << "NODE" << "  "
+            << std::setw(8) << "STATUS" << "  " << std::setw(9) << "DURATION" << "  DETAIL\n";
+  for (const auto& line : lines) {
+    std::string duration = "-";
+    if (line.first_ts >= 0 && line.last_ts >= line.first_ts) {
+      duration = std::to_string(line.last_ts - line.first_ts) + " ms";
+    }
+    std::string detail = line.detail;
+    if (line.calls > 1) {
+      detail = std::to_string(line.calls) + " calls" +
+               (line.failures > 0 ? ", " + std::to_string(line.failures) + " failed" : "") +
+               (detail.empty() ? "" : "; " + detail);
+    }
+    if (!expand && !line.sub_logs.empty()) {
+      detail += std::string(detail.empty() ? "" : "; ") + std::to_string(line.sub_logs.size()) +
+                (line.sub_logs.size() == 1 ? " nested run" : " nested runs") + " (--expand)";
+    }
+    std::cout << indent << "  " << std::left << std::setw(static_cast<int>(width)) << line.id
+              << "  " << std::setw(8) << line.status << "  " << std::setw(9) << duration << "  "
+              << detail << '\n';
+    if (!expand || depth >= kMaxExpandDepth) {
+      continue;
+    }
+    for (const auto& sub : line.sub_logs) {
+      auto log = events::readEventLog(sub);
+      if (!log) {
+        std::cout << indent << "    (nested run: " << log.error().message << ")\n";
+        continue;
+      }
+      printTimeline(log->events, sub.stem().string(), indent + "    ", expand, depth + 1);
+    }
+  }
+}
 
 }  // namespace
 
@@ -50,6 +179,7 @@ void addInspectCommand(CLI::App& app, int& exit_code) {
     std::string experience = ".";
     bool json = false;
     bool last = false;
+    bool expand = false;
   };
   auto a = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("inspect", "Show a run's timeline from its event log");
@@ -57,6 +187,8 @@ void addInspectCommand(CLI::App& app, int& exit_code) {
   cmd->add_flag("--last", a->last, "The newest run")->excludes(run_id);
   cmd->add_option("--experience", a->experience, "Experience folder")->capture_default_str();
   cmd->add_flag("--json", a->json, "Print the events as a JSON array");
+  cmd->add_flag("--expand", a->expand,
+                "Show each nested experience's run inline, under the node that ran it");
   cmd->callback([a, &exit_code] {
     auto run = resolveRun(a->experience, a->run_id, a->last);
     if (!run) {
@@ -74,90 +206,15 @@ void addInspectCommand(CLI::App& app, int& exit_code) {
       std::cerr << "oe: warning: " << warning << '\n';
     }
     if (a->json) {
-      std::cout << Json(log->events).dump(2) << '\n';
+      Json events(log->events);
+      if (a->expand) {
+        expandEvents(events, 0);
+      }
+      std::cout << events.dump(2) << '\n';
       exit_code = kExitOk;
       return;
     }
-    std::vector<NodeLine> lines;
-    std::map<std::string, size_t> index;
-    std::string run_status = "unfinished (no run.finished: killed or still running)";
-    int64_t run_start = -1;
-    int64_t run_end = -1;
-    for (const auto& e : log->events) {
-      const std::string type = e.value("type", "");
-      const int64_t ts = parseTs(e.value("ts", ""));
-      if (type == "run.started") {
-        run_start = ts;
-        continue;
-      }
-      if (type == "run.finished") {
-        run_end = ts;
-        run_status = e.value("status", "?");
-        if (e.contains("reason")) {
-          run_status += " (" + e["reason"].get<std::string>() + ")";
-        }
-        continue;
-      }
-      const std::string id = e.value("node_id", "");
-      if (id.empty()) {
-        continue;
-      }
-      auto [it, inserted] = index.emplace(id, lines.size());
-      if (inserted) {
-        NodeLine fresh;
-        fresh.id = id;
-        lines.push_back(std::move(fresh));
-      }
-      NodeLine& line = lines[it->second];
-      if (line.first_ts < 0) {
-        line.first_ts = ts;
-      }
-      if (type == "node.ready") {
-        ++line.calls;
-      } else if (type == "node.started") {
-        line.started = true;
-        line.status = "running";
-      } else if (type == "node.finished") {
-        line.last_ts = ts;
-        if (line.failures == 0) {
-          line.status = line.started ? "success" : "cached";
-        }
-      } else if (type == "node.failed") {
-        line.last_ts = ts;
-        ++line.failures;
-        line.status = "failed";
-        line.detail = e.value("error", "");
-      } else if (type == "node.skipped") {
-        line.status = "skipped";
-        line.detail = e.value("reason", "");
-      }
-    }
-    std::cout << "run " << a->run_id << ": " << run_status;
-    if (run_start >= 0 && run_end >= run_start) {
-      std::cout << " in " << (run_end - run_start) << " ms";
-    }
-    std::cout << '\n';
-    size_t width = 4;
-    for (const auto& line : lines) {
-      width = std::max(width, line.id.size());
-    }
-    std::cout << "  " << std::left << std::setw(static_cast<int>(width)) << "NODE" << "  "
-              << std::setw(8) << "STATUS" << "  " << std::setw(9) << "DURATION" << "  DETAIL\n";
-    for (const auto& line : lines) {
-      std::string duration = "-";
-      if (line.first_ts >= 0 && line.last_ts >= line.first_ts) {
-        duration = std::to_string(line.last_ts - line.first_ts) + " ms";
-      }
-      std::string detail = line.detail;
-      if (line.calls > 1) {
-        detail = std::to_string(line.calls) + " calls" +
-                 (line.failures > 0 ? ", " + std::to_string(line.failures) + " failed" : "") +
-                 (detail.empty() ? "" : "; " + detail);
-      }
-      std::cout << "  " << std::left << std::setw(static_cast<int>(width)) << line.id << "  "
-                << std::setw(8) << line.status << "  " << std::setw(9) << duration << "  " << detail
-                << '\n';
-    }
+    printTimeline(log->events, a->run_id, "", a->expand, 0);
     exit_code = kExitOk;
   });
 }

@@ -34,24 +34,6 @@ void reportPluginProblems(const plugins::PluginRegistry& registry) {
   }
 }
 
-spec::KindCatalog kindCatalog(const plugins::PluginRegistry& registry) {
-  spec::KindCatalog catalog;
-  for (const auto& [name, loaded] : registry.kinds()) {
-    spec::KindInfo info{name, std::nullopt};
-    if (loaded.kind->spec_schema_json != nullptr) {
-      Json schema = Json::parse(loaded.kind->spec_schema_json, nullptr, false);
-      if (!schema.is_discarded()) {
-        info.schema = std::move(schema);
-      }
-    }
-    catalog.emplace(name, std::move(info));
-  }
-  return catalog;
-}
-
-namespace {
-
-}  // namespace
 
 void printDiagnostics(const std::vector<Diagnostic>& diagnostics) {
   for (const auto& d : diagnostics) {

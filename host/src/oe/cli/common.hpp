@@ -9,6 +9,7 @@
 
 #include "oe/common/json.hpp"
 #include "oe/plugins/registry.hpp"
+#include "oe/run/run.hpp"
 #include "oe/spec/experience.hpp"
 #include "oe/spec/loader.hpp"
 
@@ -27,7 +28,7 @@ void loadPlugins(plugins::PluginRegistry& registry,
 // Prints refused plugins and plugin warnings to stderr as warnings.
 void reportPluginProblems(const plugins::PluginRegistry& registry);
 
-spec::KindCatalog kindCatalog(const plugins::PluginRegistry& registry);
+using run::kindCatalog;  // (run.hpp) what validation needs of the loaded plugins
 
 // Loads, loads plugins, validates; prints every diagnostic to stderr. nullopt when there was an
 // error (the diagnostics say which). `for_run`: the experience is about to run, so a spec

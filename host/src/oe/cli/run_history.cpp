@@ -153,6 +153,9 @@ Json RunRecord::toJson() const {
   if (!resumed_from.empty()) {
     out["resumed_from"] = resumed_from;
   }
+  if (!parent_run_id.empty()) {
+    out["parent_run_id"] = parent_run_id;
+  }
   return out;
 }
 
@@ -184,6 +187,9 @@ std::vector<RunRecord> listRuns(const std::filesystem::path& runs_dir, bool deta
       if (auto chain = first.find("chain_id"); chain != first.end() && chain->is_string()) {
         run.chain_id = chain->get<std::string>();
       }
+      if (auto parent = first.find("parent_run_id"); parent != first.end() && parent->is_string()) {
+        run.parent_run_id = parent->get<std::string>();
+      }
     }
     if (run.started_ms < 0) {
       run.started_ms = run.modified_ms;
@@ -206,7 +212,14 @@ Result<RunRecord> findRun(const std::filesystem::path& runs_dir, std::string_vie
                      " (is --experience the folder the run was started in?)");
   }
   if (last) {
-    return std::move(runs.front());  // newest first
+    // Newest first; a nested experience's run (in its parent's folder when the child file sits
+    // there) is part of its parent's, never the one to resume or inspect by itself.
+    for (auto& run : runs) {
+      if (run.parent_run_id.empty()) {
+        return std::move(run);
+      }
+    }
+    return std::move(runs.front());
   }
   std::vector<RunRecord*> matches;
   for (auto& run : runs) {

@@ -30,6 +30,7 @@ struct RunRecord {
   std::string reason;                 // run.finished reason (fail_run, interrupted)
   std::string resumed_from;           // run.started resumed_from (oe resume)
   std::string chain_id;               // run.started chain_id (empty in logs from before chains)
+  std::string parent_run_id;          // run.started parent_run_id: a nested experience's run
   size_t ran = 0;
   size_t cached = 0;
   size_t failed = 0;

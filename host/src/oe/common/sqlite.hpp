@@ -65,11 +65,12 @@ inline Result<void> exec(sqlite3* db, const char* sql) {
 // of 1 KiB pages) rather than 1,000: each checkpoint pays two fdatasync, 0.2 ms on a quiet
 // disk and several ms on a busy one, which was the largest wait of a run. The page cache is
 // 1 MiB per connection (SQLite's default: 2 MiB): the stores write in batches and read little,
-// and a run holds two connections.
+// and a run holds two connections. The busy timeout comes first: switching a new file to WAL
+// takes a lock, which two nested runs (or two processes) opening the same cache at once meet.
 inline Result<void> useWal(sqlite3* db) {
   return exec(db,
-              "PRAGMA page_size = 1024; PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; "
-              "PRAGMA busy_timeout = 5000; PRAGMA wal_autocheckpoint = 10000; "
+              "PRAGMA busy_timeout = 5000; PRAGMA page_size = 1024; PRAGMA journal_mode = WAL; "
+              "PRAGMA synchronous = NORMAL; PRAGMA wal_autocheckpoint = 10000; "
               "PRAGMA cache_size = -1024;");
 }
 

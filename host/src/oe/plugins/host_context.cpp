@@ -3,6 +3,7 @@
 #include "oe/plugins/host_context.hpp"
 
 #include <oe/ext/draft/limits.h>
+#include <oe/ext/draft/subrun.h>
 #include <oe/ext/http.h>
 #include <oe/ext/llm.h>
 #include <oe/ext/prompt.h>
@@ -153,9 +154,27 @@ oe_status OE_ABI limitsAcquire(oe_host_ctx* ctx, oe_str name, oe_host_buf* out_s
   }
 }
 
+oe_status OE_ABI subrunRun(oe_host_ctx* ctx, oe_str request, oe_host_buf* out_result) {
+  if (out_result != nullptr) {
+    *out_result = oe_host_buf{nullptr, 0, nullptr};
+  }
+  if (ctx == nullptr || out_result == nullptr || request.ptr == nullptr) {
+    return OE_INVALID_ARGUMENT;
+  }
+  try {
+    std::string out;
+    const oe_status status = ctx->runSubExperience(view(request), out);
+    giveBuffer(std::move(out), out_result);
+    return status;
+  } catch (...) {
+    return OE_INTERNAL;
+  }
+}
+
 constexpr oe_llm_api kLlmApi{sizeof(oe_llm_api), &llmComplete};
 constexpr oe_prompt_api kPromptApi{sizeof(oe_prompt_api), &promptRender, &promptValues};
 constexpr oe_limits_api kLimitsApi{sizeof(oe_limits_api), &limitsAcquire};
+constexpr oe_subrun_api kSubrunApi{sizeof(oe_subrun_api), &subrunRun};
 
 const void* OE_ABI apiGetExtension(oe_host_ctx* ctx, const char* id) {
   if (ctx == nullptr || id == nullptr) {
@@ -173,6 +192,9 @@ const void* OE_ABI apiGetExtension(oe_host_ctx* ctx, const char* id) {
   }
   if (std::strcmp(id, OE_EXT_LIMITS) == 0) {
     return &kLimitsApi;
+  }
+  if (std::strcmp(id, OE_EXT_SUBRUN) == 0) {
+    return &kSubrunApi;
   }
   try {
     return ctx->extension(id);

@@ -49,6 +49,11 @@ struct oe_host_ctx {
   virtual oe_status promptValues(uint32_t /*indent*/, std::string& /*out*/) {
     return OE_FAILED_PRECONDITION;
   }
+  // oe.subrun/1-draft run: `out` receives the child's result JSON on OE_OK, else the message.
+  virtual oe_status runSubExperience(std::string_view /*request_json*/, std::string& out) {
+    out = "oe.subrun/1-draft is only available inside a node invocation";
+    return OE_FAILED_PRECONDITION;
+  }
 };
 
 namespace oe::plugins {

@@ -12,13 +12,17 @@
 #include <boost/asio/thread_pool.hpp>
 
 #include <cstdint>
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
+
+#include <boost/asio/post.hpp>
 
 #include "oe/cache/cache_store.hpp"
 #include "oe/events/event_log.hpp"
@@ -87,7 +91,10 @@ class Run {
 
   // The kinds come from the registry's table; the unit tests pass a table of in-process kinds
   // (a LoadedKind without a library: create gets a null oe_plugin*).
-  Result<void> prepare(const plugins::PluginRegistry& plugins) { return prepare(plugins.kinds()); }
+  Result<void> prepare(const plugins::PluginRegistry& plugins) {
+    registry_ = &plugins;
+    return prepare(plugins.kinds());
+  }
   Result<void> prepare(const std::map<std::string, plugins::LoadedKind, std::less<>>& kinds);
   // definitionPin() from the digests this run computes anyway for its cache keys.
   Json pin() {
@@ -102,6 +109,21 @@ class Run {
   oe_status llmFromPlugin(Call& call, std::string_view request_json, std::string& out);
   oe_status limitFromPlugin(Call& call, std::string_view name, oe_host_buf* out_slot);
   oe_status emitFromPlugin(const Call& call, std::string_view type, std::string_view fields);
+  // oe.subrun/1-draft (nested.cpp): runs a nested experience on the calling worker thread.
+  oe_status subrunFromPlugin(Call& call, std::string_view request_json, std::string& out);
+
+  // With state_scope shared, on the coordinator: a nested run's delta, the fields this run
+  // declares written to its store under `parent_key`/<the child's write key>; returns the
+  // fields that had already landed (not written again).
+  Result<std::vector<std::string>> forwardWrite(const Call& call, const std::string& parent_key,
+                                                const Json& delta,
+                                                const state::WriteMeta& child_meta);
+  // The loaded kinds' names and schemas, for validating a nested experience (built once).
+  const spec::KindCatalog& catalog();
+
+  // Any thread: stops the run as a signal would (a nested run whose parent call is cancelled),
+  // with `reason` as the stop reason.
+  void requestStop(std::string reason);
 
  private:
   // The ready queue and its limits (scheduler.cpp).
@@ -125,6 +147,20 @@ class Run {
   void inItemOrder(Call& call, bool ok, std::function<bool()> settle);
   // A run.warning event for `id` (a node or a pipeline), kept for the summary too.
   void warn(std::string_view id, std::string message);
+
+  // Runs `work` on the coordinator and returns its result: at once when called there (an
+  // inline call's nested run), else posted and waited for (a nested run's shared-state access
+  // from a worker thread; the coordinator keeps serving its queue until every call returned).
+  template <class Work>
+  auto onCoordinator(Work&& work) -> decltype(work()) {
+    if (std::this_thread::get_id() == coordinator_) {
+      return work();
+    }
+    std::packaged_task<decltype(work())()> task(std::forward<Work>(work));
+    auto result = task.get_future();
+    asio::post(io_, [&task] { task(); });
+    return result.get();
+  }
 
   // Node execution (node_executor.cpp).
   void startCall(NodeRuntime& node, Json extra_args, Json edge_inputs,
@@ -179,6 +215,10 @@ class Run {
   events::EventLog& log_;
   cache::CacheStore* cache_;
   llm::LlmService* llm_;
+  const plugins::PluginRegistry* registry_ = nullptr;  // null in unit tests: no nested runs
+  std::thread::id coordinator_;  // the thread running execute()
+  std::once_flag catalog_once_;
+  spec::KindCatalog catalog_;
   graph::Dag dag_;
   std::vector<NodeRuntime> nodes_;
   Json run_args_;

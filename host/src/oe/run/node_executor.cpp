@@ -183,6 +183,9 @@ bool Call::requestCancel() {
   if (phase == Phase::kInvoking && node->kind->kind->cancel != nullptr) {
     node->kind->kind->cancel(instance, this);
   }
+  for (const auto& child : children) {
+    child->stop("its parent node \"" + node->spec->id + "\" was cancelled");
+  }
   return phase != Phase::kReturned;
 }
 
@@ -206,6 +209,10 @@ oe_status Call::stateGet(std::string_view field, std::string& out_json) {
 
 oe_status Call::llmComplete(std::string_view request_json, std::string& out) {
   return run->llmFromPlugin(*this, request_json, out);
+}
+
+oe_status Call::runSubExperience(std::string_view request_json, std::string& out) {
+  return run->subrunFromPlugin(*this, request_json, out);
 }
 
 oe_status Call::acquireLimit(std::string_view name, oe_host_buf* out_slot) {
@@ -500,6 +507,10 @@ void Run::destroyInstances(NodeRuntime& node) {
 void Run::attempt(const std::shared_ptr<Call>& call) {
   NodeRuntime& node = *call->node;
   ++call->attempt;
+  {
+    std::lock_guard lock(call->phase_mutex);
+    call->children.clear();  // the nested runs of the attempt before, all ended
+  }
   call->response.data.clear();
   call->error.data.clear();
   call->timed_out = false;
@@ -613,7 +624,7 @@ void Run::invokeDone(const std::shared_ptr<Call>& call) {
 }
 
 void Run::storeInCache(Call& call, const Json& output) {
-  if (cache_ == nullptr) {
+  if (cache_ == nullptr || call.uncacheable) {
     return;
   }
   Json stored = Json::object();
@@ -655,9 +666,27 @@ bool Run::applyOutput(Call& call, const Json& output, bool from_cache, std::stri
   // twice and what reads it downstream would see the wrong input.
   const std::string write_key =
       delta.empty() ? std::string() : writeKey(node.spec->id, call.extra_args);
-  if (!delta.empty() && !store_.landed(write_key, call.cache_key)) {
-    auto result = store_.write(
-        delta, state::WriteMeta{log_.runId(), node.spec->id, write_key, call.cache_key});
+  const state::WriteMeta meta{log_.runId(), node.spec->id, write_key, call.cache_key};
+  const Json* to_apply = &delta;
+  Json local;
+  if (options_.nesting.forward_write && !delta.empty()) {
+    // A nested run sharing its parent's state: the parent's store first (its type checks and
+    // merge rules); what had already landed there is not applied here again either.
+    auto landed_above = options_.nesting.forward_write(delta, meta);
+    if (!landed_above) {
+      *error = nodeLabel(node) + ": " + landed_above.error().message;
+      return false;
+    }
+    if (!landed_above->empty()) {
+      local = delta;
+      for (const std::string& field : *landed_above) {
+        local.erase(field);
+      }
+      to_apply = &local;
+    }
+  }
+  if (!to_apply->empty() && !store_.landed(write_key, call.cache_key)) {
+    auto result = store_.write(*to_apply, meta);
     if (!result) {
       *error = result.error().message;
       return false;

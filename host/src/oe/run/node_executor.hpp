@@ -18,6 +18,7 @@
 #include "oe/common/json.hpp"
 #include "oe/llm/llm_service.hpp"
 #include "oe/plugins/host_context.hpp"
+#include "oe/run/run.hpp"
 #include "oe/spec/experience.hpp"
 
 namespace oe::run::engine {
@@ -58,6 +59,11 @@ struct Call final : oe_host_ctx {
   std::function<void(bool ok, const Json* edge_output)> done;
 
   llm::CallUsage llm_usage;  // written by oe.llm/1 on the worker thread during the attempt
+  // Nested runs this attempt started (oe.subrun/1-draft), under phase_mutex: requestCancel
+  // stops them. A call that ran one is not stored in the cache (its key does not cover the
+  // child's files; the child's own nodes are cached), set on the worker thread.
+  std::vector<std::shared_ptr<StopHandle>> children;
+  bool uncacheable = false;
 
   // The runtime.limits slots (oe.limits/1-draft) the plugin holds in this attempt; what it still
   // holds when invoke returns is given back then, so a forgetful plugin cannot starve the run.
@@ -80,6 +86,7 @@ struct Call final : oe_host_ctx {
   oe_status acquireLimit(std::string_view name, oe_host_buf* out_slot) override;
   oe_status renderPrompt(std::string_view template_text, std::string& out) override;
   oe_status promptValues(uint32_t indent, std::string& out) override;
+  oe_status runSubExperience(std::string_view request_json, std::string& out) override;
   // {...state_view, ...edge_inputs, ...args}: what a prompt's placeholders see (reference §2.1).
   [[nodiscard]] Json promptValueMap() const;
 };

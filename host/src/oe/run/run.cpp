@@ -30,6 +30,45 @@ std::string_view toString(RunStatus status) {
   }
 }
 
+spec::KindCatalog kindCatalog(const plugins::PluginRegistry& registry) {
+  spec::KindCatalog catalog;
+  for (const auto& [name, loaded] : registry.kinds()) {
+    spec::KindInfo info{name, std::nullopt};
+    if (loaded.kind->spec_schema_json != nullptr) {
+      Json schema = Json::parse(loaded.kind->spec_schema_json, nullptr, false);
+      if (!schema.is_discarded()) {
+        info.schema = std::move(schema);
+      }
+    }
+    catalog.emplace(name, std::move(info));
+  }
+  return catalog;
+}
+
+void StopHandle::stop(const std::string& reason) {
+  std::lock_guard lock(mutex_);
+  if (reason_) {
+    return;
+  }
+  reason_ = reason;
+  if (run_ != nullptr) {
+    run_->requestStop(reason);
+  }
+}
+
+void StopHandle::attach(engine::Run* run) {
+  std::lock_guard lock(mutex_);
+  run_ = run;
+  if (reason_) {
+    run_->requestStop(*reason_);
+  }
+}
+
+void StopHandle::detach() {
+  std::lock_guard lock(mutex_);
+  run_ = nullptr;
+}
+
 std::filesystem::path workspaceDir(const spec::Experience& experience) {
   return experience.dir / ".openexpertise";
 }
@@ -77,6 +116,23 @@ Result<RunSummary> runExperience(const spec::Experience& experience,
   if (auto began = (*store)->beginChain(chain_id); !began) {
     return began.error();
   }
+  const Nesting& nesting = options.nesting;
+  if (nesting.seed_state.is_object() && !nesting.seed_state.empty()) {
+    // state_scope shared: the child starts from the parent's values of the fields it declares.
+    Json seed = Json::object();
+    for (const auto& [field, value] : nesting.seed_state.items()) {
+      if (experience.state.find(field) != nullptr) {
+        seed[field] = value;
+      }
+    }
+    if (!seed.empty()) {
+      if (auto seeded = (*store)->write(seed, state::WriteMeta{run_id, nesting.parent_node_id});
+          !seeded) {
+        return makeError("the parent's state does not fit the nested experience " +
+                         experience.file.string() + ": " + seeded.error().message);
+      }
+    }
+  }
   std::unique_ptr<cache::CacheStore> cache;
   if (options.use_cache) {
     auto opened = cache::CacheStore::open(workspace / "cache");
@@ -96,9 +152,15 @@ Result<RunSummary> runExperience(const spec::Experience& experience,
   if (options.budget_override.max_cost_usd) {
     llm_settings.budget.max_cost_usd = options.budget_override.max_cost_usd;
   }
-  auto llm_service = llm::LlmService::create(std::move(llm_settings), plugins, options.prior_usage);
-  if (!llm_service) {
-    return llm_service.error();
+  std::unique_ptr<llm::LlmService> own_llm;
+  llm::LlmService* llm_service = nesting.llm;
+  if (llm_service == nullptr) {
+    auto created = llm::LlmService::create(std::move(llm_settings), plugins, options.prior_usage);
+    if (!created) {
+      return created.error();
+    }
+    own_llm = std::move(created).value();
+    llm_service = own_llm.get();
   }
   // The log last: a run refused above (its store locked, its LLM settings unusable) leaves none.
   const auto log_path = workspace / "runs" / (run_id + ".jsonl");
@@ -109,7 +171,7 @@ Result<RunSummary> runExperience(const spec::Experience& experience,
   if (options.on_event) {
     (*log)->subscribe(options.on_event);
   }
-  engine::Run run(experience, options, **store, **log, cache.get(), llm_service->get());
+  engine::Run run(experience, options, **store, **log, cache.get(), llm_service);
   if (auto prepared = run.prepare(plugins); !prepared) {
     return prepared.error();
   }
@@ -125,8 +187,19 @@ Result<RunSummary> runExperience(const spec::Experience& experience,
   if (options.prior_usage.calls > 0) {
     extra["usage_before"] = options.prior_usage.toJson();  // oe resume sums the chain from it
   }
+  if (nesting.depth > 0) {
+    extra["parent_run_id"] = nesting.parent_run_id;
+    extra["parent_node_id"] = nesting.parent_node_id;
+    extra["depth"] = nesting.depth;
+  }
   (*log)->runStarted(options.args.is_object() ? options.args : Json::object(), extra);
+  if (nesting.stop) {
+    nesting.stop->attach(&run);
+  }
   RunSummary summary = run.execute();
+  if (nesting.stop) {
+    nesting.stop->detach();
+  }
   run.destroyInstances();
   summary.event_log = log_path;
   summary.chain_id = chain_id;

@@ -4,6 +4,8 @@
 #include <cstddef>
 #include <filesystem>
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,8 +16,60 @@
 #include "oe/llm/settings.hpp"
 #include "oe/plugins/registry.hpp"
 #include "oe/spec/experience.hpp"
+#include "oe/spec/validate.hpp"
+
+namespace oe::llm {
+class LlmService;
+}
+namespace oe::state {
+struct WriteMeta;
+}
 
 namespace oe::run {
+
+namespace engine {
+class Run;
+}
+
+// How a run that is part of another (a nested experience) is stopped from outside: by its
+// parent's call being cancelled (Ctrl-C, timeout_ms, fail_run). Any thread. A stop that comes
+// before the run is attached stops it as soon as it is.
+class StopHandle {
+ public:
+  void stop(const std::string& reason);
+  // The engine's side: the run to stop, from its start to its end.
+  void attach(engine::Run* run);
+  void detach();
+
+ private:
+  std::mutex mutex_;
+  engine::Run* run_ = nullptr;
+  std::optional<std::string> reason_;
+};
+
+// What a nested run (docs/kinds-experience.md) takes from the run it is part of; the defaults
+// are a top-level run's.
+struct Nesting {
+  std::string parent_run_id;   // recorded in the child's run.started and run.finished
+  std::string parent_node_id;
+  int depth = 0;               // 0: a top-level run
+  // The experience files of the runs above this one, the top one first (canonical paths).
+  std::vector<std::filesystem::path> ancestry;
+  // The top run's LLM service: its budget, runtime.limits and recording cover the child's calls
+  // (the child's own runtime block is not applied to it). Null: the run makes its own.
+  llm::LlmService* llm = nullptr;
+  std::shared_ptr<StopHandle> stop;
+  // state_scope shared: the parent's state when the child starts, written into the child's
+  // store first; then every delta the child applies goes to `forward_write` first, which writes
+  // the fields the parent declares to the parent's store (blocking) and returns the fields the
+  // child must not apply again (they had landed in the parent's chain before).
+  Json seed_state;
+  std::function<Result<std::vector<std::string>>(const Json& delta, const state::WriteMeta& meta)>
+      forward_write;
+};
+
+// The most runs deep a nested experience may go (the top run is depth 0).
+using spec::kMaxNestingDepth;
 
 // kInterrupted: stopped by SIGINT/SIGTERM (RunSummary::signal says which); `oe resume` continues.
 enum class RunStatus { kSuccess, kPartial, kFailed, kInterrupted };
@@ -47,6 +101,7 @@ struct RunOptions {
   bool wait_for_lock = false;  // --wait: wait for a run holding the state store, not refuse
   // With wait_for_lock, called once (with who holds the store) before waiting for it.
   std::function<void(const std::string& holder)> on_lock_wait;
+  Nesting nesting;  // a nested run's link to its parent (oe.subrun/1-draft)
 };
 
 // A node (or for_each item) that failed, with its error as the log has it.
@@ -79,6 +134,9 @@ struct RunSummary {
 // opened, a kind has no plugin, ...); node failures are part of the summary, not errors.
 Result<RunSummary> runExperience(const spec::Experience& experience,
                                  const plugins::PluginRegistry& plugins, const RunOptions& options);
+
+// What the loaded plugins say about their kinds (names and spec schemas), for validation.
+[[nodiscard]] spec::KindCatalog kindCatalog(const plugins::PluginRegistry& registry);
 
 // <experience dir>/.openexpertise
 [[nodiscard]] std::filesystem::path workspaceDir(const spec::Experience& experience);

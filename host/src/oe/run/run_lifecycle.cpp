@@ -145,8 +145,20 @@ Result<void> Run::prepare(const std::map<std::string, plugins::LoadedKind, std::
   return {};
 }
 
+void Run::requestStop(std::string reason) {
+  {
+    std::lock_guard lock(inline_mutex_);
+    signalled_ = true;  // a call going inline after this is cancelled by attempt()
+    if (inline_call_ != nullptr) {
+      inline_call_->requestCancel();
+    }
+  }
+  asio::post(io_, [this, reason = std::move(reason)]() mutable { cancelAll(std::move(reason)); });
+}
+
 RunSummary Run::execute() {
   summary_.run_id = log_.runId();
+  coordinator_ = std::this_thread::get_id();
   for (uint32_t i : dag_.topo) {
     if (nodes_[i].main && nodes_[i].unmet == 0) {
       ready_.push(i);
@@ -154,8 +166,13 @@ RunSummary Run::execute() {
   }
   // Signals are watched on their own thread: the coordinator may be busy in an inline call,
   // which must be cancelled at once, not after it returns.
+  // A nested run (depth > 0) is stopped through its parent's call, not by the signals.
   asio::io_context signal_io;
-  asio::signal_set signals(signal_io, SIGINT, SIGTERM);
+  asio::signal_set signals(signal_io);
+  if (options_.nesting.depth == 0) {
+    signals.add(SIGINT);
+    signals.add(SIGTERM);
+  }
   signals.async_wait([this](const boost::system::error_code& ec, int signal_number) {
     if (ec) {
       return;
@@ -196,6 +213,10 @@ void Run::finishRun() {
   summary_.status = decideStatus(cancelling_, any_success_, any_failure_, summary_.signal);
   summary_.final_state = store_.snapshot();
   Json extra = finishedFields(summary_);
+  if (options_.nesting.depth > 0) {
+    extra["parent_run_id"] = options_.nesting.parent_run_id;
+    extra["parent_node_id"] = options_.nesting.parent_node_id;
+  }
   if (llm_ != nullptr) {
     summary_.usage = llm_->runUsage();
     summary_.usage_total = llm_->totalUsage();

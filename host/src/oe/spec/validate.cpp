@@ -9,6 +9,7 @@
 #include "oe/expr/state_path.hpp"
 #include "oe/spec/file_check.hpp"
 #include "oe/spec/locate.hpp"
+#include "oe/spec/nested_check.hpp"
 #include "oe/spec/schema.hpp"
 #include "oe/spec/schema_check.hpp"
 #include "oe/spec/suggest.hpp"
@@ -120,8 +121,9 @@ bool givenString(const Json& raw, const char* key) {
 class Validator {
  public:
   Validator(const Experience& exp, const KindCatalog& kinds, bool strict, bool check_files,
-            Severity missing_program)
+            Severity missing_program, NestingTrail& trail)
       : exp_(exp),
+        trail_(trail),
         kinds_(kinds),
         strict_(strict),
         check_files_(check_files),
@@ -504,6 +506,14 @@ class Validator {
                                           missing_program_, programs_)) {
       out_.push_back(diagnosticAt(exp_, pointer + f.pointer, std::move(f.message), f.severity));
     }
+    if (schema != nullptr && schema->is_object()) {
+      if (auto nests = schema->find("x-oe-nests"); nests != schema->end() && nests->is_object()) {
+        auto found = checkNested(exp_, n, pointer, *nests, kinds_, strict_, missing_program_,
+                                 trail_);
+        out_.insert(out_.end(), std::make_move_iterator(found.begin()),
+                    std::make_move_iterator(found.end()));
+      }
+    }
   }
 
   void checkNodeKeys(const NodeSpec& n, const std::string& pointer) {
@@ -641,6 +651,7 @@ class Validator {
   }
 
   const Experience& exp_;
+  NestingTrail& trail_;
   const KindCatalog& kinds_;
   bool strict_;
   bool check_files_;
@@ -675,7 +686,14 @@ std::vector<std::vector<std::string>> findCycles(const Experience& exp, size_t l
 std::vector<Diagnostic> validateExperience(const Experience& exp, const KindCatalog& kinds,
                                            bool strict, bool check_files,
                                            Severity missing_program) {
-  return Validator(exp, kinds, strict, check_files, missing_program).run();
+  NestingTrail trail;
+  return validateExperience(exp, kinds, strict, check_files, missing_program, trail);
+}
+
+std::vector<Diagnostic> validateExperience(const Experience& exp, const KindCatalog& kinds,
+                                           bool strict, bool check_files,
+                                           Severity missing_program, NestingTrail& trail) {
+  return Validator(exp, kinds, strict, check_files, missing_program, trail).run();
 }
 
 }  // namespace oe::spec

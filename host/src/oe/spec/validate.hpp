@@ -2,9 +2,11 @@
 // references, state declarations, node kinds and their schemas, expressions, cycles, unknown keys.
 #pragma once
 
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -32,6 +34,34 @@ using KindCatalog = std::map<std::string, KindInfo, std::less<>>;
 [[nodiscard]] std::vector<Diagnostic> validateExperience(
     const Experience& exp, const KindCatalog& kinds, bool strict, bool check_files = true,
     Severity missing_program = Severity::kWarning);
+
+// Nested experiences (a kind whose schema has "x-oe-nests": {"path": "/impl", "state_scope":
+// "/state_scope"}, docs/kinds-experience.md): the deepest nesting allowed (the top run is depth
+// 0), the file a node's path names (a folder stands for its experience.yaml), and upstream's
+// message when there is none.
+constexpr int kMaxNestingDepth = 8;
+[[nodiscard]] std::filesystem::path nestedExperiencePath(const std::filesystem::path& dir,
+                                                         const std::string& written);
+[[nodiscard]] std::string nestedNotFound(const std::filesystem::path& path,
+                                         const std::string& declared);
+// "a.yaml -> b.yaml -> last": the files of a nesting, for cycle and depth messages.
+[[nodiscard]] std::string nestingChain(const std::vector<std::filesystem::path>& files,
+                                       const std::filesystem::path& last);
+
+// The experience files above the one being validated, the top one first (canonical), and those
+// already validated in this check, so each child is checked (and reported) once.
+struct NestingTrail {
+  std::vector<std::filesystem::path> files;
+  std::set<std::filesystem::path> done;
+};
+
+// validateExperience, following nested experiences: each child file is loaded and validated
+// (its findings name its own file), a child that includes an experience above it is a cycle,
+// deeper than kMaxNestingDepth is refused, and a shared child's field types must agree with
+// the parent's.
+[[nodiscard]] std::vector<Diagnostic> validateExperience(
+    const Experience& exp, const KindCatalog& kinds, bool strict, bool check_files,
+    Severity missing_program, NestingTrail& trail);
 
 // Every cycle of the edge graph as node ids, first node repeated at the end (a -> b -> a),
 // found by a depth-first search in declaration order. Edges to unknown nodes are ignored. At
