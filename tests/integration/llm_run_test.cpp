@@ -598,5 +598,68 @@ graph:
   EXPECT_EQ(out["final_state"]["by_state"], "echo: state / t");
 }
 
+// A nested experience's LLM calls are the parent run's (docs/kinds-experience.md): they count
+// against the parent's budget, which stops the child and the parent alike, resumably; the
+// parent's runtime.limits hold the child's fan-out.
+TEST_F(LlmRunTest, ANestedExperienceSpendsTheParentsBudgetAndResumesThroughIt) {
+  server_.setHandler([](const RecordedRequest&) { return FakeLlmServer::openAiText("ok", 7, 3); });
+  dir_.write("child/prompts/p.md", "hi");
+  dir_.write("child/experience.yaml", agentsYaml(6, true, "", 20));  // the budget arithmetic above
+  writeExperience(R"(name: parent
+version: 0.1.0
+state: { schema: {} }
+runtime:
+  budget: { max_tokens: 60 }
+graph:
+  nodes:
+    - { id: child, kind: experience, impl: ./child }
+  edges: []
+)");
+  int code = -1;
+  json first = run({"-q"}, serverEnv(), &code);
+  EXPECT_EQ(code, 1) << last_stderr_;
+  EXPECT_EQ(first["reason"], "budget_exhausted");
+  EXPECT_EQ(server_.requests().size(), 2U);
+  ASSERT_FALSE(first["failures"].empty());
+  EXPECT_NE(first["failures"][0]["error"].get<std::string>().find(
+                "the run's LLM budget ran out inside the nested experience"),
+            std::string::npos)
+      << first.dump(2);
+
+  json second = run({first["run_id"], "--experience", dir_.path().string(), "-q", "--max-tokens",
+                     "1000"},
+                    serverEnv(), &code, "resume");
+  EXPECT_EQ(code, 0) << last_stderr_;
+  EXPECT_EQ(second["status"], "success");
+  EXPECT_EQ(server_.requests().size(), 6U) << "the child's finished agents called the LLM again";
+}
+
+TEST_F(LlmRunTest, TheParentsLimitsHoldANestedFanOut) {
+  server_.setHandler([](const RecordedRequest&) {
+    return FakeLlmServer::delayed(FakeLlmServer::openAiText("ok"), std::chrono::milliseconds(10));
+  });
+  dir_.write("child/prompts/p.md", "item {{n}}");
+  dir_.write("child/experience.yaml",
+             agentsYaml(40, false, "runtime:\n  concurrency: 16\n  limits:\n    openai: "
+                                   "{max_in_flight: 30}\n"));
+  writeExperience(R"(name: parent
+version: 0.1.0
+state: { schema: {} }
+runtime:
+  limits:
+    openai: { max_in_flight: 3 }
+graph:
+  nodes:
+    - { id: child, kind: experience, impl: ./child }
+  edges: []
+)");
+  int code = -1;
+  json out = run({"-q"}, serverEnv(), &code);
+  ASSERT_EQ(code, 0) << last_stderr_;
+  EXPECT_EQ(server_.requestCount(), 40U);
+  EXPECT_LE(server_.peakInFlight(), 3U) << "the child's own runtime.limits applied, not the run's";
+  EXPECT_EQ(out["usage"]["llm_calls"], 40);
+}
+
 }  // namespace
 }  // namespace oe::test
