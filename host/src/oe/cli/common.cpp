@@ -125,7 +125,7 @@ bool programMissing(const spec::Experience& exp, const spec::KindCatalog& catalo
 
 std::optional<spec::Experience> loadValidated(const std::filesystem::path& path_arg,
                                               plugins::PluginRegistry& registry, bool strict,
-                                              bool for_run) {
+                                              bool for_run, bool starts_programs) {
   const auto yaml_path = spec::resolveExperiencePath(path_arg);
   std::optional<std::string> text;
   std::string context;
@@ -148,7 +148,7 @@ std::optional<spec::Experience> loadValidated(const std::filesystem::path& path_
     // A missing program sends the run through the full check below, which names it and its
     // line (a snapshot has no positions).
     if (auto snapshot = spec::readSnapshot(yaml_path, digest, context);
-        snapshot && !programMissing(*snapshot, *catalog)) {
+        snapshot && !(starts_programs && programMissing(*snapshot, *catalog))) {
       reportPluginProblems(registry);
       dropLoadOnlyParts(*snapshot);
       return snapshot;
@@ -174,10 +174,14 @@ std::optional<spec::Experience> loadValidated(const std::filesystem::path& path_
   if (model != nullptr) {
     reportPluginProblems(registry);
   }
-  // Before a run, a program a node needs and PATH lacks is an error (oe validate: a warning).
+  // Before a run, a program a node needs and PATH lacks is an error (oe validate: a warning);
+  // before a run that starts none, it does not matter.
+  const spec::ProgramCheck missing_program =
+      !for_run ? spec::ProgramCheck(Severity::kWarning)
+               : (starts_programs ? spec::ProgramCheck(Severity::kError) : std::nullopt);
   const auto diagnostics = spec::checkLoaded(
       loaded, catalog ? *catalog : (model != nullptr ? kindCatalog(registry) : spec::KindCatalog{}),
-      strict, for_run ? Severity::kError : Severity::kWarning);
+      strict, missing_program);
   printDiagnostics(diagnostics);
   if (!loaded.experience || hasErrors(diagnostics)) {
     printErrorCount(diagnostics, model);

@@ -63,7 +63,7 @@ std::string dotted(const std::string& pointer) {
 class Walker {
  public:
   Walker(const fs::path& dir, bool has_predecessors, std::vector<FileFinding>& out,
-         const Json& node, Severity missing_program, ProgramCache& programs,
+         const Json& node, ProgramCheck missing_program, ProgramCache& programs,
          bool programs_only = false)
       : dir_(dir),
         has_predecessors_(has_predecessors),
@@ -152,7 +152,7 @@ class Walker {
   }
 
   void checkProgram(const Json& annotation, const Json& value, const std::string& pointer) {
-    if (!annotation.is_object() || !value.is_string()) {
+    if (!missing_program_ || !annotation.is_object() || !value.is_string()) {
       return;
     }
     auto programs = annotation.find("programs");
@@ -196,7 +196,7 @@ class Walker {
     if (!override_field.empty()) {
       message += " (or in the node's " + override_field + ")";
     }
-    out_.push_back(FileFinding{pointer, std::move(message), missing_program_});
+    out_.push_back(FileFinding{pointer, std::move(message), *missing_program_});
   }
 
   void checkPath(const std::string& kind, const std::string& declared,
@@ -244,7 +244,7 @@ class Walker {
   bool has_predecessors_;
   std::vector<FileFinding>& out_;
   const Json& node_;
-  Severity missing_program_;
+  ProgramCheck missing_program_;
   ProgramCache& programs_;
   bool programs_only_;
   std::map<const Json*, std::unique_ptr<SchemaChecker>> conditions_;
@@ -254,7 +254,7 @@ class Walker {
 
 std::vector<FileFinding> checkFileFields(const Json* kind_schema, const Json& node,
                                          const fs::path& dir, bool has_predecessors,
-                                         Severity missing_program, ProgramCache& programs) {
+                                         ProgramCheck missing_program, ProgramCache& programs) {
   std::vector<FileFinding> out;
   if (!node.is_object() || kind_schema == nullptr) {
     return out;

@@ -985,7 +985,7 @@ LoadResult loadExperienceText(std::string_view text, const std::filesystem::path
 }
 
 std::vector<Diagnostic> checkLoaded(const LoadResult& loaded, const KindCatalog& kinds,
-                                    bool strict, Severity missing_program) {
+                                    bool strict, ProgramCheck missing_program) {
   std::vector<Diagnostic> out = loaded.diagnostics;
   const Experience* exp = loaded.experience ? &*loaded.experience
                           : loaded.partial  ? &*loaded.partial

@@ -57,7 +57,7 @@ struct LoadLimits {
 // `missing_program` as validateExperience takes it (an error when the check precedes a run).
 [[nodiscard]] std::vector<Diagnostic> checkLoaded(const LoadResult& loaded,
                                                   const KindCatalog& kinds, bool strict,
-                                                  Severity missing_program = Severity::kWarning);
+                                                  ProgramCheck missing_program = Severity::kWarning);
 
 // Fills the typed model (name, state, nodes, edges, ...) from `exp.raw`, a document that passed
 // the structural check, using `exp.marks`/`exp.key_marks` for positions and the state fields'

@@ -120,7 +120,7 @@ bool givenString(const Json& raw, const char* key) {
 class Validator {
  public:
   Validator(const Experience& exp, const KindCatalog& kinds, bool strict, bool check_files,
-            Severity missing_program)
+            ProgramCheck missing_program)
       : exp_(exp),
         kinds_(kinds),
         strict_(strict),
@@ -644,7 +644,7 @@ class Validator {
   const KindCatalog& kinds_;
   bool strict_;
   bool check_files_;
-  Severity missing_program_;
+  ProgramCheck missing_program_;
   ProgramCache programs_;
   std::optional<std::vector<bool>> predecessors_;
   IdIndex ids_;
@@ -674,7 +674,7 @@ std::vector<std::vector<std::string>> findCycles(const Experience& exp, size_t l
 
 std::vector<Diagnostic> validateExperience(const Experience& exp, const KindCatalog& kinds,
                                            bool strict, bool check_files,
-                                           Severity missing_program) {
+                                           ProgramCheck missing_program) {
   return Validator(exp, kinds, strict, check_files, missing_program).run();
 }
 
