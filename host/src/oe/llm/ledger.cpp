@@ -90,6 +90,20 @@ std::optional<Ledger::Refusal> Ledger::reserve(const Reservation& need) {
   return std::nullopt;
 }
 
+std::optional<Ledger::Refusal> Ledger::exhausted() const {
+  std::lock_guard lock(mutex_);
+  if (budget_.max_tokens && spent_.tokens() >= *budget_.max_tokens) {
+    return Refusal{"run budget exhausted: runtime.budget.max_tokens is " +
+                   std::to_string(*budget_.max_tokens) + " and " +
+                   std::to_string(spent_.tokens()) + " are spent"};
+  }
+  if (budget_.max_cost_usd && spent_.cost_usd >= *budget_.max_cost_usd) {
+    return Refusal{"run budget exhausted: runtime.budget.max_cost_usd is " +
+                   usd(*budget_.max_cost_usd) + " and " + usd(spent_.cost_usd) + " is spent"};
+  }
+  return std::nullopt;
+}
+
 void Ledger::settle(const Reservation& reserved, const Usage& used) {
   std::lock_guard lock(mutex_);
   reserved_.tokens -= reserved.tokens;

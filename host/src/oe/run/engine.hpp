@@ -101,6 +101,10 @@ class Run {
   void logFromNode(const NodeRuntime& node, oe_log_level level, std::string_view message);
   oe_status llmFromPlugin(Call& call, std::string_view request_json, std::string& out);
   oe_status limitFromPlugin(Call& call, std::string_view name, oe_host_buf* out_slot);
+  // oe.cli-replay/1-draft: the LLM service's beginCli / finishCli for the call's node.
+  oe_status cliBeginFromPlugin(Call& call, std::string_view request_json, std::string& out);
+  oe_status cliFinishFromPlugin(Call& call, std::string_view request_json,
+                                std::string_view outcome_json, std::string& out_error);
   oe_status emitFromPlugin(const Call& call, std::string_view type, std::string_view fields);
 
  private:

@@ -212,6 +212,15 @@ oe_status Call::acquireLimit(std::string_view name, oe_host_buf* out_slot) {
   return run->limitFromPlugin(*this, name, out_slot);
 }
 
+oe_status Call::cliReplayBegin(std::string_view request_json, std::string& out) {
+  return run->cliBeginFromPlugin(*this, request_json, out);
+}
+
+oe_status Call::cliReplayFinish(std::string_view request_json, std::string_view outcome_json,
+                                std::string& out_error) {
+  return run->cliFinishFromPlugin(*this, request_json, outcome_json, out_error);
+}
+
 Json Call::promptValueMap() const {
   Json values = state_view;
   for (const auto& [key, value] : edge_inputs.items()) {
@@ -265,6 +274,30 @@ oe_status Run::llmFromPlugin(Call& call, std::string_view request_json, std::str
   llm::Answer answer = llm_->complete(
       llm::Site{&call, call.node->spec->id, &call.llm_usage}, request_json);
   out = std::move(answer.body);
+  return answer.status;
+}
+
+oe_status Run::cliBeginFromPlugin(Call& call, std::string_view request_json, std::string& out) {
+  if (llm_ == nullptr) {
+    out.clear();  // no LLM service (an engine test): no budget, no recording; run it live
+    return OE_OK;
+  }
+  llm::Answer answer = llm_->beginCli(
+      llm::Site{&call, call.node->spec->id, &call.llm_usage}, request_json);
+  out = std::move(answer.body);
+  return answer.status;
+}
+
+oe_status Run::cliFinishFromPlugin(Call& call, std::string_view request_json,
+                                   std::string_view outcome_json, std::string& out_error) {
+  if (llm_ == nullptr) {
+    return OE_OK;
+  }
+  llm::Answer answer = llm_->finishCli(
+      llm::Site{&call, call.node->spec->id, &call.llm_usage}, request_json, outcome_json);
+  if (answer.status != OE_OK) {
+    out_error = std::move(answer.body);
+  }
   return answer.status;
 }
 

@@ -78,6 +78,9 @@ struct Call final : oe_host_ctx {
   [[nodiscard]] bool isCancelled() const override { return cancelled.load(); }
   oe_status llmComplete(std::string_view request_json, std::string& out) override;
   oe_status acquireLimit(std::string_view name, oe_host_buf* out_slot) override;
+  oe_status cliReplayBegin(std::string_view request_json, std::string& out) override;
+  oe_status cliReplayFinish(std::string_view request_json, std::string_view outcome_json,
+                            std::string& out_error) override;
   oe_status renderPrompt(std::string_view template_text, std::string& out) override;
   oe_status promptValues(uint32_t indent, std::string& out) override;
   // {...state_view, ...edge_inputs, ...args}: what a prompt's placeholders see (reference §2.1).
