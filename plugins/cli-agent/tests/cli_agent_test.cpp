@@ -148,6 +148,62 @@ TEST_F(CliAgentTest, StreamJsonBecomesLiveActivityAndTokens) {
   ASSERT_EQ(eventCount("node.tokens"), 1U);
 }
 
+// Codex's --json events (opt-in: upstream's command line has no --json): items as activity,
+// the last agent message as the answer, turn.completed's usage as node.tokens.
+TEST_F(CliAgentTest, CodexJsonEventsBecomeActivityAndTokens) {
+  oe_node* node = create(cliNode("c", "codex", "stream", {"summary"},
+                                 {{"output_format", "json"}, {"stream", true}}));
+  const Json response = responseOf(call(node, "c"));
+  EXPECT_EQ(response["state_delta"], (Json{{"summary", "one file"}}));
+  EXPECT_EQ(argvOf(records().at(0)),
+            (std::vector<std::string>{"exec", "--skip-git-repo-check", "--json", "stream"}));
+  const std::vector<std::string> expected{
+      "spawning codex (timeout 600000ms)", "session started", "tool: shell bash -lc ls",
+      "tool: edit a.txt", "warning: Model metadata for `gpt-fake` not found",
+      "message: {\"summary\": \"one file\"}", "parsing JSON output"};
+  EXPECT_EQ(activities(), expected);
+  const auto tokens = eventsOf("node.tokens");
+  ASSERT_EQ(tokens.size(), 1U);
+  const auto& fields = tokens[0].fields;
+  EXPECT_EQ(fields["input_tokens"], 200);
+  EXPECT_EQ(fields["output_tokens"], 9);
+  EXPECT_EQ(fields["provider"], "codex");
+  EXPECT_EQ(response["metrics"]["tokens_in"], 200);
+}
+
+TEST_F(CliAgentTest, CodexTurnFailedIsTheNodesError) {
+  oe_node* node = create(cliNode("c", "codex", "stream-fail", {"out"}, {{"stream", true}}));
+  const CallResult result = call(node, "c");
+  EXPECT_EQ(result.status, OE_RESOURCE_EXHAUSTED) << result.error;
+  EXPECT_NE(result.error.find("the CLI reported: unexpected status 429 Too Many Requests"),
+            std::string::npos)
+      << result.error;
+}
+
+// Gemini's stream-json (opt-in too): the assistant's chunks are the answer, the result's stats
+// the usage, the init event's model the model.
+TEST_F(CliAgentTest, GeminiStreamJsonBecomesActivityAndTokens) {
+  oe_node* node = create(cliNode("g", "gemini", "stream", {"summary"},
+                                 {{"output_format", "json"}, {"stream", true}}));
+  const Json response = responseOf(call(node, "g"));
+  EXPECT_EQ(response["state_delta"], (Json{{"summary", "one file"}}));
+  EXPECT_EQ(argvOf(records().at(0)),
+            (std::vector<std::string>{"--yolo", "--output-format", "stream-json", "--prompt",
+                                      "stream"}));
+  const std::vector<std::string> expected{"spawning gemini (timeout 600000ms)",
+                                          "session started (model gemini-fake-2)",
+                                          "tool: read_file a.txt",
+                                          "message: {\"summary\": \"one file\"}",
+                                          "parsing JSON output"};
+  EXPECT_EQ(activities(), expected);
+  const auto tokens = eventsOf("node.tokens");
+  ASSERT_EQ(tokens.size(), 1U);
+  const auto& fields = tokens[0].fields;
+  EXPECT_EQ(fields["input_tokens"], 300);
+  EXPECT_EQ(fields["output_tokens"], 40);
+  EXPECT_EQ(fields["model"], "gemini-fake-2");
+}
+
 TEST_F(CliAgentTest, StreamWithoutAResultFails) {
   oe_node* node = create(cliNode("s", "claude-code", "stream-no-result", {"out"},
                                  {{"stream", true}}));
@@ -267,8 +323,10 @@ TEST_F(CliAgentTest, BadSpecsAreRefusedAtCreate) {
   EXPECT_NE(created.error.find("provider must be one of claude-code, codex, gemini"),
             std::string::npos)
       << created.error;
-  created = tryCreate(cliNode("s", "codex", "x", Json::array(), {{"stream", true}}));
+  created = tryCreate(cliNode("s", "codex", "x", Json::array(), {{"stream", "yes"}}));
   EXPECT_EQ(created.status, OE_INVALID_ARGUMENT);
+  EXPECT_NE(created.error.find("stream must be true or false"), std::string::npos)
+      << created.error;
   created = tryCreate(cliNode("t", "codex", "x", Json::array(), {{"timeout_ms", 10}}));
   EXPECT_EQ(created.status, OE_INVALID_ARGUMENT);
   EXPECT_NE(created.error.find("timeout_ms must be an integer >= 1000"), std::string::npos);
