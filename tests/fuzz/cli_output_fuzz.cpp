@@ -68,8 +68,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   for (const ca::StreamReader& reader : readers) {
     if (auto result = reader.result()) {
-      require(!result->is_error || result->result.has_value(), "a failure without a reason",
-              input);
+      require(!result->is_error || result->result.has_value(), "a failure without a reason", input);
     }
   }
 

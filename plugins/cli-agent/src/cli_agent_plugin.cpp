@@ -104,7 +104,7 @@ struct CliNodeSpec {
   int64_t timeout_ms = kDefaultTimeoutMs;
   std::optional<int64_t> stall_timeout_ms;
   std::vector<std::string> extra_args;
-  std::vector<std::string> env;  // "NAME=value"
+  std::vector<std::string> env;              // "NAME=value"
   std::optional<std::string> path_override;  // env: PATH, used to find the program
   std::optional<std::string> stdin_text;
   std::vector<std::string> writes;
@@ -119,8 +119,8 @@ Expected<int64_t> integerField(const llmkit::Json& node, const char* key, int64_
                                const std::string& who) {
   const auto& value = node.at(key);
   if (value.is_number_integer() ||
-      (value.is_number_float() && value.get<double>() == static_cast<double>(
-                                                             static_cast<int64_t>(value.get<double>())))) {
+      (value.is_number_float() &&
+       value.get<double>() == static_cast<double>(static_cast<int64_t>(value.get<double>())))) {
     const auto number = value.is_number_integer() ? value.get<int64_t>()
                                                   : static_cast<int64_t>(value.get<double>());
     if (number >= minimum) {
@@ -163,14 +163,14 @@ Expected<CliNodeSpec> readSpec(std::string_view config_json) {
   }
   const std::string who = spec.who();
   const llmkit::Json provider = node.value("provider", llmkit::Json());
-  const auto named = provider.is_string() ? providerNamed(provider.get<std::string>())
-                                          : std::optional<Provider>();
+  const auto named =
+      provider.is_string() ? providerNamed(provider.get<std::string>()) : std::optional<Provider>();
   if (!named) {
-    return fail(OE_INVALID_ARGUMENT, who +
-                                         ": provider must be one of claude-code, codex, gemini; "
-                                         "got " +
-                                         (provider.is_null() ? std::string("nothing")
-                                                             : provider.dump()));
+    return fail(OE_INVALID_ARGUMENT,
+                who +
+                    ": provider must be one of claude-code, codex, gemini; "
+                    "got " +
+                    (provider.is_null() ? std::string("nothing") : provider.dump()));
   }
   spec.provider = *named;
   const llmkit::Json prompt = node.value("prompt", llmkit::Json());
@@ -295,7 +295,8 @@ std::string retryHint(FailureKind kind) {
 
 // What the envelope says about a failure, for the node's error message.
 std::string envelopeDetail(const ResultEnvelope& envelope) {
-  std::string text = "the CLI reported: " + orNothing(utf8Prefix(envelope.result.value_or(""), 500));
+  std::string text =
+      "the CLI reported: " + orNothing(utf8Prefix(envelope.result.value_or(""), 500));
   if (envelope.api_error_status) {
     text += " (api_error_status " + std::to_string(*envelope.api_error_status) + ")";
   }
@@ -375,9 +376,9 @@ class CliAgentNode final : public sdk::Node {
   // Spawns the CLI and supervises it; a run that did not end on its own (timeout, stall,
   // cancel, overflow, not startable) is its failure. `on_line`: each stdout line, with stream.
   Expected<Outcome> runLive(const sdk::Call& call, prockit::CancelToken& token,
-                                   std::vector<std::string> argv, const std::string& input,
-                                   const std::function<void(const std::string&)>& on_line,
-                                   const std::string& last_activity) const;
+                            std::vector<std::string> argv, const std::string& input,
+                            const std::function<void(const std::string&)>& on_line,
+                            const std::string& last_activity) const;
 
   const oe_host_api& api_;
   const CliNodeSpec spec_;
@@ -388,9 +389,9 @@ Expected<std::string> CliAgentNode::renderPrompt(const sdk::Call& call) const {
   llmkit::LlmServices services;
   services.prompt = call.prompt();
   if (!services.prompt) {
-    return fail(OE_FAILED_PRECONDITION,
-                spec_.who() + " needs the host service " OE_EXT_PROMPT
-                              " (prompt rendering), which this host does not offer");
+    return fail(OE_FAILED_PRECONDITION, spec_.who() +
+                                            " needs the host service " OE_EXT_PROMPT
+                                            " (prompt rendering), which this host does not offer");
   }
   return llmkit::renderPrompt(services, spec_.prompt, spec_.who());
 }
@@ -414,8 +415,7 @@ class CliReplay {
   [[nodiscard]] Expected<std::optional<llmkit::Json>> begin(const std::string& request) const {
     sdk::HostBuffer recorded(api_, call_);
     sdk::HostBuffer error(api_, call_);
-    const oe_status status =
-        table_->begin(call_, sdk::toStr(request), recorded.out(), error.out());
+    const oe_status status = table_->begin(call_, sdk::toStr(request), recorded.out(), error.out());
     if (status != OE_OK) {
       return fail(status, error.filled() ? error.str()
                                          : OE_EXT_CLI_REPLAY " begin failed with status " +
@@ -501,10 +501,10 @@ Expected<std::string> CliAgentNode::run(const sdk::Call& call, prockit::CancelTo
                                   {"stdin", input}});
     auto begun = replay.begin(request);
     if (!begun) {
-      return fail(begun.failure().status, begun.failure().status == OE_CANCELLED
-                                              ? std::string("cancelled")
-                                              : spec_.whoWithProvider() + ": " +
-                                                    begun.failure().message);
+      return fail(begun.failure().status,
+                  begun.failure().status == OE_CANCELLED
+                      ? std::string("cancelled")
+                      : spec_.whoWithProvider() + ": " + begun.failure().message);
     }
     recorded = std::move(*begun);
   }
@@ -529,8 +529,7 @@ Expected<std::string> CliAgentNode::run(const sdk::Call& call, prockit::CancelTo
                                     "--llm-record");
     }
     outcome = std::move(*replayed);
-    activity(std::string("replaying ") + providerName(spec_.provider) +
-             " from the recording");
+    activity(std::string("replaying ") + providerName(spec_.provider) + " from the recording");
     if (spec_.stream) {
       LineSplitter lines(kMaxStreamLine);
       for (const std::string& line : lines.feed(outcome.stdout_text)) {
@@ -559,9 +558,8 @@ Expected<std::string> CliAgentNode::run(const sdk::Call& call, prockit::CancelTo
   if (has_usage) {
     usage["input_tokens"] = envelope->input_tokens;
     usage["output_tokens"] = envelope->output_tokens;
-    usage["model"] = envelope->model.empty()
-                         ? spec_.model.value_or(providerName(spec_.provider))
-                         : envelope->model;
+    usage["model"] = envelope->model.empty() ? spec_.model.value_or(providerName(spec_.provider))
+                                             : envelope->model;
     if (envelope->cost_usd) {
       usage["cost_usd"] = *envelope->cost_usd;
     }
@@ -589,8 +587,7 @@ Expected<std::string> CliAgentNode::run(const sdk::Call& call, prockit::CancelTo
   const std::string& stderr_head = outcome.stderr_head;
   if (outcome.signal) {
     return fail(OE_UNKNOWN, spec_.whoWithProvider() + " was killed by signal " +
-                                prockit::signalName(*outcome.signal) +
-                                ". stderr: " + stderr_head);
+                                prockit::signalName(*outcome.signal) + ". stderr: " + stderr_head);
   }
   const int exit_code = outcome.exit_code.value_or(-1);
   const ResultEnvelope* seen = envelope ? &*envelope : nullptr;
@@ -607,13 +604,14 @@ Expected<std::string> CliAgentNode::run(const sdk::Call& call, prockit::CancelTo
   if (seen != nullptr && seen->is_error) {
     const FailureKind kind =
         classifyFailure(exit_code, outcome.stdout_text, outcome.stderr_tail, seen);
-    return fail(statusOf(kind), spec_.whoWithProvider() + " failed (is_error: true, exit code 0); " +
+    return fail(statusOf(kind), spec_.whoWithProvider() +
+                                    " failed (is_error: true, exit code 0); " +
                                     envelopeDetail(*seen) + retryHint(kind));
   }
   if (spec_.stream && (!envelope || !envelope->result)) {
     return fail(OE_UNKNOWN, spec_.whoWithProvider() + " ended without a result event in its " +
-                                streamFormatName(spec_.provider) + " output. stderr: " +
-                                stderr_head);
+                                streamFormatName(spec_.provider) +
+                                " output. stderr: " + stderr_head);
   }
 
   activity(spec_.json ? "parsing JSON output" : "parsing text output");
@@ -642,8 +640,8 @@ Expected<Outcome> CliAgentNode::runLive(const sdk::Call& call, prockit::CancelTo
   std::error_code ec;
   if (!std::filesystem::is_directory(spec_.workdir, ec)) {
     return fail(OE_NOT_FOUND, spec_.whoWithProvider() + ": workdir " + spec_.workdir +
-                                  " is not a directory (declared as \"" +
-                                  spec_.workdir_declared + "\"); create it or fix workdir:");
+                                  " is not a directory (declared as \"" + spec_.workdir_declared +
+                                  "\"); create it or fix workdir:");
   }
   const char* program = programOf(spec_.provider);
   const auto path =
@@ -685,15 +683,14 @@ Expected<Outcome> CliAgentNode::runLive(const sdk::Call& call, prockit::CancelTo
   // run at once across the run; the slot is held until the process group is gone.
   auto slot = sdk::draft::acquireLimit(api_, call.context(), providerName(spec_.provider));
   if (!slot && slot.failure().status != OE_UNIMPLEMENTED) {
-    return fail(slot.failure().status, slot.failure().status == OE_CANCELLED
-                                           ? std::string("cancelled")
-                                           : spec_.whoWithProvider() + ": " +
-                                                 slot.failure().message);
+    return fail(slot.failure().status,
+                slot.failure().status == OE_CANCELLED
+                    ? std::string("cancelled")
+                    : spec_.whoWithProvider() + ": " + slot.failure().message);
   }
   call.emitEvent("node.activity",
                  dumped(llmkit::Json{{"activity", std::string("spawning ") +
-                                                      providerName(spec_.provider) +
-                                                      " (timeout " +
+                                                      providerName(spec_.provider) + " (timeout " +
                                                       std::to_string(spec_.timeout_ms) + "ms)"}}));
   auto ran = prockit::supervise(std::move(request), options, token);
   if (slot) {
@@ -713,16 +710,16 @@ Expected<Outcome> CliAgentNode::runLive(const sdk::Call& call, prockit::CancelTo
       return fail(OE_CANCELLED, "cancelled");
     case prockit::Ending::kTimedOut:
       return fail(OE_DEADLINE_EXCEEDED, spec_.who() + " timed out after " +
-                                            std::to_string(spec_.timeout_ms) + "ms (provider=" +
-                                            providerName(spec_.provider) + ")");
+                                            std::to_string(spec_.timeout_ms) +
+                                            "ms (provider=" + providerName(spec_.provider) + ")");
     case prockit::Ending::kStalled:
-      return fail(OE_DEADLINE_EXCEEDED,
-                  spec_.whoWithProvider() + " stalled: no output for " +
-                      std::to_string(*spec_.stall_timeout_ms) +
-                      "ms (stall_timeout_ms), so its process group was killed" +
-                      (last_activity.empty() ? std::string()
-                                             : "; last activity: " + last_activity) +
-                      ". stderr: " + ran->stderr_head);
+      return fail(
+          OE_DEADLINE_EXCEEDED,
+          spec_.whoWithProvider() + " stalled: no output for " +
+              std::to_string(*spec_.stall_timeout_ms) +
+              "ms (stall_timeout_ms), so its process group was killed" +
+              (last_activity.empty() ? std::string() : "; last activity: " + last_activity) +
+              ". stderr: " + ran->stderr_head);
     case prockit::Ending::kOverflow:
       return fail(OE_RESOURCE_EXHAUSTED,
                   spec_.whoWithProvider() + " printed more than " +
@@ -769,9 +766,7 @@ constexpr sdk::KindSpec<CliAgentPlugin> kKinds[] = {
 };
 }  // namespace
 
-constexpr std::span<const sdk::KindSpec<CliAgentPlugin>> CliAgentPlugin::kinds() {
-  return kKinds;
-}
+constexpr std::span<const sdk::KindSpec<CliAgentPlugin>> CliAgentPlugin::kinds() { return kKinds; }
 
 }  // namespace oe::cliagent
 

@@ -54,7 +54,8 @@ std::string joined(const std::vector<std::string>& items, std::string_view separ
 
 std::string oneLine(std::string_view text) {
   std::string out = utf8Prefix(trim(text), kActivityText);
-  std::replace_if(out.begin(), out.end(), [](char c) { return c == '\n' || c == '\r'; }, ' ');
+  std::replace_if(
+      out.begin(), out.end(), [](char c) { return c == '\n' || c == '\r'; }, ' ');
   if (out.size() < trim(text).size()) {
     out += "...";
   }
@@ -66,8 +67,8 @@ std::string toolDetail(const Json& input) {
   if (!input.is_object()) {
     return {};
   }
-  for (const char* key : {"command", "file_path", "path", "pattern", "url", "query",
-                          "description"}) {
+  for (const char* key :
+       {"command", "file_path", "path", "pattern", "url", "query", "description"}) {
     if (auto it = input.find(key); it != input.end() && it->is_string()) {
       return oneLine(it->get_ref<const std::string&>());
     }
@@ -179,17 +180,17 @@ Expected<Json> parseOutput(std::string_view stdout_text, const OutputSpec& spec)
     const std::vector<std::string> problems = spec.schema->check(nlohmann::json(parsed));
     if (!problems.empty()) {
       return fail(OE_INVALID_ARGUMENT,
-                  "cli-agent" + tag + ": parsed JSON output failed schema validation: " +
-                      joined(problems, ", ") +
+                  "cli-agent" + tag +
+                      ": parsed JSON output failed schema validation: " + joined(problems, ", ") +
                       ". Check the `schema:` field on the node in experience.yaml and ensure the "
                       "prompt instructs the model to produce JSON that matches that schema.");
     }
   }
   if (!parsed.is_object()) {
-    return fail(OE_INVALID_ARGUMENT, "cli-agent" + tag + ": JSON output must be a plain object (got " +
-                                         typeOf(parsed) +
-                                         "); the dispatcher needs key-value pairs to map into "
-                                         "state_delta.");
+    return fail(OE_INVALID_ARGUMENT,
+                "cli-agent" + tag + ": JSON output must be a plain object (got " + typeOf(parsed) +
+                    "); the dispatcher needs key-value pairs to map into "
+                    "state_delta.");
   }
   return parsed;
 }
@@ -402,9 +403,8 @@ GeminiEvent parseGeminiLine(std::string_view line) {
   const std::string type = stringAt(value, "type");
   if (type == "init") {
     event.model = stringAt(value, "model");
-    event.activities.push_back(event.model.empty()
-                                   ? std::string("session started")
-                                   : "session started (model " + event.model + ")");
+    event.activities.push_back(event.model.empty() ? std::string("session started")
+                                                   : "session started (model " + event.model + ")");
   } else if (type == "message") {
     if (stringAt(value, "role") == "assistant") {
       if (auto content = value.find("content"); content != value.end() && content->is_string()) {

@@ -30,8 +30,8 @@ std::string extractJsonCandidate(std::string_view raw);
 
 // How the node maps the CLI's answer into its state delta.
 struct OutputSpec {
-  bool json = false;                            // output_format: json
-  std::vector<std::string> writes;              // the node's writes
+  bool json = false;                             // output_format: json
+  std::vector<std::string> writes;               // the node's writes
   const llmkit::OutputSchema* schema = nullptr;  // the node's schema, when it has one
   std::string node_id;
 };
@@ -74,10 +74,10 @@ StreamEvent parseStreamLine(std::string_view line);
 // web_search, todo_list or error items, turn.completed with usage, turn.failed, error).
 struct CodexEvent {
   std::vector<std::string> activities;
-  std::string item_id;                  // the item an item.* event is about, when it has an id
-  std::optional<std::string> message;   // a completed agent_message's text
-  bool turn_completed = false;          // turn.completed: `usage` holds its usage
-  std::optional<std::string> failed;    // turn.failed: its error message
+  std::string item_id;                 // the item an item.* event is about, when it has an id
+  std::optional<std::string> message;  // a completed agent_message's text
+  bool turn_completed = false;         // turn.completed: `usage` holds its usage
+  std::optional<std::string> failed;   // turn.failed: its error message
   int64_t input_tokens = 0;
   int64_t output_tokens = 0;
 };

@@ -55,8 +55,8 @@ TEST(ParseOutput, NotJsonSaysSoWithTheStartOfStdout) {
 }
 
 TEST(ParseOutput, SchemaFailureAndNonObjects) {
-  auto schema = llmkit::OutputSchema::compile(nlohmann::json::parse(
-      R"({"type":"object","properties":{"n":{"type":"number"}}})"));
+  auto schema = llmkit::OutputSchema::compile(
+      nlohmann::json::parse(R"({"type":"object","properties":{"n":{"type":"number"}}})"));
   ASSERT_TRUE(schema.ok());
   const std::string message = parseError(R"({"n":"oops"})", schema->get());
   EXPECT_NE(message.find("cli-agent for node \"n\": parsed JSON output failed schema validation: "
@@ -209,8 +209,8 @@ TEST(GeminiStream, ChunksToolsAndStats) {
        R"("input_tokens":300,"output_tokens":40,"cached":0,"tool_calls":1}})"});
   EXPECT_EQ(activities,
             (std::vector<std::string>{"session started (model gem-2)", "message: Let me look.",
-                                      "tool: run_shell_command ls -la",
-                                      "warning: Loop detected", "message: All good."}));
+                                      "tool: run_shell_command ls -la", "warning: Loop detected",
+                                      "message: All good."}));
   const auto result = reader.result();
   ASSERT_TRUE(result);
   EXPECT_FALSE(result->is_error);
@@ -239,8 +239,8 @@ TEST(GeminiStream, AnErrorResultAndNoResult) {
 TEST(LineSplitter, LinesSurviveAnyChunking) {
   LineSplitter splitter(1024);
   EXPECT_TRUE(splitter.feed("{\"a\"").empty());
-  EXPECT_EQ(splitter.feed(":1}\r\n{\"b\":2}\n{\"c\""), (std::vector<std::string>{
-                                                          "{\"a\":1}", "{\"b\":2}"}));
+  EXPECT_EQ(splitter.feed(":1}\r\n{\"b\":2}\n{\"c\""),
+            (std::vector<std::string>{"{\"a\":1}", "{\"b\":2}"}));
   EXPECT_EQ(splitter.finish(), "{\"c\"");
   EXPECT_FALSE(splitter.finish());
 }
@@ -281,17 +281,16 @@ TEST(Command, UpstreamCommandLines) {
   EXPECT_EQ(buildArgv(spec), (std::vector<std::string>{"codex", "exec", "--skip-git-repo-check",
                                                        "--model", "m", "--x", "P"}));
   spec.provider = Provider::kGemini;
-  EXPECT_EQ(buildArgv(spec), (std::vector<std::string>{"gemini", "--yolo", "--prompt", "P",
-                                                       "--model", "m", "--x"}));
+  EXPECT_EQ(buildArgv(spec),
+            (std::vector<std::string>{"gemini", "--yolo", "--prompt", "P", "--model", "m", "--x"}));
   // stream: each CLI's JSON events, the rest of upstream's command line unchanged.
   spec.stream = true;
   EXPECT_EQ(buildArgv(spec),
             (std::vector<std::string>{"gemini", "--yolo", "--output-format", "stream-json",
                                       "--prompt", "P", "--model", "m", "--x"}));
   spec.provider = Provider::kCodex;
-  EXPECT_EQ(buildArgv(spec),
-            (std::vector<std::string>{"codex", "exec", "--skip-git-repo-check", "--json",
-                                      "--model", "m", "--x", "P"}));
+  EXPECT_EQ(buildArgv(spec), (std::vector<std::string>{"codex", "exec", "--skip-git-repo-check",
+                                                       "--json", "--model", "m", "--x", "P"}));
   spec.provider = Provider::kClaudeCode;
   EXPECT_EQ(buildArgv(spec),
             (std::vector<std::string>{"claude", "-p", "P", "--output-format", "stream-json",
@@ -299,8 +298,7 @@ TEST(Command, UpstreamCommandLines) {
   spec.stream = false;
   spec.provider = Provider::kGemini;
   spec.prompt_on_stdin = true;
-  EXPECT_EQ(buildArgv(spec),
-            (std::vector<std::string>{"gemini", "--yolo", "--model", "m", "--x"}));
+  EXPECT_EQ(buildArgv(spec), (std::vector<std::string>{"gemini", "--yolo", "--model", "m", "--x"}));
   spec.provider = Provider::kCodex;
   EXPECT_EQ(buildArgv(spec).back(), "-");
 }

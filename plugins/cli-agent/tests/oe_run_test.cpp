@@ -239,7 +239,7 @@ graph:
                              "runs the program `claude`, which is not on PATH",
                              "Install it, or put the directory that holds it on PATH"}) {
       EXPECT_NE(result.err.find(part), std::string::npos) << when << ": " << part << "\n"
-                                                           << result.err;
+                                                          << result.err;
     }
   };
 
@@ -360,7 +360,8 @@ TEST_F(OeRunTest, ARecordedRunReplaysWithoutTheClis) {
   EXPECT_FALSE(std::filesystem::exists(copy.path() / "record.jsonl")) << "no CLI ran";
 
   const auto story = [&](const std::filesystem::path& dir, const Json& run) {
-    const auto log = dir / ".openexpertise" / "runs" / (run["run_id"].get<std::string>() + ".jsonl");
+    const auto log =
+        dir / ".openexpertise" / "runs" / (run["run_id"].get<std::string>() + ".jsonl");
     return nodeStory(lines(log));
   };
   const std::vector<std::string> live_story = story(dir_.path(), live);
@@ -469,8 +470,7 @@ runtime:
 
   oe::test::TempDir copy;
   copy.write("experience.yaml", yaml);
-  check(oeRunIn(copy.path(), {"--llm-replay", recording.string()}, "/nonexistent-bin"),
-        "replay");
+  check(oeRunIn(copy.path(), {"--llm-replay", recording.string()}, "/nonexistent-bin"), "replay");
 }
 
 }  // namespace

@@ -49,9 +49,7 @@ spec::KindCatalog kindCatalog(const plugins::PluginRegistry& registry) {
   return catalog;
 }
 
-namespace {
-
-}  // namespace
+namespace {}  // namespace
 
 void printDiagnostics(const std::vector<Diagnostic>& diagnostics) {
   for (const auto& d : diagnostics) {
@@ -60,9 +58,9 @@ void printDiagnostics(const std::vector<Diagnostic>& diagnostics) {
 }
 
 void printErrorCount(const std::vector<Diagnostic>& diagnostics, const spec::Experience* model) {
-  const auto errors = std::count_if(diagnostics.begin(), diagnostics.end(), [](const Diagnostic& d) {
-    return d.severity == Severity::kError;
-  });
+  const auto errors =
+      std::count_if(diagnostics.begin(), diagnostics.end(),
+                    [](const Diagnostic& d) { return d.severity == Severity::kError; });
   std::cerr << "oe: " << errors << (errors == 1 ? " error" : " errors");
   if (model != nullptr) {
     std::cerr << " in " << model->file.string();
@@ -88,8 +86,8 @@ void dropLoadOnlyParts(spec::Experience& experience) {
   spec::compactNodes(experience);
   experience.marks.clear();
   experience.key_marks.clear();
-  if (auto graph = experience.raw.find("graph"); graph != experience.raw.end() &&
-                                                 graph->is_object()) {
+  if (auto graph = experience.raw.find("graph");
+      graph != experience.raw.end() && graph->is_object()) {
     graph->erase("nodes");
     graph->erase("edges");
   }

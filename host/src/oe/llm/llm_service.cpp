@@ -157,7 +157,8 @@ Answer LlmService::complete(const Site& site, std::string_view request_json) {
                   nodeTag(site) + "no recorded LLM response for this request (key " +
                       key.substr(0, 12) + ") in " + replayer_->path().string() +
                       "; the prompt, model, schema or inputs changed since it was recorded: "
-                      "re-record with --llm-record " + replayer_->path().string());
+                      "re-record with --llm-record " +
+                      replayer_->path().string());
     }
     const std::string model = found->response.value("model", request.value("model", ""));
     Usage used = Usage::fromJson(found->response.value("usage", Json::object()));
@@ -294,8 +295,8 @@ Answer LlmService::beginCli(const Site& site, std::string_view request_json) {
                 nodeTag(site) + "no recorded " + provider + " run for this command (key " +
                     key.substr(0, 12) + ") in " + file +
                     "; the prompt, model, extra_args, workdir, env or inputs changed since it "
-                    "was recorded: re-record with `oe run <experience> --llm-record " + file +
-                    "` with the " + provider + " CLI on PATH");
+                    "was recorded: re-record with `oe run <experience> --llm-record " +
+                    file + "` with the " + provider + " CLI on PATH");
   }
   // Its usage is accounted when the plugin hands the outcome back (finishCli), at the same point
   // of the node's events as in the recorded run.
@@ -361,15 +362,13 @@ void LlmService::accountCli(const Site& site, std::string_view provider, const J
     if (priced) {
       fields["cost_usd"] = used.cost_usd;
     }
-    emitOrWarn(*site.ctx, "node.tokens", fields.dump(-1, ' ', false, Json::error_handler_t::replace),
-               site);
+    emitOrWarn(*site.ctx, "node.tokens",
+               fields.dump(-1, ' ', false, Json::error_handler_t::replace), site);
   }
 }
 
-std::optional<RateLimiter::Ticket> LlmService::waitForRoom(const Site& site,
-                                                           std::string_view name,
-                                                           std::string_view model,
-                                                           int64_t tokens) {
+std::optional<RateLimiter::Ticket> LlmService::waitForRoom(const Site& site, std::string_view name,
+                                                           std::string_view model, int64_t tokens) {
   if (!limiter_.limits(name, model)) {
     return RateLimiter::Ticket{};
   }

@@ -64,8 +64,7 @@ class LlmService {
   // otherwise OE_OK with an empty body (run it live). Then finishCli with the outcome.
   Answer beginCli(const Site& site, std::string_view request_json);
   // After a live or replayed run: accounts the outcome's usage; records it under --llm-record.
-  Answer finishCli(const Site& site, std::string_view request_json,
-                   std::string_view outcome_json);
+  Answer finishCli(const Site& site, std::string_view request_json, std::string_view outcome_json);
 
   // [thread-safe, blocking] A share of every runtime.limits entry that applies to (name, model),
   // as complete() takes one before each call: waits on the calling thread, the first wait emits
@@ -77,7 +76,7 @@ class LlmService {
   // Gives back what waitForRoom granted; `actual_tokens` replaces the estimate.
   void giveBack(const RateLimiter::Ticket& ticket, int64_t actual_tokens);
 
-  [[nodiscard]] Usage runUsage() const;  // this run's calls
+  [[nodiscard]] Usage runUsage() const;                               // this run's calls
   [[nodiscard]] Usage totalUsage() const { return ledger_.spent(); }  // prior + this run
   [[nodiscard]] const Settings& settings() const { return settings_; }
 

@@ -26,8 +26,8 @@ Result<std::unique_ptr<Recorder>> Recorder::open(const std::filesystem::path& pa
   }
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd < 0) {
-    return makeError("--llm-record " + path.string() + ": cannot open for writing: " +
-                     std::strerror(errno));
+    return makeError("--llm-record " + path.string() +
+                     ": cannot open for writing: " + std::strerror(errno));
   }
   return std::unique_ptr<Recorder>(new Recorder(fd, path));
 }
@@ -70,8 +70,8 @@ Result<void> Recorder::writeLine(const Json& line) {
       if (errno == EINTR) {
         continue;
       }
-      return makeError("--llm-record " + path_.string() + ": write failed: " +
-                       std::strerror(errno));
+      return makeError("--llm-record " + path_.string() +
+                       ": write failed: " + std::strerror(errno));
     }
     data += n;
     left -= static_cast<size_t>(n);

@@ -39,8 +39,8 @@ class Recorder {
   Recorder& operator=(const Recorder&) = delete;
 
   // One line {"key", "node_id", "provider", "model", "request", "response"}; thread-safe.
-  Result<void> append(const std::string& key, std::string_view node_id,
-                      std::string_view provider, const Json& request, const Json& response);
+  Result<void> append(const std::string& key, std::string_view node_id, std::string_view provider,
+                      const Json& request, const Json& response);
   // One line {"type": "cli", "key", "node_id", "provider", "request", "response": outcome}. The
   // outcome goes under "response" so that an oe which knows only LLM lines still loads the file.
   Result<void> appendCli(const std::string& key, std::string_view node_id,

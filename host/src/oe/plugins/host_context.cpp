@@ -78,9 +78,7 @@ oe_status OE_ABI apiStateGet(oe_host_ctx* ctx, oe_str field, oe_host_buf* out) {
   }
 }
 
-bool OE_ABI apiIsCancelled(oe_host_ctx* ctx) {
-  return ctx != nullptr && ctx->isCancelled();
-}
+bool OE_ABI apiIsCancelled(oe_host_ctx* ctx) { return ctx != nullptr && ctx->isCancelled(); }
 
 oe_status OE_ABI llmComplete(oe_host_ctx* ctx, oe_str request_json, oe_host_buf* out_response,
                              oe_host_buf* out_error) {
@@ -191,8 +189,7 @@ oe_status OE_ABI cliReplayFinish(oe_host_ctx* ctx, oe_str request_json, oe_str o
   }
   try {
     std::string message;
-    const oe_status status =
-        ctx->cliReplayFinish(view(request_json), view(outcome_json), message);
+    const oe_status status = ctx->cliReplayFinish(view(request_json), view(outcome_json), message);
     if (status != OE_OK) {
       giveBuffer(std::move(message), out_error);
     }
@@ -238,9 +235,9 @@ const void* OE_ABI apiGetExtension(oe_host_ctx* ctx, const char* id) {
   }
 }
 
-constexpr oe_host_api kHostApi{sizeof(oe_host_api), OE_ABI_VERSION, &apiLog,         &apiWrite,
-                               &apiRelease,         &apiEmitEvent,   &apiStateGet,    &apiIsCancelled,
-                               &apiGetExtension};
+constexpr oe_host_api kHostApi{sizeof(oe_host_api), OE_ABI_VERSION,  &apiLog,
+                               &apiWrite,           &apiRelease,     &apiEmitEvent,
+                               &apiStateGet,        &apiIsCancelled, &apiGetExtension};
 
 }  // namespace
 

@@ -67,8 +67,8 @@ struct NodeRuntime {
   std::unique_ptr<std::string> raw_dump;
   std::vector<uint32_t> file_ids;  // the files the node names (D4), in the run's FileTable
   bool files_known = false;
-  Json edge_inputs;  // null until a predecessor hands something over (no allocation per node)
-  bool main = true;  // false for pipeline stages and loop bodies (they run after the main pass)
+  Json edge_inputs;      // null until a predecessor hands something over (no allocation per node)
+  bool main = true;      // false for pipeline stages and loop bodies (they run after the main pass)
   bool selected = true;  // false: outside --from/--only, reused from the cache, never executed
   uint32_t unmet = 0;
   Outcome outcome = Outcome::kPending;
@@ -76,7 +76,7 @@ struct NodeRuntime {
   std::vector<oe_node*> instances;
   std::vector<oe_node*> idle;
   std::unique_ptr<NodeContext> context;  // made with the first instance
-  std::unique_ptr<ForEachRun> each;  // only while a for_each node runs its items
+  std::unique_ptr<ForEachRun> each;      // only while a for_each node runs its items
 };
 
 class Run {

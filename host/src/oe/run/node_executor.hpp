@@ -30,9 +30,9 @@ class LimitSlot;
 struct Call final : oe_host_ctx {
   Run* run = nullptr;
   NodeRuntime* node = nullptr;
-  Json extra_args;    // $item/$index/$pipeline/$iter/$loop
-  Json edge_inputs;   // what predecessors (or the previous pipeline stage) handed over
-  Json state_view;    // the node's `reads`, frozen at dispatch
+  Json extra_args;   // $item/$index/$pipeline/$iter/$loop
+  Json edge_inputs;  // what predecessors (or the previous pipeline stage) handed over
+  Json state_view;   // the node's `reads`, frozen at dispatch
   Json args;
   std::string args_json;   // canonical dumps of args, state_view and edge_inputs (cache key
   std::string state_json;  // and request share them)

@@ -43,8 +43,9 @@ typedef struct oe_cli_replay_api {
    * stall or cancel, which a replay could not reproduce), or a replayed one, at the point of the
    * node's events where the run's usage became known. Accounts the outcome's usage (a
    * node.tokens event, the run's budget and totals), so a replay counts exactly as the recorded
-   * run did, and, under --llm-record, appends the exchange to the recording. OE_INVALID_ARGUMENT for JSON that is not an object, with
-   * out_error filled (HOST-owned, released with host->release). */
+   * run did, and, under --llm-record, appends the exchange to the recording. OE_INVALID_ARGUMENT
+   * for JSON that is not an object, with out_error filled (HOST-owned, released with
+   * host->release). */
   oe_status(OE_ABI* finish)(oe_host_ctx* call, oe_str request_json, oe_str outcome_json,
                             oe_host_buf* out_error);
   /* Append new members here only. */
