@@ -501,10 +501,7 @@ Expected<std::string> CliAgentNode::run(const sdk::Call& call, prockit::CancelTo
                                   {"stdin", input}});
     auto begun = replay.begin(request);
     if (!begun) {
-      return fail(begun.failure().status,
-                  begun.failure().status == OE_CANCELLED
-                      ? std::string("cancelled")
-                      : spec_.whoWithProvider() + ": " + begun.failure().message);
+      return std::move(begun).failure();  // the host's message names the node and provider
     }
     recorded = std::move(*begun);
   }
@@ -571,7 +568,7 @@ Expected<std::string> CliAgentNode::run(const sdk::Call& call, prockit::CancelTo
       done["usage"] = usage;
     }
     if (auto failed = replay.finish(request, dumped(done))) {
-      return fail(failed->status, spec_.whoWithProvider() + ": " + failed->message);
+      return fail(failed->status, std::move(failed->message));
     }
   } else if (has_usage) {
     llmkit::Json tokens{{"input_tokens", usage["input_tokens"]},

@@ -95,7 +95,7 @@ TEST(LlmServiceCli, ALiveRunIsAccountedAndRecordedThenReplayed) {
   other["argv"][2] = "hello";
   const Answer missing = replay->beginCli(site, other.dump());
   EXPECT_EQ(missing.status, OE_FAILED_PRECONDITION);
-  for (const std::string part :
+  for (const std::string& part :
        {std::string("node \"review\": no recorded claude-code run for this command"), file.string(),
         "re-record with `oe run <experience> --llm-record " + file.string()}) {
     EXPECT_NE(missing.body.find(part), std::string::npos) << part << "\n" << missing.body;
