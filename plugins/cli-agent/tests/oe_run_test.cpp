@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -260,9 +261,10 @@ graph:
 
 // What a run's log says the nodes did, without what differs from one run to the next (times,
 // the run id) or between a live run and its replay (the live run spawns a CLI, the replay says
-// it replays one): node.activity, node.tokens and node.finished in order, per node.
-std::vector<std::string> nodeStory(const std::vector<Json>& events) {
-  std::vector<std::string> out;
+// it replays one): node.activity, node.tokens, state.write and node.finished in order, per node
+// (nodes that run at once interleave their events differently from one run to the next).
+std::map<std::string, std::vector<std::string>> nodeStory(const std::vector<Json>& events) {
+  std::map<std::string, std::vector<std::string>> out;
   for (const Json& event : events) {
     const std::string type = event.value("type", "");
     const std::string node = event.value("node_id", "");
@@ -271,19 +273,19 @@ std::vector<std::string> nodeStory(const std::vector<Json>& events) {
       if (activity.starts_with("spawning ") || activity.starts_with("replaying ")) {
         activity = "<start>";
       }
-      out.push_back(node + " activity " + activity);
+      out[node].push_back("activity " + activity);
     } else if (type == "node.tokens") {
       Json fields = event;
       for (const char* key : {"ts", "run_id", "type", "node_id"}) {
         fields.erase(key);
       }
-      out.push_back(node + " tokens " + fields.dump());
+      out[node].push_back("tokens " + fields.dump());
     } else if (type == "node.finished" || type == "node.failed" || type == "state.write") {
       Json fields = event;
       for (const char* key : {"ts", "run_id", "duration_ms", "type", "node_id"}) {
         fields.erase(key);
       }
-      out.push_back(node + " " + type + " " + fields.dump());
+      out[node].push_back(type + " " + fields.dump());
     }
   }
   return out;
@@ -364,13 +366,15 @@ TEST_F(OeRunTest, ARecordedRunReplaysWithoutTheClis) {
         dir / ".openexpertise" / "runs" / (run["run_id"].get<std::string>() + ".jsonl");
     return nodeStory(lines(log));
   };
-  const std::vector<std::string> live_story = story(dir_.path(), live);
+  auto live_story = story(dir_.path(), live);
   EXPECT_EQ(story(copy.path(), again), live_story);
-  const auto has = [&](const std::string& line) {
-    return std::find(live_story.begin(), live_story.end(), line) != live_story.end();
+  const auto has = [&](const std::string& node, const std::string& line) {
+    const auto& lines = live_story[node];
+    return std::find(lines.begin(), lines.end(), line) != lines.end();
   };
-  EXPECT_TRUE(has("summarize activity tool: Bash ls -la")) << "claude's stream, replayed";
-  EXPECT_TRUE(has("gist activity tool: shell bash -lc ls")) << "codex's --json, replayed";
+  EXPECT_TRUE(has("summarize", "activity tool: Bash ls -la")) << "claude's stream, replayed";
+  EXPECT_TRUE(has("gist", "activity tool: shell bash -lc ls")) << "codex's --json, replayed";
+  EXPECT_EQ(live_story.size(), 3U);
   size_t replaying = 0;
   for (const Json& event : eventsIn(copy.path(), again, "node.activity")) {
     replaying += event["activity"].get<std::string>().starts_with("replaying ") ? 1 : 0;
