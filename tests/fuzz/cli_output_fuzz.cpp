@@ -1,6 +1,7 @@
 // libFuzzer target: what a coding CLI prints, read as the cli-agent plugin reads it: upstream's
-// JSON candidate extraction and parseOutput, Claude's result envelope and stream-json lines, the
-// line splitter under any chunking, the failure classifier and the UTF-8-safe cut.
+// JSON candidate extraction and parseOutput, Claude's result envelope and stream-json lines,
+// Codex's --json and Gemini's stream-json lines and the readers that build an answer from them,
+// the line splitter under any chunking, the failure classifier and the UTF-8-safe cut.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -52,8 +53,23 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   require(all == chunked, "lines depend on chunking", input);
   require(whole.finish() == pieces.finish(), "last line depends on chunking", input);
   require(whole.dropped() == pieces.dropped(), "drops depend on chunking", input);
+  ca::StreamReader readers[] = {ca::StreamReader(ca::StreamFormat::kClaude),
+                                ca::StreamReader(ca::StreamFormat::kCodex),
+                                ca::StreamReader(ca::StreamFormat::kGemini)};
   for (const std::string& line : all) {
     (void)ca::parseStreamLine(line);
+    (void)ca::parseCodexLine(line);
+    (void)ca::parseGeminiLine(line);
+    for (ca::StreamReader& reader : readers) {
+      for (const std::string& activity : reader.line(line)) {
+        require(!activity.empty(), "an empty activity", input);
+      }
+    }
+  }
+  for (const ca::StreamReader& reader : readers) {
+    if (auto result = reader.result()) {
+      require(!result->is_error || result->result.has_value(), "a failure without a reason", input);
+    }
   }
 
   const size_t cut = size == 0 ? 0 : data[size - 1] % (size + 1);

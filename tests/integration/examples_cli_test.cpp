@@ -1,10 +1,11 @@
-// The cli-agent examples run offline (their scripted stand-in CLIs first on PATH, their LLM
-// recording when they have agents) and end in the state upstream's e2e tests assert for the
-// examples of the same name (reference §11.1).
+// The cli-agent examples end in the state upstream's e2e tests assert for the examples of the
+// same name (reference §11.1): live, with their scripted stand-in CLIs first on PATH and their
+// agents answered over HTTP, and offline, from their shipped recording alone (no CLI, no key).
 #include <algorithm>
 #include <cstdlib>
 
 #include "oe_fixture.hpp"
+#include "support/fake_llm_server.hpp"
 
 namespace oe::test {
 namespace {
@@ -16,37 +17,113 @@ struct CliCall {
   std::string prompt;
 };
 
+// examples/scripted_llm.py's answers over HTTP: the first entry whose `match` is in the last
+// user message answers, as text or as a structured_output tool call, with its usage.
+FakeResponse scriptedAnswer(const json& answers, const RecordedRequest& request) {
+  const json body = request.json();
+  std::string prompt;
+  for (const json& message : body.value("messages", json::array())) {
+    if (message.value("role", "") == "user" && message["content"].is_string()) {
+      prompt = message["content"].get<std::string>();
+    }
+  }
+  for (const json& answer : answers) {
+    if (prompt.find(answer["match"].get<std::string>()) == std::string::npos) {
+      continue;
+    }
+    json message = {{"role", "assistant"}};
+    std::string finish = "stop";
+    std::string out;
+    if (answer.contains("tool")) {
+      out = answer["tool"]["input"].dump();
+      message["content"] = nullptr;
+      message["tool_calls"] = {
+          {{"id", "call_1"},
+           {"type", "function"},
+           {"function", {{"name", answer["tool"]["name"]}, {"arguments", out}}}}};
+      finish = "tool_calls";
+    } else {
+      out = answer["text"].get<std::string>();
+      message["content"] = out;
+    }
+    return FakeLlmServer::json(
+        200, {{"id", "chatcmpl-scripted"},
+              {"object", "chat.completion"},
+              {"model", body.value("model", "")},
+              {"choices", {{{"index", 0}, {"message", message}, {"finish_reason", finish}}}},
+              {"usage",
+               {{"prompt_tokens", std::max<size_t>(1, prompt.size() / 4)},
+                {"completion_tokens", std::max<size_t>(1, out.size() / 4)}}}});
+  }
+  return FakeLlmServer::json(400, {{"error", {{"message", "no scripted answer for: " + prompt}}}});
+}
+
 class ExamplesCliTest : public OeTest {
  protected:
-  // Copies examples/<name> into the temp dir (the fake-cli symlinks become copies of the
-  // stand-in script, which finds its answers next to its own folder) and runs it with that
-  // fake-cli/ first on PATH, no provider configured and, when the example ships one, its LLM
-  // recording.
+  // Runs examples/<name> twice, each time in a copy of its own (the fake-cli symlinks become
+  // copies of the stand-in script, which finds its answers next to its own folder):
+  //  - live: its stand-in CLIs first on PATH, logging each run, and its agents answered over
+  //    HTTP from its scripted-answers.json, as examples/record.sh made the recording;
+  //  - offline: from its shipped llm-recording.jsonl alone (--llm-replay), with no stand-in on
+  //    PATH and no provider: it must end in the same state, and no CLI may run.
+  // Returns the live run's summary.
   json run(const std::string& name, int* exit_code) {
     const auto source = std::filesystem::path(OE_SOURCE_DIR) / "examples" / name;
-    for (const auto& entry : std::filesystem::directory_iterator(source)) {
-      if (entry.path().filename() != ".openexpertise") {
-        std::filesystem::copy(entry.path(), dir_.path() / entry.path().filename(),
-                              std::filesystem::copy_options::recursive);
+    const auto live = dir_.path() / "live";
+    const auto offline = dir_.path() / "offline";
+    for (const auto& copy : {live, offline}) {
+      std::filesystem::create_directories(copy);
+      for (const auto& entry : std::filesystem::directory_iterator(source)) {
+        if (entry.path().filename() != ".openexpertise") {
+          std::filesystem::copy(entry.path(), copy / entry.path().filename(),
+                                std::filesystem::copy_options::recursive);
+        }
       }
     }
-    std::vector<std::string> args = {"run", dir_.path().string(), "--json"};
-    if (std::filesystem::exists(dir_.path() / "llm-recording.jsonl")) {
-      args.insert(args.end(), {"--llm-replay", (dir_.path() / "llm-recording.jsonl").string()});
-    }
     const char* path = std::getenv("PATH");  // NOLINT(concurrency-mt-unsafe): read only
-    auto r = oe(args, {{"PATH", (dir_.path() / "fake-cli").string() + ":" +
-                                    (path != nullptr ? path : "/usr/bin:/bin")},
-                       {"OE_SCRIPTED_CLI_LOG", (dir_.path() / "cli-calls.jsonl").string()},
-                       {"OE_SCRIPTED_CLI_ANSWERS", ""},
-                       {"OPENAI_API_KEY", ""},
-                       {"ANTHROPIC_API_KEY", ""},
-                       {"OPENAI_BASE_URL", ""},
-                       {"ANTHROPIC_BASE_URL", ""}});
+    const std::string system_path = path != nullptr ? path : "/usr/bin:/bin";
+    std::map<std::string, std::string> env = {
+        {"PATH", (live / "fake-cli").string() + ":" + system_path},
+        {"OE_SCRIPTED_CLI_LOG", (dir_.path() / "cli-calls.jsonl").string()},
+        {"OE_SCRIPTED_CLI_ANSWERS", ""},
+        {"OPENAI_API_KEY", ""},
+        {"ANTHROPIC_API_KEY", ""},
+        {"OPENAI_BASE_URL", ""},
+        {"ANTHROPIC_BASE_URL", ""}};
+    if (std::filesystem::exists(live / "scripted-answers.json")) {
+      std::ifstream in(live / "scripted-answers.json");
+      server_.setHandler([answers = json::parse(in)](const RecordedRequest& request) {
+        return scriptedAnswer(answers, request);
+      });
+      env["OPENAI_BASE_URL"] = server_.baseUrl() + "/v1";
+      env["OPENAI_API_KEY"] = "none";
+    }
+    auto r = oe({"run", live.string(), "--json"}, env);
     *exit_code = r.exit_code;
     last_stderr_ = r.err;
     auto parsed = json::parse(r.out, nullptr, false);
     EXPECT_FALSE(parsed.is_discarded()) << r.out << r.err;
+
+    const size_t live_calls = calls().size();
+    auto replayed = oe({"run", offline.string(), "--json", "--llm-replay",
+                        (offline / "llm-recording.jsonl").string()},
+                       {{"PATH", system_path},
+                        {"OE_SCRIPTED_CLI_LOG", (dir_.path() / "cli-calls.jsonl").string()},
+                        {"OE_SCRIPTED_CLI_ANSWERS", ""},
+                        {"OPENAI_API_KEY", ""},
+                        {"ANTHROPIC_API_KEY", ""},
+                        {"OPENAI_BASE_URL", ""},
+                        {"ANTHROPIC_BASE_URL", ""}});
+    EXPECT_EQ(replayed.exit_code, 0) << replayed.err;
+    auto offline_out = json::parse(replayed.out, nullptr, false);
+    EXPECT_FALSE(offline_out.is_discarded()) << replayed.out << replayed.err;
+    if (!parsed.is_discarded() && !offline_out.is_discarded()) {
+      EXPECT_EQ(offline_out["final_state"], parsed["final_state"])
+          << "the shipped recording does not replay to the live run's state: re-record it "
+             "with `bash examples/record.sh "
+          << name << "`";
+    }
+    EXPECT_EQ(calls().size(), live_calls) << "a CLI ran during the offline replay";
     return parsed;
   }
 
@@ -64,6 +141,8 @@ class ExamplesCliTest : public OeTest {
   static bool contains(const std::string& text, const std::string& part) {
     return text.find(part) != std::string::npos;
   }
+
+  FakeLlmServer server_;
 };
 
 // Upstream's e2e: the CLIs run in the order claude, codex, gemini; codex's prompt holds
@@ -134,7 +213,9 @@ TEST_F(ExamplesCliTest, ReleaseGates) {
   EXPECT_EQ(state["security_findings"][0]["severity"], "high");
   EXPECT_EQ(state["decision"]["ready_to_release"], false);
   EXPECT_FALSE(state["decision"]["blocking_issues"].empty());
-  EXPECT_EQ(out["usage"]["llm_calls"], 1);
+  // The run's usage counts the agents' calls and the CLI runs that report usage (Claude's
+  // envelope does; Gemini's text output does not).
+  EXPECT_EQ(out["usage"]["llm_calls"], 1 + 1);
 
   const auto cli_calls = calls();
   ASSERT_EQ(cli_calls.size(), 1U);
@@ -160,7 +241,9 @@ TEST_F(ExamplesCliTest, DeepResearch) {
   EXPECT_FALSE(summary["executive_summary"].get<std::string>().empty());
   EXPECT_FALSE(summary["key_findings"].empty());
   EXPECT_FALSE(summary["open_questions"].empty());
-  EXPECT_EQ(out["usage"]["llm_calls"], 3);
+  // The run's usage counts the agents' calls and the CLI runs that report usage (Claude's
+  // envelope does; Gemini's text output does not).
+  EXPECT_EQ(out["usage"]["llm_calls"], 3 + 1);
 
   auto cli_calls = calls();
   ASSERT_EQ(cli_calls.size(), 2U);
@@ -188,7 +271,9 @@ TEST_F(ExamplesCliTest, SystematicDebugging) {
   EXPECT_EQ(state["diagnosis"]["supported_hypothesis_id"], "h1");
   EXPECT_FALSE(state["fix_proposal"].get<std::string>().empty());
   EXPECT_EQ(state["verification_status"], "failed");
-  EXPECT_EQ(out["usage"]["llm_calls"], 2);
+  // The run's usage counts the agents' calls and the CLI runs that report usage (Claude's
+  // envelope does; Gemini's text output does not).
+  EXPECT_EQ(out["usage"]["llm_calls"], 2 + 2);
 
   const auto cli_calls = calls();
   ASSERT_EQ(cli_calls.size(), 3U);
@@ -216,7 +301,9 @@ TEST_F(ExamplesCliTest, Brainstorming) {
   EXPECT_FALSE(picks["reasoning"].get<std::string>().empty());
   EXPECT_GE(picks["next_actions"].size(), 3U);
   EXPECT_LE(picks["next_actions"].size(), 5U);
-  EXPECT_EQ(out["usage"]["llm_calls"], 2);
+  // The run's usage counts the agents' calls and the CLI runs that report usage (Claude's
+  // envelope does; Gemini's text output does not).
+  EXPECT_EQ(out["usage"]["llm_calls"], 2 + 6);
   EXPECT_EQ(calls().size(), 6U);  // 3 angles, then 3 clusters
 }
 

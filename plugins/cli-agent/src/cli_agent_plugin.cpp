@@ -2,16 +2,20 @@
 // Code, Codex, Gemini) with the node's prompt, rendered through the host's oe.prompt/1, and maps
 // its answer into the node's state delta as upstream does. Beyond upstream: the CLI runs in its
 // own process group, which a timeout, stall, cancel or failure takes down whole; rate limits and
-// overloads fail with a retryable status; Claude's stream-json becomes live node.activity and its
-// usage node.tokens; runtime.limits.<provider> caps how many CLIs of a kind run at once.
+// overloads fail with a retryable status; each CLI's JSON event stream (stream: true) becomes live
+// node.activity and its usage node.tokens; runtime.limits.<provider> caps how many CLIs of a kind
+// run at once; --llm-record / --llm-replay cover the runs (oe.cli-replay/1-draft).
 #include <sys/wait.h>
 
+#include <oe/ext/draft/cli_replay.h>
 #include <oe/ext/prompt.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstddef>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <oe/cpp/draft/limits.hpp>
 #include <oe/cpp/plugin.hpp>
@@ -70,9 +74,10 @@ constexpr const char* kSpecSchema =
     R"j("stall_timeout_ms":{"type":"integer","minimum":1,"description":"oe: kill the CLI when )j"
     R"j(it prints nothing (stdout or stderr) for this long. Claude prints only at the end )j"
     R"j(unless stream: true"},)j"
-    R"j("stream":{"type":"boolean","description":"oe, claude-code only: run with )j"
-    R"j(--output-format stream-json --verbose, so tool uses and messages appear as live )j"
-    R"j(node.activity events (default false: upstream's command line)"},)j"
+    R"j("stream":{"type":"boolean","description":"oe: run the CLI with its JSON event stream )j"
+    R"j((claude --output-format stream-json --verbose, codex exec --json, gemini )j"
+    R"j(--output-format stream-json), so tool uses and messages appear as live node.activity )j"
+    R"j(events and its usage as node.tokens (default false: upstream's command line)"},)j"
     R"j("extra_args":{"type":"array","items":{"type":"string"},"description":"Appended to the )j"
     R"j(command line after the model"},)j"
     R"j("env":{"type":"object","additionalProperties":{"type":"string"},"description":)j"
@@ -92,13 +97,14 @@ struct CliNodeSpec {
   std::optional<std::string> model;
   std::string workdir;           // absolute
   std::string workdir_declared;  // as written (empty: the experience directory)
+  std::string workdir_relative;  // relative to the experience directory ("." for itself)
   bool json = false;
   bool stream = false;
   std::shared_ptr<const llmkit::OutputSchema> schema;
   int64_t timeout_ms = kDefaultTimeoutMs;
   std::optional<int64_t> stall_timeout_ms;
   std::vector<std::string> extra_args;
-  std::vector<std::string> env;  // "NAME=value"
+  std::vector<std::string> env;              // "NAME=value"
   std::optional<std::string> path_override;  // env: PATH, used to find the program
   std::optional<std::string> stdin_text;
   std::vector<std::string> writes;
@@ -113,8 +119,8 @@ Expected<int64_t> integerField(const llmkit::Json& node, const char* key, int64_
                                const std::string& who) {
   const auto& value = node.at(key);
   if (value.is_number_integer() ||
-      (value.is_number_float() && value.get<double>() == static_cast<double>(
-                                                             static_cast<int64_t>(value.get<double>())))) {
+      (value.is_number_float() &&
+       value.get<double>() == static_cast<double>(static_cast<int64_t>(value.get<double>())))) {
     const auto number = value.is_number_integer() ? value.get<int64_t>()
                                                   : static_cast<int64_t>(value.get<double>());
     if (number >= minimum) {
@@ -157,14 +163,14 @@ Expected<CliNodeSpec> readSpec(std::string_view config_json) {
   }
   const std::string who = spec.who();
   const llmkit::Json provider = node.value("provider", llmkit::Json());
-  const auto named = provider.is_string() ? providerNamed(provider.get<std::string>())
-                                          : std::optional<Provider>();
+  const auto named =
+      provider.is_string() ? providerNamed(provider.get<std::string>()) : std::optional<Provider>();
   if (!named) {
-    return fail(OE_INVALID_ARGUMENT, who +
-                                         ": provider must be one of claude-code, codex, gemini; "
-                                         "got " +
-                                         (provider.is_null() ? std::string("nothing")
-                                                             : provider.dump()));
+    return fail(OE_INVALID_ARGUMENT,
+                who +
+                    ": provider must be one of claude-code, codex, gemini; "
+                    "got " +
+                    (provider.is_null() ? std::string("nothing") : provider.dump()));
   }
   spec.provider = *named;
   const llmkit::Json prompt = node.value("prompt", llmkit::Json());
@@ -186,6 +192,14 @@ Expected<CliNodeSpec> readSpec(std::string_view config_json) {
   spec.workdir_declared = workdir->value_or("");
   spec.workdir = workdir->has_value() ? llmkit::resolvePath(config->experience_dir, **workdir)
                                       : config->experience_dir;
+  {
+    // What a recording keys the run by: the same on every machine that has the experience.
+    const std::filesystem::path relative =
+        std::filesystem::path(spec.workdir)
+            .lexically_normal()
+            .lexically_relative(std::filesystem::path(config->experience_dir).lexically_normal());
+    spec.workdir_relative = relative.empty() ? spec.workdir : relative.generic_string();
+  }
   if (format->has_value() && **format != "text" && **format != "json") {
     return fail(OE_INVALID_ARGUMENT,
                 who + ": output_format must be text or json, got \"" + **format + "\"");
@@ -202,10 +216,6 @@ Expected<CliNodeSpec> readSpec(std::string_view config_json) {
       return fail(OE_INVALID_ARGUMENT, who + ": stream must be true or false");
     }
     spec.stream = stream->get<bool>();
-    if (spec.stream && spec.provider != Provider::kClaudeCode) {
-      return fail(OE_INVALID_ARGUMENT,
-                  who + ": stream: true is only supported with provider: claude-code");
-    }
   }
   if (node.contains("timeout_ms") && !node["timeout_ms"].is_null()) {
     auto timeout = integerField(node, "timeout_ms", kMinTimeoutMs, who);
@@ -285,7 +295,8 @@ std::string retryHint(FailureKind kind) {
 
 // What the envelope says about a failure, for the node's error message.
 std::string envelopeDetail(const ResultEnvelope& envelope) {
-  std::string text = "the CLI reported: " + orNothing(utf8Prefix(envelope.result.value_or(""), 500));
+  std::string text =
+      "the CLI reported: " + orNothing(utf8Prefix(envelope.result.value_or(""), 500));
   if (envelope.api_error_status) {
     text += " (api_error_status " + std::to_string(*envelope.api_error_status) + ")";
   }
@@ -293,6 +304,57 @@ std::string envelopeDetail(const ResultEnvelope& envelope) {
     text += " (terminal_reason " + envelope.terminal_reason + ")";
   }
   return text;
+}
+
+// What came of a CLI run that ended on its own, live or from a recording: the node's answer,
+// events and errors all follow from it, so a replay reproduces them.
+struct Outcome {
+  std::optional<int> exit_code;  // it exited with this code
+  std::optional<int> signal;     // or a signal killed it
+  std::string stdout_text;
+  std::string stderr_head;
+  std::string stderr_tail;
+};
+
+llmkit::Json outcomeJson(const Outcome& outcome) {
+  llmkit::Json json;
+  if (outcome.signal) {
+    json["signal"] = *outcome.signal;
+  } else {
+    json["exit_code"] = outcome.exit_code.value_or(0);
+  }
+  json["stdout"] = outcome.stdout_text;
+  json["stderr_head"] = outcome.stderr_head;
+  json["stderr_tail"] = outcome.stderr_tail;
+  return json;
+}
+
+std::optional<Outcome> outcomeFrom(const llmkit::Json& json) {
+  if (!json.is_object()) {
+    return std::nullopt;
+  }
+  Outcome outcome;
+  const auto text = [&json](const char* key, std::string& into) {
+    auto it = json.find(key);
+    if (it == json.end() || !it->is_string()) {
+      return false;
+    }
+    into = it->get<std::string>();
+    return true;
+  };
+  if (auto it = json.find("signal"); it != json.end() && it->is_number_integer()) {
+    outcome.signal = it->get<int>();
+  } else if (auto code = json.find("exit_code"); code != json.end() && code->is_number_integer()) {
+    outcome.exit_code = code->get<int>();
+  } else {
+    return std::nullopt;
+  }
+  if (!text("stdout", outcome.stdout_text)) {
+    return std::nullopt;
+  }
+  text("stderr_head", outcome.stderr_head);
+  text("stderr_tail", outcome.stderr_tail);
+  return outcome;
 }
 
 // One `kind: cli-agent` node. Immutable after create, so invoke is reentrant (for_each).
@@ -311,6 +373,12 @@ class CliAgentNode final : public sdk::Node {
  private:
   Expected<std::string> run(const sdk::Call& call, prockit::CancelToken& token) const;
   Expected<std::string> renderPrompt(const sdk::Call& call) const;
+  // Spawns the CLI and supervises it; a run that did not end on its own (timeout, stall,
+  // cancel, overflow, not startable) is its failure. `on_line`: each stdout line, with stream.
+  Expected<Outcome> runLive(const sdk::Call& call, prockit::CancelToken& token,
+                            std::vector<std::string> argv, const std::string& input,
+                            const std::function<void(const std::string&)>& on_line,
+                            const std::string& last_activity) const;
 
   const oe_host_api& api_;
   const CliNodeSpec spec_;
@@ -321,17 +389,71 @@ Expected<std::string> CliAgentNode::renderPrompt(const sdk::Call& call) const {
   llmkit::LlmServices services;
   services.prompt = call.prompt();
   if (!services.prompt) {
-    return fail(OE_FAILED_PRECONDITION,
-                spec_.who() + " needs the host service " OE_EXT_PROMPT
-                              " (prompt rendering), which this host does not offer");
+    return fail(OE_FAILED_PRECONDITION, spec_.who() +
+                                            " needs the host service " OE_EXT_PROMPT
+                                            " (prompt rendering), which this host does not offer");
   }
   return llmkit::renderPrompt(services, spec_.prompt, spec_.who());
 }
 
+// oe.cli-replay/1-draft, when the host offers it: --llm-record / --llm-replay of the run, and its
+// tokens counted against runtime.budget. A host without it: the CLI runs, and node.tokens is
+// emitted here.
+class CliReplay {
+ public:
+  CliReplay(const oe_host_api& api, oe_host_ctx* call)
+      : api_(api),
+        call_(call),
+        table_(static_cast<const oe_cli_replay_api*>(api.get_extension(call, OE_EXT_CLI_REPLAY))) {}
+
+  [[nodiscard]] bool offered() const {
+    return OE_HAS_MEMBER(oe_cli_replay_api, table_, finish) && table_->begin != nullptr &&
+           table_->finish != nullptr;
+  }
+
+  // The recorded outcome under --llm-replay; nullopt: run the CLI.
+  [[nodiscard]] Expected<std::optional<llmkit::Json>> begin(const std::string& request) const {
+    sdk::HostBuffer recorded(api_, call_);
+    sdk::HostBuffer error(api_, call_);
+    const oe_status status = table_->begin(call_, sdk::toStr(request), recorded.out(), error.out());
+    if (status != OE_OK) {
+      return fail(status, error.filled() ? error.str()
+                                         : OE_EXT_CLI_REPLAY " begin failed with status " +
+                                               std::to_string(status));
+    }
+    if (!recorded.filled()) {
+      return std::optional<llmkit::Json>();
+    }
+    return std::optional<llmkit::Json>(
+        llmkit::Json::parse(recorded.view(), nullptr, /*allow_exceptions=*/false));
+  }
+
+  [[nodiscard]] std::optional<sdk::Failure> finish(const std::string& request,
+                                                   const std::string& outcome) const {
+    sdk::HostBuffer error(api_, call_);
+    const oe_status status =
+        table_->finish(call_, sdk::toStr(request), sdk::toStr(outcome), error.out());
+    if (status == OE_OK) {
+      return std::nullopt;
+    }
+    return sdk::Failure{status, error.filled() ? error.str()
+                                               : OE_EXT_CLI_REPLAY " finish failed with status " +
+                                                     std::to_string(status)};
+  }
+
+ private:
+  const oe_host_api& api_;
+  oe_host_ctx* call_;
+  const oe_cli_replay_api* table_;
+};
+
+std::string dumped(const llmkit::Json& json) {
+  return json.dump(-1, ' ', false, llmkit::Json::error_handler_t::replace);
+}
+
 Expected<std::string> CliAgentNode::run(const sdk::Call& call, prockit::CancelToken& token) const {
   auto activity = [&call](const std::string& text) {
-    call.emitEvent("node.activity", llmkit::Json{{"activity", text}}.dump(
-                                        -1, ' ', false, llmkit::Json::error_handler_t::replace));
+    call.emitEvent("node.activity", dumped(llmkit::Json{{"activity", text}}));
   };
   if (token.requested()) {
     return fail(OE_CANCELLED, "cancelled");
@@ -344,12 +466,6 @@ Expected<std::string> CliAgentNode::run(const sdk::Call& call, prockit::CancelTo
   auto prompt = renderPrompt(call);
   if (!prompt) {
     return std::move(prompt).failure();
-  }
-  std::error_code ec;
-  if (!std::filesystem::is_directory(spec_.workdir, ec)) {
-    return fail(OE_NOT_FOUND, spec_.whoWithProvider() + ": workdir " + spec_.workdir +
-                                  " is not a directory (declared as \"" +
-                                  spec_.workdir_declared + "\"); create it or fix workdir:");
   }
 
   CommandSpec command;
@@ -366,6 +482,164 @@ Expected<std::string> CliAgentNode::run(const sdk::Call& call, prockit::CancelTo
                     "one of them");
   }
   command.prompt = std::move(*prompt);
+  std::vector<std::string> argv = buildArgv(command);
+  const std::string input =
+      command.prompt_on_stdin ? command.prompt : spec_.stdin_text.value_or(std::string());
+
+  // Under --llm-replay the host answers from the recording, keyed by what oe would run, and the
+  // CLI is never started (nor looked for on PATH, nor given a runtime.limits slot).
+  const CliReplay replay(api_, call.context());
+  std::string request;
+  std::optional<llmkit::Json> recorded;
+  if (replay.offered()) {
+    std::vector<std::string> env = spec_.env;
+    std::sort(env.begin(), env.end());
+    request = dumped(llmkit::Json{{"provider", providerName(spec_.provider)},
+                                  {"argv", argv},
+                                  {"workdir", spec_.workdir_relative},
+                                  {"env", env},
+                                  {"stdin", input}});
+    auto begun = replay.begin(request);
+    if (!begun) {
+      return std::move(begun).failure();  // the host's message names the node and provider
+    }
+    recorded = std::move(*begun);
+  }
+
+  StreamReader reader(spec_.provider == Provider::kCodex    ? StreamFormat::kCodex
+                      : spec_.provider == Provider::kGemini ? StreamFormat::kGemini
+                                                            : StreamFormat::kClaude);
+  std::string last_activity;
+  auto onLine = [&](const std::string& line) {
+    for (auto& text : reader.line(line)) {
+      activity(text);
+      last_activity = std::move(text);
+    }
+  };
+  Outcome outcome;
+  if (recorded) {
+    auto replayed = outcomeFrom(*recorded);
+    if (!replayed) {
+      return fail(OE_DATA_LOSS, spec_.whoWithProvider() +
+                                    ": its run in the --llm-replay recording is not an outcome "
+                                    "({exit_code or signal, stdout, ...}); re-record it with "
+                                    "--llm-record");
+    }
+    outcome = std::move(*replayed);
+    activity(std::string("replaying ") + providerName(spec_.provider) + " from the recording");
+    if (spec_.stream) {
+      LineSplitter lines(kMaxStreamLine);
+      for (const std::string& line : lines.feed(outcome.stdout_text)) {
+        onLine(line);
+      }
+      if (auto last = lines.finish()) {
+        onLine(*last);
+      }
+    }
+  } else {
+    auto ran = runLive(call, token, std::move(argv), input, onLine, last_activity);
+    if (!ran) {
+      return std::move(ran).failure();
+    }
+    outcome = std::move(*ran);
+  }
+
+  // Claude's envelope: the whole stdout with --output-format json, the result event when
+  // streaming. It decides before the exit code does (the CLI may exit 0 on an API error).
+  std::optional<ResultEnvelope> envelope = spec_.stream ? reader.result() : std::nullopt;
+  if (!envelope && spec_.provider == Provider::kClaudeCode && spec_.json) {
+    envelope = parseResultEnvelope(outcome.stdout_text);
+  }
+  const bool has_usage = envelope && envelope->has_usage;
+  llmkit::Json usage;
+  if (has_usage) {
+    usage["input_tokens"] = envelope->input_tokens;
+    usage["output_tokens"] = envelope->output_tokens;
+    usage["model"] = envelope->model.empty() ? spec_.model.value_or(providerName(spec_.provider))
+                                             : envelope->model;
+    if (envelope->cost_usd) {
+      usage["cost_usd"] = *envelope->cost_usd;
+    }
+  }
+  if (replay.offered()) {
+    // The host accounts the usage (node.tokens, runtime.budget) and records the run.
+    llmkit::Json done = outcomeJson(outcome);
+    if (has_usage) {
+      done["usage"] = usage;
+    }
+    if (auto failed = replay.finish(request, dumped(done))) {
+      return fail(failed->status, std::move(failed->message));
+    }
+  } else if (has_usage) {
+    llmkit::Json tokens{{"input_tokens", usage["input_tokens"]},
+                        {"output_tokens", usage["output_tokens"]},
+                        {"model", usage["model"]},
+                        {"provider", providerName(spec_.provider)}};
+    if (usage.contains("cost_usd")) {
+      tokens["cost_usd"] = usage["cost_usd"];
+    }
+    call.emitEvent("node.tokens", dumped(tokens));
+  }
+
+  const std::string& stderr_head = outcome.stderr_head;
+  if (outcome.signal) {
+    return fail(OE_UNKNOWN, spec_.whoWithProvider() + " was killed by signal " +
+                                prockit::signalName(*outcome.signal) + ". stderr: " + stderr_head);
+  }
+  const int exit_code = outcome.exit_code.value_or(-1);
+  const ResultEnvelope* seen = envelope ? &*envelope : nullptr;
+  if (exit_code != 0) {
+    const FailureKind kind =
+        classifyFailure(exit_code, outcome.stdout_text, outcome.stderr_tail, seen);
+    std::string message = spec_.whoWithProvider() + " exited with exit code " +
+                          std::to_string(exit_code) + ". stderr: " + stderr_head;
+    if (seen != nullptr && seen->is_error) {
+      message += "; " + envelopeDetail(*seen);
+    }
+    return fail(statusOf(kind), message + retryHint(kind));
+  }
+  if (seen != nullptr && seen->is_error) {
+    const FailureKind kind =
+        classifyFailure(exit_code, outcome.stdout_text, outcome.stderr_tail, seen);
+    return fail(statusOf(kind), spec_.whoWithProvider() +
+                                    " failed (is_error: true, exit code 0); " +
+                                    envelopeDetail(*seen) + retryHint(kind));
+  }
+  if (spec_.stream && (!envelope || !envelope->result)) {
+    return fail(OE_UNKNOWN, spec_.whoWithProvider() + " ended without a result event in its " +
+                                streamFormatName(spec_.provider) +
+                                " output. stderr: " + stderr_head);
+  }
+
+  activity(spec_.json ? "parsing JSON output" : "parsing text output");
+  OutputSpec output{spec_.json, spec_.writes, spec_.schema.get(), spec_.id};
+  // Streaming: the result event's text is what --output-format text/json would have printed.
+  auto delta = parseOutput(spec_.stream ? *envelope->result : outcome.stdout_text, output);
+  if (!delta) {
+    return std::move(delta).failure();
+  }
+  llmkit::Json response{{"state_delta", std::move(*delta)}};
+  if (has_usage) {
+    llmkit::Json metrics{{"tokens_in", envelope->input_tokens},
+                         {"tokens_out", envelope->output_tokens}};
+    if (envelope->cost_usd) {
+      metrics["cost_usd"] = *envelope->cost_usd;
+    }
+    response["metrics"] = std::move(metrics);
+  }
+  return dumped(response);
+}
+
+Expected<Outcome> CliAgentNode::runLive(const sdk::Call& call, prockit::CancelToken& token,
+                                        std::vector<std::string> argv, const std::string& input,
+                                        const std::function<void(const std::string&)>& on_line,
+                                        const std::string& last_activity) const {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(spec_.workdir, ec)) {
+    return fail(OE_NOT_FOUND, spec_.whoWithProvider() + ": workdir " + spec_.workdir +
+                                  " is not a directory (declared as \"" + spec_.workdir_declared +
+                                  "\"); create it or fix workdir:");
+  }
   const char* program = programOf(spec_.provider);
   const auto path =
       prockit::findOnPath(program, spec_.path_override ? spec_.path_override->c_str() : nullptr);
@@ -378,13 +652,11 @@ Expected<std::string> CliAgentNode::run(const sdk::Call& call, prockit::CancelTo
 
   prockit::SpawnRequest request;
   request.path = *path;
-  request.argv = buildArgv(command);
+  request.argv = std::move(argv);
   request.cwd = spec_.workdir;
   request.env = prockit::environmentWith(spec_.env);
 
   prockit::SuperviseOptions options;
-  const std::string& input = command.prompt_on_stdin ? command.prompt
-                                                     : spec_.stdin_text.value_or(std::string());
   options.input = input;
   options.timeout = milliseconds(spec_.timeout_ms);
   if (spec_.stall_timeout_ms) {
@@ -395,22 +667,10 @@ Expected<std::string> CliAgentNode::run(const sdk::Call& call, prockit::CancelTo
   options.clean_group_on_exit = true;
 
   LineSplitter lines(kMaxStreamLine);
-  std::optional<ResultEnvelope> streamed;
-  std::string last_activity;
-  auto onLine = [&](const std::string& line) {
-    StreamEvent event = parseStreamLine(line);
-    for (auto& text : event.activities) {
-      activity(text);
-      last_activity = std::move(text);
-    }
-    if (event.result) {
-      streamed = std::move(event.result);
-    }
-  };
   if (spec_.stream) {
     options.on_stdout = [&](std::string_view chunk) {
       for (const std::string& line : lines.feed(chunk)) {
-        onLine(line);
+        on_line(line);
       }
       return true;
     };
@@ -420,13 +680,15 @@ Expected<std::string> CliAgentNode::run(const sdk::Call& call, prockit::CancelTo
   // run at once across the run; the slot is held until the process group is gone.
   auto slot = sdk::draft::acquireLimit(api_, call.context(), providerName(spec_.provider));
   if (!slot && slot.failure().status != OE_UNIMPLEMENTED) {
-    return fail(slot.failure().status, slot.failure().status == OE_CANCELLED
-                                           ? std::string("cancelled")
-                                           : spec_.whoWithProvider() + ": " +
-                                                 slot.failure().message);
+    return fail(slot.failure().status,
+                slot.failure().status == OE_CANCELLED
+                    ? std::string("cancelled")
+                    : spec_.whoWithProvider() + ": " + slot.failure().message);
   }
-  activity(std::string("spawning ") + providerName(spec_.provider) + " (timeout " +
-           std::to_string(spec_.timeout_ms) + "ms)");
+  call.emitEvent("node.activity",
+                 dumped(llmkit::Json{{"activity", std::string("spawning ") +
+                                                      providerName(spec_.provider) + " (timeout " +
+                                                      std::to_string(spec_.timeout_ms) + "ms)"}}));
   auto ran = prockit::supervise(std::move(request), options, token);
   if (slot) {
     slot->reset();  // supervise returns once the CLI and its group are reaped
@@ -437,25 +699,24 @@ Expected<std::string> CliAgentNode::run(const sdk::Call& call, prockit::CancelTo
   }
   if (spec_.stream) {
     if (auto last = lines.finish()) {
-      onLine(*last);
+      on_line(*last);
     }
   }
-  const std::string& stderr_head = ran->stderr_head;
   switch (ran->ending) {
     case prockit::Ending::kCancelled:
       return fail(OE_CANCELLED, "cancelled");
     case prockit::Ending::kTimedOut:
       return fail(OE_DEADLINE_EXCEEDED, spec_.who() + " timed out after " +
-                                            std::to_string(spec_.timeout_ms) + "ms (provider=" +
-                                            providerName(spec_.provider) + ")");
+                                            std::to_string(spec_.timeout_ms) +
+                                            "ms (provider=" + providerName(spec_.provider) + ")");
     case prockit::Ending::kStalled:
-      return fail(OE_DEADLINE_EXCEEDED,
-                  spec_.whoWithProvider() + " stalled: no output for " +
-                      std::to_string(*spec_.stall_timeout_ms) +
-                      "ms (stall_timeout_ms), so its process group was killed" +
-                      (last_activity.empty() ? std::string()
-                                             : "; last activity: " + last_activity) +
-                      ". stderr: " + stderr_head);
+      return fail(
+          OE_DEADLINE_EXCEEDED,
+          spec_.whoWithProvider() + " stalled: no output for " +
+              std::to_string(*spec_.stall_timeout_ms) +
+              "ms (stall_timeout_ms), so its process group was killed" +
+              (last_activity.empty() ? std::string() : "; last activity: " + last_activity) +
+              ". stderr: " + ran->stderr_head);
     case prockit::Ending::kOverflow:
       return fail(OE_RESOURCE_EXHAUSTED,
                   spec_.whoWithProvider() + " printed more than " +
@@ -464,73 +725,17 @@ Expected<std::string> CliAgentNode::run(const sdk::Call& call, prockit::CancelTo
     default:
       break;
   }
-
-  // Claude's envelope: the whole stdout with --output-format json, the result event when
-  // streaming. It decides before the exit code does (the CLI may exit 0 on an API error).
-  std::optional<ResultEnvelope> envelope = streamed;
-  if (!envelope && spec_.provider == Provider::kClaudeCode && spec_.json) {
-    envelope = parseResultEnvelope(ran->stdout_text);
-  }
-  if (envelope && envelope->has_usage) {
-    llmkit::Json tokens;
-    tokens["input_tokens"] = envelope->input_tokens;
-    tokens["output_tokens"] = envelope->output_tokens;
-    tokens["model"] = envelope->model.empty() ? spec_.model.value_or(providerName(spec_.provider))
-                                              : envelope->model;
-    tokens["provider"] = providerName(spec_.provider);
-    if (envelope->cost_usd) {
-      tokens["cost_usd"] = *envelope->cost_usd;
-    }
-    call.emitEvent("node.tokens", tokens.dump(-1, ' ', false,
-                                              llmkit::Json::error_handler_t::replace));
-  }
-
+  Outcome outcome;
   const int status = ran->wait_status;
   if (WIFSIGNALED(status)) {
-    return fail(OE_UNKNOWN, spec_.whoWithProvider() + " was killed by signal " +
-                                prockit::signalName(WTERMSIG(status)) +
-                                ". stderr: " + stderr_head);
+    outcome.signal = WTERMSIG(status);
+  } else {
+    outcome.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   }
-  const int exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  const ResultEnvelope* seen = envelope ? &*envelope : nullptr;
-  if (exit_code != 0) {
-    const FailureKind kind = classifyFailure(exit_code, ran->stdout_text, ran->stderr_tail, seen);
-    std::string message = spec_.whoWithProvider() + " exited with exit code " +
-                          std::to_string(exit_code) + ". stderr: " + stderr_head;
-    if (seen != nullptr && seen->is_error) {
-      message += "; " + envelopeDetail(*seen);
-    }
-    return fail(statusOf(kind), message + retryHint(kind));
-  }
-  if (seen != nullptr && seen->is_error) {
-    const FailureKind kind = classifyFailure(exit_code, ran->stdout_text, ran->stderr_tail, seen);
-    return fail(statusOf(kind), spec_.whoWithProvider() + " failed (is_error: true, exit code 0); " +
-                                    envelopeDetail(*seen) + retryHint(kind));
-  }
-  if (spec_.stream && (!streamed || !streamed->result)) {
-    return fail(OE_UNKNOWN, spec_.whoWithProvider() +
-                                " ended without a result event in its stream-json output. "
-                                "stderr: " +
-                                stderr_head);
-  }
-
-  activity(spec_.json ? "parsing JSON output" : "parsing text output");
-  OutputSpec output{spec_.json, spec_.writes, spec_.schema.get(), spec_.id};
-  // Streaming: the result event's text is what --output-format text/json would have printed.
-  auto delta = parseOutput(spec_.stream ? *streamed->result : ran->stdout_text, output);
-  if (!delta) {
-    return std::move(delta).failure();
-  }
-  llmkit::Json response{{"state_delta", std::move(*delta)}};
-  if (envelope && envelope->has_usage) {
-    llmkit::Json metrics{{"tokens_in", envelope->input_tokens},
-                         {"tokens_out", envelope->output_tokens}};
-    if (envelope->cost_usd) {
-      metrics["cost_usd"] = *envelope->cost_usd;
-    }
-    response["metrics"] = std::move(metrics);
-  }
-  return response.dump(-1, ' ', false, llmkit::Json::error_handler_t::replace);
+  outcome.stdout_text = std::move(ran->stdout_text);
+  outcome.stderr_head = std::move(ran->stderr_head);
+  outcome.stderr_tail = std::move(ran->stderr_tail);
+  return outcome;
 }
 
 }  // namespace
@@ -558,9 +763,7 @@ constexpr sdk::KindSpec<CliAgentPlugin> kKinds[] = {
 };
 }  // namespace
 
-constexpr std::span<const sdk::KindSpec<CliAgentPlugin>> CliAgentPlugin::kinds() {
-  return kKinds;
-}
+constexpr std::span<const sdk::KindSpec<CliAgentPlugin>> CliAgentPlugin::kinds() { return kKinds; }
 
 }  // namespace oe::cliagent
 

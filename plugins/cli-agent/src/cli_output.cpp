@@ -54,7 +54,8 @@ std::string joined(const std::vector<std::string>& items, std::string_view separ
 
 std::string oneLine(std::string_view text) {
   std::string out = utf8Prefix(trim(text), kActivityText);
-  std::replace_if(out.begin(), out.end(), [](char c) { return c == '\n' || c == '\r'; }, ' ');
+  std::replace_if(
+      out.begin(), out.end(), [](char c) { return c == '\n' || c == '\r'; }, ' ');
   if (out.size() < trim(text).size()) {
     out += "...";
   }
@@ -66,8 +67,8 @@ std::string toolDetail(const Json& input) {
   if (!input.is_object()) {
     return {};
   }
-  for (const char* key : {"command", "file_path", "path", "pattern", "url", "query",
-                          "description"}) {
+  for (const char* key :
+       {"command", "file_path", "path", "pattern", "url", "query", "description"}) {
     if (auto it = input.find(key); it != input.end() && it->is_string()) {
       return oneLine(it->get_ref<const std::string&>());
     }
@@ -179,17 +180,17 @@ Expected<Json> parseOutput(std::string_view stdout_text, const OutputSpec& spec)
     const std::vector<std::string> problems = spec.schema->check(nlohmann::json(parsed));
     if (!problems.empty()) {
       return fail(OE_INVALID_ARGUMENT,
-                  "cli-agent" + tag + ": parsed JSON output failed schema validation: " +
-                      joined(problems, ", ") +
+                  "cli-agent" + tag +
+                      ": parsed JSON output failed schema validation: " + joined(problems, ", ") +
                       ". Check the `schema:` field on the node in experience.yaml and ensure the "
                       "prompt instructs the model to produce JSON that matches that schema.");
     }
   }
   if (!parsed.is_object()) {
-    return fail(OE_INVALID_ARGUMENT, "cli-agent" + tag + ": JSON output must be a plain object (got " +
-                                         typeOf(parsed) +
-                                         "); the dispatcher needs key-value pairs to map into "
-                                         "state_delta.");
+    return fail(OE_INVALID_ARGUMENT,
+                "cli-agent" + tag + ": JSON output must be a plain object (got " + typeOf(parsed) +
+                    "); the dispatcher needs key-value pairs to map into "
+                    "state_delta.");
   }
   return parsed;
 }
@@ -282,6 +283,263 @@ StreamEvent parseStreamLine(std::string_view line) {
     }
   }
   return event;
+}
+
+namespace {
+
+std::string stringAt(const Json& object, const char* key) {
+  if (auto it = object.find(key); it != object.end() && it->is_string()) {
+    return it->get<std::string>();
+  }
+  return {};
+}
+
+// "tool: <name>[ <detail>]" as Claude's tool uses read.
+std::string toolActivity(std::string_view name, std::string_view detail) {
+  std::string text = "tool: " + std::string(name.empty() ? "?" : name);
+  if (!detail.empty()) {
+    text += " ";
+    text += detail;
+  }
+  return text;
+}
+
+// What a Codex item shows as activity; empty for items that show nothing (reasoning, a
+// message before it is complete).
+std::string codexItemActivity(const Json& item, bool completed) {
+  const std::string type = stringAt(item, "type");
+  if (type == "command_execution") {
+    return toolActivity("shell", oneLine(stringAt(item, "command")));
+  }
+  if (type == "file_change") {
+    std::string paths;
+    if (auto changes = item.find("changes"); changes != item.end() && changes->is_array()) {
+      for (const Json& change : *changes) {
+        if (change.is_object()) {
+          const std::string path = stringAt(change, "path");
+          if (!path.empty()) {
+            paths += (paths.empty() ? "" : ", ") + path;
+          }
+        }
+      }
+    }
+    return toolActivity("edit", oneLine(paths));
+  }
+  if (type == "mcp_tool_call") {
+    const std::string server = stringAt(item, "server");
+    const std::string tool = stringAt(item, "tool");
+    return toolActivity(server.empty() ? tool : server + "." + tool, "");
+  }
+  if (type == "web_search") {
+    return toolActivity("web_search", oneLine(stringAt(item, "query")));
+  }
+  if (type == "todo_list") {
+    auto items = item.find("items");
+    const size_t count = items != item.end() && items->is_array() ? items->size() : 0;
+    return "plan: " + std::to_string(count) + (count == 1 ? " step" : " steps");
+  }
+  if (completed && type == "agent_message") {
+    const std::string text = stringAt(item, "text");
+    return trim(text).empty() ? std::string() : "message: " + oneLine(text);
+  }
+  if (completed && type == "error") {
+    // Codex reports warnings this way ("model metadata not found"); the turn goes on.
+    return "warning: " + oneLine(stringAt(item, "message"));
+  }
+  return {};
+}
+
+}  // namespace
+
+CodexEvent parseCodexLine(std::string_view line) {
+  CodexEvent event;
+  const Json value = Json::parse(trim(line), nullptr, /*allow_exceptions=*/false);
+  if (!value.is_object()) {
+    return event;
+  }
+  const std::string type = stringAt(value, "type");
+  if (type == "thread.started") {
+    event.activities.emplace_back("session started");
+  } else if (type == "item.started" || type == "item.updated" || type == "item.completed") {
+    auto item = value.find("item");
+    if (item == value.end() || !item->is_object()) {
+      return event;
+    }
+    event.item_id = stringAt(*item, "id");
+    const bool completed = type == "item.completed";
+    if (completed && stringAt(*item, "type") == "agent_message") {
+      if (auto text = item->find("text"); text != item->end() && text->is_string()) {
+        event.message = text->get<std::string>();
+      }
+    }
+    if (std::string text = codexItemActivity(*item, completed); !text.empty()) {
+      event.activities.push_back(std::move(text));
+    }
+  } else if (type == "turn.completed") {
+    event.turn_completed = true;
+    if (auto usage = value.find("usage"); usage != value.end() && usage->is_object()) {
+      event.input_tokens = integerAt(*usage, "input_tokens").value_or(0);
+      event.output_tokens = integerAt(*usage, "output_tokens").value_or(0);
+    }
+  } else if (type == "turn.failed") {
+    std::string message;
+    if (auto error = value.find("error"); error != value.end() && error->is_object()) {
+      message = stringAt(*error, "message");
+    }
+    event.failed = message.empty() ? std::string("the turn failed") : message;
+  } else if (type == "error") {
+    // Retries ("Reconnecting... 1/5 (...)") and fatal errors alike; turn.failed decides.
+    event.activities.push_back("error: " + oneLine(stringAt(value, "message")));
+  }
+  return event;
+}
+
+GeminiEvent parseGeminiLine(std::string_view line) {
+  GeminiEvent event;
+  const Json value = Json::parse(trim(line), nullptr, /*allow_exceptions=*/false);
+  if (!value.is_object()) {
+    return event;
+  }
+  const std::string type = stringAt(value, "type");
+  if (type == "init") {
+    event.model = stringAt(value, "model");
+    event.activities.push_back(event.model.empty() ? std::string("session started")
+                                                   : "session started (model " + event.model + ")");
+  } else if (type == "message") {
+    if (stringAt(value, "role") == "assistant") {
+      if (auto content = value.find("content"); content != value.end() && content->is_string()) {
+        event.assistant_text = content->get<std::string>();
+      }
+    }
+  } else if (type == "tool_use") {
+    std::string name = stringAt(value, "tool_name");
+    if (name.empty()) {
+      name = stringAt(value, "name");
+    }
+    auto parameters = value.find("parameters");
+    if (parameters == value.end()) {
+      parameters = value.find("args");
+    }
+    event.activities.push_back(
+        toolActivity(name, parameters == value.end() ? std::string() : toolDetail(*parameters)));
+  } else if (type == "error") {
+    event.activities.push_back("warning: " + oneLine(stringAt(value, "message")));
+  } else if (type == "result") {
+    event.result = true;
+    const std::string status = stringAt(value, "status");
+    event.failed = !status.empty() && status != "success";
+    if (auto error = value.find("error"); error != value.end()) {
+      event.failed = true;
+      event.error = error->is_object() ? stringAt(*error, "message") : std::string();
+    }
+    if (auto stats = value.find("stats"); stats != value.end() && stats->is_object()) {
+      event.has_usage = true;
+      event.input_tokens = integerAt(*stats, "input_tokens").value_or(0);
+      event.output_tokens = integerAt(*stats, "output_tokens").value_or(0);
+      if (auto models = stats->find("models");
+          models != stats->end() && models->is_object() && !models->empty()) {
+        event.model = models->begin().key();
+      }
+    }
+  }
+  return event;
+}
+
+std::vector<std::string> StreamReader::line(std::string_view line) {
+  switch (format_) {
+    case StreamFormat::kCodex:
+      return codexLine(line);
+    case StreamFormat::kGemini:
+      return geminiLine(line);
+    default: {
+      StreamEvent event = parseStreamLine(line);
+      if (event.result) {
+        result_ = std::move(event.result);
+      }
+      return std::move(event.activities);
+    }
+  }
+}
+
+std::vector<std::string> StreamReader::codexLine(std::string_view line) {
+  CodexEvent event = parseCodexLine(line);
+  if (event.message) {
+    last_message_ = std::move(event.message);
+  }
+  if (event.turn_completed) {
+    done_ = true;
+    has_usage_ = true;
+    input_tokens_ += event.input_tokens;
+    output_tokens_ += event.output_tokens;
+  }
+  if (event.failed) {
+    failed_ = true;
+    error_ = std::move(*event.failed);
+  }
+  // An item shows once, at whichever of its events comes first with something to show.
+  if (!event.item_id.empty() && !event.activities.empty()) {
+    if (std::find(reported_items_.begin(), reported_items_.end(), event.item_id) !=
+        reported_items_.end()) {
+      return {};
+    }
+    reported_items_.push_back(event.item_id);
+  }
+  return std::move(event.activities);
+}
+
+void StreamReader::flushGeminiMessage(std::vector<std::string>& activities) {
+  if (!trim(pending_).empty()) {
+    activities.push_back("message: " + oneLine(pending_));
+  }
+  pending_.clear();
+}
+
+std::vector<std::string> StreamReader::geminiLine(std::string_view line) {
+  GeminiEvent event = parseGeminiLine(line);
+  std::vector<std::string> activities;
+  if (event.assistant_text) {
+    answer_ += *event.assistant_text;
+    pending_ += *event.assistant_text;
+    return activities;
+  }
+  if (!event.activities.empty() || event.result) {
+    flushGeminiMessage(activities);
+  }
+  if (!event.model.empty()) {
+    model_ = event.model;
+  }
+  if (event.result) {
+    done_ = true;
+    failed_ = event.failed;
+    error_ = event.error;
+    has_usage_ = event.has_usage;
+    input_tokens_ = event.input_tokens;
+    output_tokens_ = event.output_tokens;
+  }
+  activities.insert(activities.end(), std::make_move_iterator(event.activities.begin()),
+                    std::make_move_iterator(event.activities.end()));
+  return activities;
+}
+
+std::optional<ResultEnvelope> StreamReader::result() const {
+  if (format_ == StreamFormat::kClaude) {
+    return result_;
+  }
+  if (!done_ && !failed_) {
+    return std::nullopt;
+  }
+  ResultEnvelope envelope;
+  envelope.is_error = failed_;
+  if (failed_) {
+    envelope.result = error_.empty() ? std::string("the CLI reported a failure") : error_;
+  } else {
+    envelope.result = format_ == StreamFormat::kCodex ? last_message_.value_or("") : answer_;
+  }
+  envelope.has_usage = has_usage_;
+  envelope.input_tokens = input_tokens_;
+  envelope.output_tokens = output_tokens_;
+  envelope.model = model_;
+  return envelope;
 }
 
 std::vector<std::string> LineSplitter::feed(std::string_view chunk) {

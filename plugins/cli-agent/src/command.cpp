@@ -74,11 +74,18 @@ std::vector<std::string> buildArgv(const CommandSpec& spec) {
     case Provider::kCodex:
       argv.emplace_back("exec");
       argv.emplace_back("--skip-git-repo-check");
+      if (spec.stream) {
+        argv.emplace_back("--json");
+      }
       addModelAndExtras();
       argv.push_back(spec.prompt_on_stdin ? std::string("-") : spec.prompt);
       break;
     case Provider::kGemini:
       argv.emplace_back("--yolo");
+      if (spec.stream) {
+        argv.emplace_back("--output-format");
+        argv.emplace_back("stream-json");
+      }
       if (!spec.prompt_on_stdin) {
         argv.emplace_back("--prompt");
         argv.push_back(spec.prompt);
@@ -89,6 +96,10 @@ std::vector<std::string> buildArgv(const CommandSpec& spec) {
       break;
   }
   return argv;
+}
+
+const char* streamFormatName(Provider provider) {
+  return provider == Provider::kCodex ? "--json events" : "stream-json";
 }
 
 std::vector<std::string> providerEnvironment(Provider provider) {

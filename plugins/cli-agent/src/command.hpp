@@ -1,5 +1,6 @@
 // The command line of each provider, as upstream builds it (reference §6.6), plus oe's
-// additions: Claude's stream-json for live progress and a prompt too long for argv on stdin.
+// additions: each CLI's JSON event stream for live progress (opt-in: `stream: true`) and a
+// prompt too long for argv on stdin.
 #pragma once
 
 #include <optional>
@@ -23,16 +24,20 @@ struct CommandSpec {
   std::string prompt;
   std::optional<std::string> model;
   bool json = false;    // output_format: json
-  bool stream = false;  // claude-code only: --output-format stream-json --verbose
+  bool stream = false;  // the CLI's JSON events: claude --output-format stream-json --verbose,
+                        // codex exec --json, gemini --output-format stream-json
   std::vector<std::string> extra_args;
   bool prompt_on_stdin = false;  // leave the prompt off argv: the caller writes it to stdin
 };
 
 // argv, argv[0] being the program's name (looked up on PATH by the caller):
 //   claude -p <prompt> --output-format <text|json|stream-json> [--verbose] [--model m] [extra…]
-//   codex exec --skip-git-repo-check [--model m] [extra…] <prompt|->
-//   gemini --yolo --prompt <prompt> [--model m] [extra…]
+//   codex exec --skip-git-repo-check [--json] [--model m] [extra…] <prompt|->
+//   gemini --yolo [--output-format stream-json] --prompt <prompt> [--model m] [extra…]
 std::vector<std::string> buildArgv(const CommandSpec& spec);
+
+// What the stream option makes the CLI print, for messages: "stream-json", "--json events".
+const char* streamFormatName(Provider provider);
 
 // What oe adds to the environment of a provider's process (before the node's env:, which wins):
 // gemini refuses to run headless in an untrusted folder (exit 55) unless told to trust it.

@@ -48,8 +48,7 @@ TEST_F(CliAgentTest, CodexJsonOutputIsCheckedAgainstTheSchema) {
                                   {"model", "gpt-fake"},
                                   {"extra_args", {"--sandbox", "read-only"}}}));
   const Json response = responseOf(call(node, "review"));
-  EXPECT_EQ(response["state_delta"]["findings"][0],
-            (Json{{"title", "x"}, {"severity", "high"}}));
+  EXPECT_EQ(response["state_delta"]["findings"][0], (Json{{"title", "x"}, {"severity", "high"}}));
   EXPECT_EQ(argvOf(records().at(0)),
             (std::vector<std::string>{"exec", "--skip-git-repo-check", "--model", "gpt-fake",
                                       "--sandbox", "read-only", "json findings"}));
@@ -135,9 +134,8 @@ TEST_F(CliAgentTest, StreamJsonBecomesLiveActivityAndTokens) {
                                  {{"output_format", "json"}, {"stream", true}}));
   const Json response = responseOf(call(node, "s"));
   EXPECT_EQ(response["state_delta"], (Json{{"summary", "one file"}}));
-  EXPECT_EQ(argvOf(records().at(0)),
-            (std::vector<std::string>{"-p", "stream", "--output-format", "stream-json",
-                                      "--verbose"}));
+  EXPECT_EQ(argvOf(records().at(0)), (std::vector<std::string>{"-p", "stream", "--output-format",
+                                                               "stream-json", "--verbose"}));
   const std::vector<std::string> expected{"spawning claude-code (timeout 600000ms)",
                                           "session started (model claude-fake-4)",
                                           "message: Let me look at the files.",
@@ -148,9 +146,66 @@ TEST_F(CliAgentTest, StreamJsonBecomesLiveActivityAndTokens) {
   ASSERT_EQ(eventCount("node.tokens"), 1U);
 }
 
+// Codex's --json events (opt-in: upstream's command line has no --json): items as activity,
+// the last agent message as the answer, turn.completed's usage as node.tokens.
+TEST_F(CliAgentTest, CodexJsonEventsBecomeActivityAndTokens) {
+  oe_node* node = create(
+      cliNode("c", "codex", "stream", {"summary"}, {{"output_format", "json"}, {"stream", true}}));
+  const Json response = responseOf(call(node, "c"));
+  EXPECT_EQ(response["state_delta"], (Json{{"summary", "one file"}}));
+  EXPECT_EQ(argvOf(records().at(0)),
+            (std::vector<std::string>{"exec", "--skip-git-repo-check", "--json", "stream"}));
+  const std::vector<std::string> expected{"spawning codex (timeout 600000ms)",
+                                          "session started",
+                                          "tool: shell bash -lc ls",
+                                          "tool: edit a.txt",
+                                          "warning: Model metadata for `gpt-fake` not found",
+                                          "message: {\"summary\": \"one file\"}",
+                                          "parsing JSON output"};
+  EXPECT_EQ(activities(), expected);
+  const auto tokens = eventsOf("node.tokens");
+  ASSERT_EQ(tokens.size(), 1U);
+  const auto& fields = tokens[0].fields;
+  EXPECT_EQ(fields["input_tokens"], 200);
+  EXPECT_EQ(fields["output_tokens"], 9);
+  EXPECT_EQ(fields["provider"], "codex");
+  EXPECT_EQ(response["metrics"]["tokens_in"], 200);
+}
+
+TEST_F(CliAgentTest, CodexTurnFailedIsTheNodesError) {
+  oe_node* node = create(cliNode("c", "codex", "stream-fail", {"out"}, {{"stream", true}}));
+  const CallResult result = call(node, "c");
+  EXPECT_EQ(result.status, OE_RESOURCE_EXHAUSTED) << result.error;
+  EXPECT_NE(result.error.find("the CLI reported: unexpected status 429 Too Many Requests"),
+            std::string::npos)
+      << result.error;
+}
+
+// Gemini's stream-json (opt-in too): the assistant's chunks are the answer, the result's stats
+// the usage, the init event's model the model.
+TEST_F(CliAgentTest, GeminiStreamJsonBecomesActivityAndTokens) {
+  oe_node* node = create(
+      cliNode("g", "gemini", "stream", {"summary"}, {{"output_format", "json"}, {"stream", true}}));
+  const Json response = responseOf(call(node, "g"));
+  EXPECT_EQ(response["state_delta"], (Json{{"summary", "one file"}}));
+  EXPECT_EQ(
+      argvOf(records().at(0)),
+      (std::vector<std::string>{"--yolo", "--output-format", "stream-json", "--prompt", "stream"}));
+  const std::vector<std::string> expected{
+      "spawning gemini (timeout 600000ms)", "session started (model gemini-fake-2)",
+      "tool: read_file a.txt", "message: {\"summary\": \"one file\"}", "parsing JSON output"};
+  EXPECT_EQ(activities(), expected);
+  const auto tokens = eventsOf("node.tokens");
+  ASSERT_EQ(tokens.size(), 1U);
+  const auto& fields = tokens[0].fields;
+  EXPECT_EQ(fields["input_tokens"], 300);
+  EXPECT_EQ(fields["output_tokens"], 40);
+  EXPECT_EQ(fields["model"], "gemini-fake-2");
+}
+
 TEST_F(CliAgentTest, StreamWithoutAResultFails) {
-  oe_node* node = create(cliNode("s", "claude-code", "stream-no-result", {"out"},
-                                 {{"stream", true}}));
+  oe_node* node =
+      create(cliNode("s", "claude-code", "stream-no-result", {"out"}, {{"stream", true}}));
   const CallResult result = call(node, "s");
   EXPECT_EQ(result.status, OE_UNKNOWN);
   EXPECT_NE(result.error.find("without a result event"), std::string::npos) << result.error;
@@ -182,13 +237,12 @@ TEST_F(CliAgentTest, TimeoutKillsTheCliWithUpstreamsMessage) {
 }
 
 TEST_F(CliAgentTest, StallWatchdogKillsACliThatGoesQuiet) {
-  oe_node* node = create(cliNode("st", "codex", "stall", {"out"},
-                                 {{"timeout_ms", 60000}, {"stall_timeout_ms", 300}}));
+  oe_node* node = create(
+      cliNode("st", "codex", "stall", {"out"}, {{"timeout_ms", 60000}, {"stall_timeout_ms", 300}}));
   const auto start = Clock::now();
   const CallResult result = call(node, "st");
   EXPECT_EQ(result.status, OE_DEADLINE_EXCEEDED);
-  EXPECT_NE(result.error.find("stalled: no output for 300ms (stall_timeout_ms)"),
-            std::string::npos)
+  EXPECT_NE(result.error.find("stalled: no output for 300ms (stall_timeout_ms)"), std::string::npos)
       << result.error;
   EXPECT_LT(Clock::now() - start, std::chrono::seconds(10));
 }
@@ -215,7 +269,9 @@ TEST_F(CliAgentTest, CancelStopsARunningCli) {
   oe_node* node = create(cliNode("c", "codex", "hang", {"out"}));
   auto ctx = host_.makeContext("c");
   oe::test::FakeContext* raw = ctx.get();
-  auto running = std::async(std::launch::async, [&] { return call(node, "c", Json::object(), Json::object(), Json::object(), raw); });
+  auto running = std::async(std::launch::async, [&] {
+    return call(node, "c", Json::object(), Json::object(), Json::object(), raw);
+  });
   // The fake records its run once it has read stdin: it is running.
   ASSERT_TRUE(oe::test::waitForFile(dir_.path() / "record.jsonl"));
   kind_->cancel(node, oe::test::FakeHost::context(*raw));
@@ -267,15 +323,17 @@ TEST_F(CliAgentTest, BadSpecsAreRefusedAtCreate) {
   EXPECT_NE(created.error.find("provider must be one of claude-code, codex, gemini"),
             std::string::npos)
       << created.error;
-  created = tryCreate(cliNode("s", "codex", "x", Json::array(), {{"stream", true}}));
+  created = tryCreate(cliNode("s", "codex", "x", Json::array(), {{"stream", "yes"}}));
   EXPECT_EQ(created.status, OE_INVALID_ARGUMENT);
+  EXPECT_NE(created.error.find("stream must be true or false"), std::string::npos) << created.error;
   created = tryCreate(cliNode("t", "codex", "x", Json::array(), {{"timeout_ms", 10}}));
   EXPECT_EQ(created.status, OE_INVALID_ARGUMENT);
   EXPECT_NE(created.error.find("timeout_ms must be an integer >= 1000"), std::string::npos);
 }
 
 TEST_F(CliAgentTest, AMissingCliSaysSo) {
-  oe_node* node = create(cliNode("m", "codex", "x", {"out"}, {{"env", {{"PATH", "/nonexistent"}}}}));
+  oe_node* node =
+      create(cliNode("m", "codex", "x", {"out"}, {{"env", {{"PATH", "/nonexistent"}}}}));
   const CallResult result = call(node, "m");
   EXPECT_EQ(result.status, OE_FAILED_PRECONDITION);
   EXPECT_NE(result.error.find("`codex` command was not found on PATH"), std::string::npos)

@@ -2,9 +2,11 @@
 // PATH, so the host's prompt rendering, events, state writes and timeout meet the plugin.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -20,19 +22,27 @@ using Json = nlohmann::ordered_json;  // as the other tests of this binary (unit
 
 class OeRunTest : public ::testing::Test {
  protected:
+  // The fake CLIs first, then oe's own PATH.
+  static std::string pathWithFakes() {
+    const char* path = std::getenv("PATH");  // NOLINT(concurrency-mt-unsafe): read only
+    return std::string(OE_CLI_AGENT_FIXTURE_BIN) + ":" + (path ? path : "/usr/bin:/bin");
+  }
   // `search_path`: PATH for oe and the CLIs (default: the fakes, then oe's own PATH).
   oe::test::ProcessResult oeRun(std::optional<std::string> search_path = std::nullopt) {
-    const char* path = std::getenv("PATH");  // NOLINT(concurrency-mt-unsafe): read only
-    if (!search_path) {
-      search_path = std::string(OE_CLI_AGENT_FIXTURE_BIN) + ":" + (path ? path : "/usr/bin:/bin");
-    }
-    return oe::test::runProcess(
-        {OE_CLI_AGENT_OE_EXE, "run", dir_.path().string(), "--json"},
-        {{"OE_PLUGIN_PATH", ""},
-         {"PATH", *search_path},
-         {"FAKE_CLI_RECORD", (dir_.path() / "record.jsonl").string()},
-         {"FAKE_CLI_PEAK_DIR", dir_.path().string()}},
-        dir_.path());
+    return oeRunIn(dir_.path(), {}, search_path.value_or(pathWithFakes()));
+  }
+  // `oe run <dir> --json <extra...>`; a fake CLI that runs appends to <dir>/record.jsonl.
+  static oe::test::ProcessResult oeRunIn(const std::filesystem::path& dir,
+                                         const std::vector<std::string>& extra,
+                                         const std::string& search_path) {
+    std::vector<std::string> argv{OE_CLI_AGENT_OE_EXE, "run", dir.string(), "--json"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return oe::test::runProcess(argv,
+                                {{"OE_PLUGIN_PATH", ""},
+                                 {"PATH", search_path},
+                                 {"FAKE_CLI_RECORD", (dir / "record.jsonl").string()},
+                                 {"FAKE_CLI_PEAK_DIR", dir.string()}},
+                                dir);
   }
   std::vector<Json> lines(const std::filesystem::path& file) {
     std::vector<Json> out;
@@ -43,9 +53,13 @@ class OeRunTest : public ::testing::Test {
     return out;
   }
   std::vector<Json> eventsOf(const Json& run, const std::string& type) {
+    return eventsIn(dir_.path(), run, type);
+  }
+  std::vector<Json> eventsIn(const std::filesystem::path& dir, const Json& run,
+                             const std::string& type) {
     std::vector<Json> out;
-    const auto log = dir_.path() / ".openexpertise" / "runs" /
-                     (run["run_id"].get<std::string>() + ".jsonl");
+    const auto log =
+        dir / ".openexpertise" / "runs" / (run["run_id"].get<std::string>() + ".jsonl");
     for (const Json& event : lines(log)) {
       if (event["type"] == type) {
         out.push_back(event);
@@ -226,7 +240,7 @@ graph:
                              "runs the program `claude`, which is not on PATH",
                              "Install it, or put the directory that holds it on PATH"}) {
       EXPECT_NE(result.err.find(part), std::string::npos) << when << ": " << part << "\n"
-                                                           << result.err;
+                                                          << result.err;
     }
   };
 
@@ -243,6 +257,224 @@ graph:
   EXPECT_EQ(std::distance(std::filesystem::directory_iterator(runs), {}),
             static_cast<std::ptrdiff_t>(runs_before))
       << "no run was started";
+}
+
+// What a run's log says the nodes did, without what differs from one run to the next (times,
+// the run id) or between a live run and its replay (the live run spawns a CLI, the replay says
+// it replays one): node.activity, node.tokens, state.write and node.finished in order, per node
+// (nodes that run at once interleave their events differently from one run to the next).
+std::map<std::string, std::vector<std::string>> nodeStory(const std::vector<Json>& events) {
+  std::map<std::string, std::vector<std::string>> out;
+  for (const Json& event : events) {
+    const std::string type = event.value("type", "");
+    const std::string node = event.value("node_id", "");
+    if (type == "node.activity") {
+      std::string activity = event.value("activity", "");
+      if (activity.starts_with("spawning ") || activity.starts_with("replaying ")) {
+        activity = "<start>";
+      }
+      out[node].push_back("activity " + activity);
+    } else if (type == "node.tokens") {
+      Json fields = event;
+      for (const char* key : {"ts", "run_id", "type", "node_id"}) {
+        fields.erase(key);
+      }
+      out[node].push_back("tokens " + fields.dump());
+    } else if (type == "node.finished" || type == "node.failed" || type == "state.write") {
+      Json fields = event;
+      for (const char* key : {"ts", "run_id", "duration_ms", "type", "node_id"}) {
+        fields.erase(key);
+      }
+      out[node].push_back(type + " " + fields.dump());
+    }
+  }
+  return out;
+}
+
+constexpr const char* kRecordedPipeline = R"(name: cli-recorded
+version: 0.1.0
+state:
+  schema:
+    summary: { type: string }
+    critique: { type: string }
+    gist: { type: string }
+graph:
+  nodes:
+    - id: summarize
+      kind: cli-agent
+      provider: claude-code
+      prompt: "stream summarize {{topic}}"  # the first word picks the fake's behaviour
+      stream: true
+      output_format: json
+      writes: [summary]
+      args: { topic: testing }
+    - id: critique
+      kind: cli-agent
+      provider: codex
+      prompt: "critique {{summary}}"
+      reads: [summary]
+      writes: [critique]
+    - id: gist
+      kind: cli-agent
+      provider: codex
+      prompt: "stream the gist"
+      stream: true
+      env: { FAKE_VAR: "1" }
+      reads: [summary]
+      writes: [gist]
+  edges:
+    - { from: summarize, to: critique }
+    - { from: summarize, to: gist }
+)";
+
+// --llm-record covers the CLIs: a run through the fake claude and codex recorded, then replayed
+// in a fresh copy of the experience with no CLI on PATH at all, ends in the same state with the
+// same node events (activities from the recorded streams, node.tokens, state writes), and
+// starts no CLI.
+TEST_F(OeRunTest, ARecordedRunReplaysWithoutTheClis) {
+  const std::string yaml = kRecordedPipeline;
+  dir_.write("experience.yaml", yaml);
+  const auto recording = dir_.path() / "cli-runs.jsonl";
+  const auto recorded = oeRunIn(dir_.path(), {"--llm-record", recording.string()}, pathWithFakes());
+  ASSERT_EQ(recorded.exit_code, 0) << recorded.out << recorded.err;
+  const Json live = Json::parse(recorded.out);
+  EXPECT_EQ(live["final_state"]["summary"], "one file");
+  EXPECT_EQ(live["final_state"]["critique"], "the answer");
+  EXPECT_EQ(live["final_state"]["gist"], R"({"summary": "one file"})") << "codex's last message";
+  EXPECT_EQ(lines(dir_.path() / "record.jsonl").size(), 3U) << "three CLIs ran";
+  const auto entries = lines(recording);
+  ASSERT_EQ(entries.size(), 3U);
+  for (const Json& entry : entries) {
+    EXPECT_EQ(entry["type"], "cli");
+    EXPECT_EQ(entry["request"]["workdir"], ".") << "relative to the experience";
+    EXPECT_EQ(entry["response"]["exit_code"], 0);
+  }
+
+  oe::test::TempDir copy;
+  copy.write("experience.yaml", yaml);
+  const auto replayed =
+      oeRunIn(copy.path(), {"--llm-replay", recording.string()}, "/nonexistent-bin");
+  ASSERT_EQ(replayed.exit_code, 0) << replayed.out << replayed.err;
+  const Json again = Json::parse(replayed.out);
+  EXPECT_EQ(again["status"], "success");
+  EXPECT_EQ(again["final_state"], live["final_state"]);
+  EXPECT_EQ(again["usage"], live["usage"]) << "tokens and cost count the same";
+  EXPECT_FALSE(std::filesystem::exists(copy.path() / "record.jsonl")) << "no CLI ran";
+
+  const auto story = [&](const std::filesystem::path& dir, const Json& run) {
+    const auto log =
+        dir / ".openexpertise" / "runs" / (run["run_id"].get<std::string>() + ".jsonl");
+    return nodeStory(lines(log));
+  };
+  auto live_story = story(dir_.path(), live);
+  EXPECT_EQ(story(copy.path(), again), live_story);
+  const auto has = [&](const std::string& node, const std::string& line) {
+    const auto& lines = live_story[node];
+    return std::find(lines.begin(), lines.end(), line) != lines.end();
+  };
+  EXPECT_TRUE(has("summarize", "activity tool: Bash ls -la")) << "claude's stream, replayed";
+  EXPECT_TRUE(has("gist", "activity tool: shell bash -lc ls")) << "codex's --json, replayed";
+  EXPECT_EQ(live_story.size(), 3U);
+  size_t replaying = 0;
+  for (const Json& event : eventsIn(copy.path(), again, "node.activity")) {
+    replaying += event["activity"].get<std::string>().starts_with("replaying ") ? 1 : 0;
+  }
+  EXPECT_EQ(replaying, 3U);
+}
+
+// A replay meets a node whose command changed since the recording: it fails naming the node,
+// the provider and the file and saying to re-record, and starts no CLI even with them on PATH.
+TEST_F(OeRunTest, AReplayWithoutTheNodesRunFailsAndSaysToReRecord) {
+  const std::string yaml = R"(name: cli-missing
+version: 0.1.0
+state:
+  schema:
+    out: { type: string }
+graph:
+  nodes:
+    - id: review
+      kind: cli-agent
+      provider: claude-code
+      prompt: "look at {{what}}"
+      args: { what: PROMPT_ARG }
+      writes: [out]
+  edges: []
+)";
+  auto with = [&](const std::string& what) {
+    std::string text = yaml;
+    text.replace(text.find("PROMPT_ARG"), std::string("PROMPT_ARG").size(), what);
+    return text;
+  };
+  dir_.write("experience.yaml", with("a.txt"));
+  const auto recording = dir_.path() / "rec.jsonl";
+  const auto recorded = oeRunIn(dir_.path(), {"--llm-record", recording.string()}, pathWithFakes());
+  ASSERT_EQ(recorded.exit_code, 0) << recorded.out << recorded.err;
+
+  oe::test::TempDir copy;
+  copy.write("experience.yaml", with("b.txt"));
+  const auto replayed = oeRunIn(copy.path(), {"--llm-replay", recording.string()}, pathWithFakes());
+  EXPECT_EQ(replayed.exit_code, 1) << replayed.out << replayed.err;
+  const Json run = Json::parse(replayed.out);
+  ASSERT_EQ(run["failures"].size(), 1U) << replayed.out;
+  const std::string error = run["failures"][0]["error"].get<std::string>();
+  for (const std::string& part : std::vector<std::string>{
+           "node \"review\": no recorded claude-code run for this command", recording.string(),
+           "re-record with `oe run <experience> --llm-record " + recording.string()}) {
+    EXPECT_NE(error.find(part), std::string::npos) << part << "\n" << error;
+  }
+  EXPECT_FALSE(std::filesystem::exists(copy.path() / "record.jsonl"))
+      << "a replay starts no CLI, even one on PATH";
+}
+
+// The tokens a CLI reports count against runtime.budget, live and on replay alike: the first
+// claude run spends 127 tokens of 100, so the second may not start, and the run stops with
+// budget_exhausted both times.
+TEST_F(OeRunTest, CliTokensCountAgainstTheBudgetOnReplayToo) {
+  const std::string yaml = R"(name: cli-budget
+version: 0.1.0
+state:
+  schema:
+    security_findings: { type: array }
+    b: { type: string }
+graph:
+  nodes:
+    - id: first
+      kind: cli-agent
+      provider: claude-code
+      prompt: "envelope one"
+      output_format: json
+      writes: [security_findings]
+    - id: second
+      kind: cli-agent
+      provider: claude-code
+      prompt: "hello"
+      writes: [b]
+  edges:
+    - { from: first, to: second }
+runtime:
+  budget: { max_tokens: 100 }
+)";
+  dir_.write("experience.yaml", yaml);
+  const auto recording = dir_.path() / "rec.jsonl";
+  const auto check = [](const oe::test::ProcessResult& result, const char* when) {
+    EXPECT_EQ(result.exit_code, 1) << when << result.out << result.err;
+    const Json run = Json::parse(result.out);
+    EXPECT_EQ(run["reason"], "budget_exhausted") << when;
+    EXPECT_EQ(run["usage"]["input_tokens"], 120) << when;
+    EXPECT_EQ(run["usage"]["output_tokens"], 7) << when;
+    ASSERT_EQ(run["failures"].size(), 1U) << when;
+    EXPECT_EQ(run["failures"][0]["node_id"], "second") << when;
+    EXPECT_NE(run["failures"][0]["error"].get<std::string>().find(
+                  "run budget exhausted: runtime.budget.max_tokens is 100 and 127 are spent"),
+              std::string::npos)
+        << when << run["failures"][0]["error"];
+  };
+  check(oeRunIn(dir_.path(), {"--llm-record", recording.string()}, pathWithFakes()), "live");
+  EXPECT_EQ(lines(dir_.path() / "record.jsonl").size(), 1U) << "the second CLI never started";
+
+  oe::test::TempDir copy;
+  copy.write("experience.yaml", yaml);
+  check(oeRunIn(copy.path(), {"--llm-replay", recording.string()}, "/nonexistent-bin"), "replay");
 }
 
 }  // namespace

@@ -51,7 +51,8 @@ TEST(ChooseProvider, UpstreamMessages) {
 }
 
 TEST(ChooseProvider, FlagPicksOpenAiDespiteAnthropicKey) {
-  auto choice = chooseProvider(withEnv({.anthropic_api_key = "a", .openai_api_key = "o"}, "openai"));
+  auto choice =
+      chooseProvider(withEnv({.anthropic_api_key = "a", .openai_api_key = "o"}, "openai"));
   ASSERT_TRUE(choice.ok());
   EXPECT_EQ(choice->provider, "openai");
 }
@@ -233,7 +234,8 @@ TEST(Recording, TornLastLineIsToleratedAMalformedOneIsNot) {
   EXPECT_EQ((*replayer)->size(), 1U);
   {
     std::ofstream out(file);
-    out << "not json\n" << R"({"key":"k1","response":{"text":"a"}})" << '\n';
+    out << "not json\n"
+        << R"({"key":"k1","response":{"text":"a"}})" << '\n';
   }
   auto bad = Replayer::load(file);
   ASSERT_FALSE(bad.ok());
@@ -242,6 +244,76 @@ TEST(Recording, TornLastLineIsToleratedAMalformedOneIsNot) {
   auto missing = Replayer::load(dir.path() / "absent.jsonl");
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.error().message.find("--llm-replay"), std::string::npos);
+}
+
+// CLI runs (oe.cli-replay/1-draft) share the file with the LLM exchanges, each in its own key
+// space; a key recorded several times serves its outcomes in order, then the last again.
+TEST(Recording, CliRunsShareTheFileAndReplayInOrder) {
+  test::TempDir dir;
+  const auto file = dir.path() / "rec.jsonl";
+  const Json request = {{"provider", "codex"},
+                        {"argv", {"codex", "exec", "hi"}},
+                        {"workdir", "."},
+                        {"env", Json::array()},
+                        {"stdin", ""}};
+  const Json reordered = Json::parse(
+      R"({"stdin":"","env":[],"workdir":".","argv":["codex","exec","hi"],"provider":"codex"})");
+  EXPECT_EQ(cliRequestKey(request), cliRequestKey(reordered));
+  const Json llm_request = Json::parse(R"({"messages":[]})");
+  {
+    auto recorder = Recorder::open(file);
+    ASSERT_TRUE(recorder.ok()) << recorder.error().message;
+    ASSERT_TRUE(
+        (*recorder)
+            ->append(requestKey(llm_request), "a", "openai", llm_request, Json{{"text", "x"}})
+            .ok());
+    for (int code : {1, 0}) {
+      ASSERT_TRUE((*recorder)
+                      ->appendCli(cliRequestKey(request), "c", "codex", request,
+                                  Json{{"exit_code", code}, {"stdout", "\xff out"}})
+                      .ok());
+    }
+  }
+  std::ifstream in(file);
+  std::string first;
+  std::getline(in, first);
+  EXPECT_FALSE(Json::parse(first).contains("type")) << "an LLM line keeps its format";
+  std::string second;
+  std::getline(in, second);
+  EXPECT_EQ(Json::parse(second)["type"], "cli");
+
+  auto replayer = Replayer::load(file);
+  ASSERT_TRUE(replayer.ok()) << replayer.error().message;
+  EXPECT_EQ((*replayer)->size(), 1U);
+  EXPECT_EQ((*replayer)->cliRuns(), 1U);
+  EXPECT_EQ((*replayer)->find(cliRequestKey(request)), nullptr) << "separate key spaces";
+  const Json* once = (*replayer)->nextCliOutcome(cliRequestKey(reordered));
+  ASSERT_NE(once, nullptr);
+  EXPECT_EQ((*once)["exit_code"], 1) << "the failed attempt first";
+  EXPECT_EQ((*once)["stdout"], "\xEF\xBF\xBD out") << "invalid UTF-8 recorded as U+FFFD";
+  for (int i = 0; i < 2; ++i) {
+    const Json* again = (*replayer)->nextCliOutcome(cliRequestKey(request));
+    ASSERT_NE(again, nullptr);
+    EXPECT_EQ((*again)["exit_code"], 0) << "then the retry, and the last one from then on";
+  }
+  EXPECT_EQ((*replayer)->nextCliOutcome("nope"), nullptr);
+}
+
+TEST(Ledger, ExhaustedOnlyOnceSpentReachesALimit) {
+  Budget budget;
+  budget.max_tokens = 100;
+  Ledger ledger(budget, Usage{});
+  EXPECT_FALSE(ledger.exhausted());
+  ASSERT_FALSE(ledger.reserve({90, 0})) << "held by a call in flight is not spent";
+  EXPECT_FALSE(ledger.exhausted());
+  Usage used;
+  used.input_tokens = 120;
+  used.output_tokens = 7;
+  ledger.settle({90, 0}, used);
+  const auto refused = ledger.exhausted();
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->message,
+            "run budget exhausted: runtime.budget.max_tokens is 100 and 127 are spent");
 }
 
 }  // namespace

@@ -47,9 +47,10 @@ class FileChecks : public ::testing::Test {
   // Validates `nodes` (and `edges`) written to a real experience folder.
   std::vector<Diagnostic> validate(const std::string& nodes, const std::string& edges = "[]",
                                    const KindCatalog& kinds = annotatedKinds()) {
-    const auto path = dir_.write("experience.yaml", "name: t\nversion: 0.1.0\nstate:\n  schema:\n"
-                                                    "    rows: {type: array}\ngraph:\n  nodes:\n" +
-                                                        nodes + "  edges: " + edges + "\n");
+    const auto path = dir_.write("experience.yaml",
+                                 "name: t\nversion: 0.1.0\nstate:\n  schema:\n"
+                                 "    rows: {type: array}\ngraph:\n  nodes:\n" +
+                                     nodes + "  edges: " + edges + "\n");
     LoadResult loaded = loadExperience(path);
     EXPECT_TRUE(loaded.experience) << dump(loaded.diagnostics);
     if (!loaded.experience) {
@@ -88,8 +89,9 @@ TEST_F(FileChecks, ToolImplAndAgentPromptMustExist) {
 
 TEST_F(FileChecks, SkillImplIsADirectory) {
   dir_.write("skills/s/SKILL.md", "---\nname: s\n---\nbody");
-  auto ds = validate("    - {id: s, kind: skill, impl: skills/s}\n"
-                     "    - {id: f, kind: skill, impl: skills/s/SKILL.md}\n");
+  auto ds = validate(
+      "    - {id: s, kind: skill, impl: skills/s}\n"
+      "    - {id: f, kind: skill, impl: skills/s/SKILL.md}\n");
   ASSERT_EQ(ds.size(), 1u) << dump(ds);
   EXPECT_EQ(ds[0].node_id, "f");
   EXPECT_NE(ds[0].message.find("a directory is expected here"), std::string::npos);
@@ -97,7 +99,8 @@ TEST_F(FileChecks, SkillImplIsADirectory) {
 
 TEST_F(FileChecks, DatasetFilesFormatsAndSources) {
   dir_.write("data/rows.jsonl", "{}\n");
-  auto ds = validate(R"(    - {id: ok, kind: dataset, writes: [rows], source: {type: file, uri: data/rows.jsonl}}
+  auto ds = validate(
+      R"(    - {id: ok, kind: dataset, writes: [rows], source: {type: file, uri: data/rows.jsonl}}
     - {id: gone, kind: dataset, writes: [rows], source: {type: file, uri: data/gone.csv}}
     - {id: pq, kind: dataset, writes: [rows], source: {type: file, uri: data/rows.jsonl, format: parquet}}
     - {id: mcp, kind: dataset, writes: [rows], source: {type: mcp-resource, uri: "res://x"}}
@@ -105,7 +108,7 @@ TEST_F(FileChecks, DatasetFilesFormatsAndSources) {
     - {id: db, kind: dataset, writes: [rows], source: {type: sqlite, uri: gone.db}}
     - {id: later, kind: dataset, writes: [rows], source: {type: file, uri: made-by-ok.json}}
 )",
-                     "[{from: ok, to: later}]");
+      "[{from: ok, to: later}]");
   ASSERT_EQ(ds.size(), 5u) << dump(ds);
   EXPECT_EQ(ds[0].node_id, "gone");
   EXPECT_EQ(ds[0].field, "source.uri");
@@ -113,8 +116,7 @@ TEST_F(FileChecks, DatasetFilesFormatsAndSources) {
   EXPECT_NE(ds[0].message.find("nothing runs before this node"), std::string::npos);
   EXPECT_EQ(ds[1].node_id, "pq");
   EXPECT_EQ(ds[1].field, "source.format");
-  EXPECT_EQ(ds[1].message.rfind("\"parquet\" is not supported: parquet files are not read", 0),
-            0u)
+  EXPECT_EQ(ds[1].message.rfind("\"parquet\" is not supported: parquet files are not read", 0), 0u)
       << ds[1].message;
   EXPECT_EQ(ds[2].node_id, "mcp");
   EXPECT_EQ(ds[2].field, "source.type");
@@ -139,11 +141,12 @@ TEST_F(FileChecks, AKindSchemaDeclaresItsOwnFileFields) {
   // A kind's own annotations are all that count (here impl is not marked, so not checked).
   kinds["tool"] = KindInfo{"tool", Json::parse(R"({"type": "object", "properties": {
       "impl": {"type": "string"}, "manifest": {"type": "string", "x-oe-path": "file"}}})")};
-  auto ds = validate(R"(    - {id: r, kind: render, template: t.j2, engine: liquid, opts: {local: true, dir: nope}}
+  auto ds = validate(
+      R"(    - {id: r, kind: render, template: t.j2, engine: liquid, opts: {local: true, dir: nope}}
     - {id: s, kind: render, template: t.j2, opts: {local: false, dir: nope}}
     - {id: t, kind: tool, impl: gone.mjs, manifest: gone.json}
 )",
-                     "[]", kinds);
+      "[]", kinds);
   ASSERT_EQ(ds.size(), 5u) << dump(ds);
   EXPECT_EQ(matching(ds, "\"t.j2\" does not exist").size(), 2u) << dump(ds);
   EXPECT_EQ(matching(ds, "\"liquid\" is not supported: use jinja").size(), 1u) << dump(ds);
@@ -180,7 +183,7 @@ TEST_F(FileChecks, AKindSchemaNamesTheProgramsItsNodesRun) {
         "search_path": "/env/PATH"}},
       "env": {"type": "object"}}})");
   ProgramCache cache;
-  auto check = [&](const Json& node, Severity severity) {
+  auto check = [&](const Json& node, ProgramCheck severity) {
     return checkFileFields(&schema, node, dir_.path(), false, severity, cache);
   };
   const std::string own = bin.string();
@@ -191,14 +194,19 @@ TEST_F(FileChecks, AKindSchemaNamesTheProgramsItsNodesRun) {
   ASSERT_EQ(absent.size(), 1u);
   EXPECT_EQ(absent[0].pointer, "/cli");
   EXPECT_EQ(absent[0].severity, Severity::kWarning);
-  EXPECT_EQ(absent[0].message, "\"b\" runs the program `absent`, which is not on the node's "
-                               "env.PATH (" + own + "). Install it, or put the directory that "
-                               "holds it on PATH (or in the node's env.PATH)");
+  EXPECT_EQ(absent[0].message,
+            "\"b\" runs the program `absent`, which is not on the node's "
+            "env.PATH (" +
+                own +
+                "). Install it, or put the directory that "
+                "holds it on PATH (or in the node's env.PATH)");
   auto not_executable = check(Json{{"cli", "c"}, {"env", {{"PATH", own}}}}, Severity::kError);
   ASSERT_EQ(not_executable.size(), 1u);
   EXPECT_EQ(not_executable[0].severity, Severity::kError);
   // Without env.PATH, oe's PATH (which has no "present"): the node's own override is what found it.
   EXPECT_EQ(check(Json{{"cli", "a"}}, Severity::kError).size(), 1u);
+  // A run that starts no program (oe run --llm-replay) does not look for any.
+  EXPECT_TRUE(check(Json{{"cli", "b"}}, std::nullopt).empty());
   EXPECT_TRUE(marksPrograms(schema));
   EXPECT_FALSE(marksPrograms(annotatedKinds()["tool"].schema.value()));
   EXPECT_EQ(checkPrograms(schema, Json{{"cli", "b"}}, dir_.path(), cache).size(), 1u);

@@ -288,7 +288,9 @@ int execute(const RunArgs& a, const std::string& path, Json run_args,
   }
   StderrLog log_sink;
   plugins::PluginRegistry sinked(&log_sink);
-  auto experience = loadValidated(path, sinked, a.strict, /*for_run=*/true);
+  // A replay answers the CLIs of cli-agent nodes from the recording: they need not be installed.
+  auto experience = loadValidated(path, sinked, a.strict, /*for_run=*/true,
+                                  /*starts_programs=*/a.llm_replay.empty());
   if (!experience) {
     return kExitFailed;
   }

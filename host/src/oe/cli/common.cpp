@@ -42,9 +42,9 @@ void printDiagnostics(const std::vector<Diagnostic>& diagnostics) {
 }
 
 void printErrorCount(const std::vector<Diagnostic>& diagnostics, const spec::Experience* model) {
-  const auto errors = std::count_if(diagnostics.begin(), diagnostics.end(), [](const Diagnostic& d) {
-    return d.severity == Severity::kError;
-  });
+  const auto errors =
+      std::count_if(diagnostics.begin(), diagnostics.end(),
+                    [](const Diagnostic& d) { return d.severity == Severity::kError; });
   std::cerr << "oe: " << errors << (errors == 1 ? " error" : " errors");
   if (model != nullptr) {
     std::cerr << " in " << model->file.string();
@@ -70,8 +70,8 @@ void dropLoadOnlyParts(spec::Experience& experience) {
   spec::compactNodes(experience);
   experience.marks.clear();
   experience.key_marks.clear();
-  if (auto graph = experience.raw.find("graph"); graph != experience.raw.end() &&
-                                                 graph->is_object()) {
+  if (auto graph = experience.raw.find("graph");
+      graph != experience.raw.end() && graph->is_object()) {
     graph->erase("nodes");
     graph->erase("edges");
   }
@@ -107,7 +107,7 @@ bool programMissing(const spec::Experience& exp, const spec::KindCatalog& catalo
 
 std::optional<spec::Experience> loadValidated(const std::filesystem::path& path_arg,
                                               plugins::PluginRegistry& registry, bool strict,
-                                              bool for_run) {
+                                              bool for_run, bool starts_programs) {
   const auto yaml_path = spec::resolveExperiencePath(path_arg);
   std::optional<std::string> text;
   std::string context;
@@ -130,7 +130,7 @@ std::optional<spec::Experience> loadValidated(const std::filesystem::path& path_
     // A missing program sends the run through the full check below, which names it and its
     // line (a snapshot has no positions).
     if (auto snapshot = spec::readSnapshot(yaml_path, digest, context);
-        snapshot && !programMissing(*snapshot, *catalog)) {
+        snapshot && !(starts_programs && programMissing(*snapshot, *catalog))) {
       reportPluginProblems(registry);
       dropLoadOnlyParts(*snapshot);
       return snapshot;
@@ -156,10 +156,14 @@ std::optional<spec::Experience> loadValidated(const std::filesystem::path& path_
   if (model != nullptr) {
     reportPluginProblems(registry);
   }
-  // Before a run, a program a node needs and PATH lacks is an error (oe validate: a warning).
+  // Before a run, a program a node needs and PATH lacks is an error (oe validate: a warning);
+  // before a run that starts none, it does not matter.
+  const spec::ProgramCheck missing_program =
+      !for_run ? spec::ProgramCheck(Severity::kWarning)
+               : (starts_programs ? spec::ProgramCheck(Severity::kError) : std::nullopt);
   const auto diagnostics = spec::checkLoaded(
       loaded, catalog ? *catalog : (model != nullptr ? kindCatalog(registry) : spec::KindCatalog{}),
-      strict, for_run ? Severity::kError : Severity::kWarning);
+      strict, missing_program);
   printDiagnostics(diagnostics);
   if (!loaded.experience || hasErrors(diagnostics)) {
     printErrorCount(diagnostics, model);

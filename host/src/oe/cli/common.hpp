@@ -34,10 +34,12 @@ using run::kindCatalog;  // (run.hpp) what validation needs of the loaded plugin
 // error (the diagnostics say which). `for_run`: the experience is about to run, so a spec
 // snapshot of the unchanged file is used (or written, after a load without any diagnostic), and
 // what only loading needs is dropped: the source positions and, from Experience::raw, the
-// graph's nodes and edges, which the typed model holds (docs/performance.md).
+// graph's nodes and edges, which the typed model holds (docs/performance.md). `starts_programs`
+// false: the run starts none of the programs nodes name (x-oe-program; `oe run --llm-replay`
+// answers the CLIs from a recording), so a program missing from PATH is not looked for.
 std::optional<spec::Experience> loadValidated(const std::filesystem::path& path_arg,
                                               plugins::PluginRegistry& registry, bool strict,
-                                              bool for_run = false);
+                                              bool for_run = false, bool starts_programs = true);
 
 // Each diagnostic on stderr, one per line.
 void printDiagnostics(const std::vector<Diagnostic>& diagnostics);

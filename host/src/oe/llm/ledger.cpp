@@ -51,11 +51,10 @@ int64_t maxInputTokens(const Json& request) {
   if (auto system = request.find("system"); system != request.end()) {
     bound += textBytes(*system);
   }
-  if (auto messages = request.find("messages");
-      messages != request.end() && messages->is_array()) {
+  if (auto messages = request.find("messages"); messages != request.end() && messages->is_array()) {
     for (const auto& message : *messages) {
-      bound += kFramingPerMessage + textBytes(message.is_object() ? message.value("content", Json())
-                                                                  : message);
+      bound += kFramingPerMessage +
+               textBytes(message.is_object() ? message.value("content", Json()) : message);
     }
   }
   if (auto tools = request.find("tools"); tools != request.end()) {
@@ -81,12 +80,26 @@ std::optional<Ledger::Refusal> Ledger::reserve(const Reservation& need) {
     if (committed + need.cost_usd > *budget_.max_cost_usd) {
       return Refusal{"run budget exhausted: the call could cost up to " + usd(need.cost_usd) +
                      ", but runtime.budget.max_cost_usd is " + usd(*budget_.max_cost_usd) +
-                     " and " + usd(spent_.cost_usd) + " is spent and " +
-                     usd(reserved_.cost_usd) + " held by calls in flight"};
+                     " and " + usd(spent_.cost_usd) + " is spent and " + usd(reserved_.cost_usd) +
+                     " held by calls in flight"};
     }
   }
   reserved_.tokens += need.tokens;
   reserved_.cost_usd += need.cost_usd;
+  return std::nullopt;
+}
+
+std::optional<Ledger::Refusal> Ledger::exhausted() const {
+  std::lock_guard lock(mutex_);
+  if (budget_.max_tokens && spent_.tokens() >= *budget_.max_tokens) {
+    return Refusal{"run budget exhausted: runtime.budget.max_tokens is " +
+                   std::to_string(*budget_.max_tokens) + " and " + std::to_string(spent_.tokens()) +
+                   " are spent"};
+  }
+  if (budget_.max_cost_usd && spent_.cost_usd >= *budget_.max_cost_usd) {
+    return Refusal{"run budget exhausted: runtime.budget.max_cost_usd is " +
+                   usd(*budget_.max_cost_usd) + " and " + usd(spent_.cost_usd) + " is spent"};
+  }
   return std::nullopt;
 }
 

@@ -52,6 +52,9 @@ class Ledger {
     std::string message;
   };
   std::optional<Refusal> reserve(const Reservation& need);
+  // A refusal when what is spent already reaches a limit: the check for work whose cost is
+  // known only once it is done (a coding CLI run), which may start while anything is left.
+  [[nodiscard]] std::optional<Refusal> exhausted() const;
 
   // Replaces a reservation by what the call really spent (`used`, with its cost).
   void settle(const Reservation& reserved, const Usage& used);

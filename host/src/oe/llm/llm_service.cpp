@@ -157,7 +157,8 @@ Answer LlmService::complete(const Site& site, std::string_view request_json) {
                   nodeTag(site) + "no recorded LLM response for this request (key " +
                       key.substr(0, 12) + ") in " + replayer_->path().string() +
                       "; the prompt, model, schema or inputs changed since it was recorded: "
-                      "re-record with --llm-record " + replayer_->path().string());
+                      "re-record with --llm-record " +
+                      replayer_->path().string());
     }
     const std::string model = found->response.value("model", request.value("model", ""));
     Usage used = Usage::fromJson(found->response.value("usage", Json::object()));
@@ -253,10 +254,121 @@ Answer LlmService::complete(const Site& site, std::string_view request_json) {
   return Answer{OE_OK, answer.dump()};
 }
 
-std::optional<RateLimiter::Ticket> LlmService::waitForRoom(const Site& site,
-                                                           std::string_view name,
-                                                           std::string_view model,
-                                                           int64_t tokens) {
+namespace {
+
+// The CLI request of oe.cli-replay/1-draft: an object with a string "provider".
+std::optional<Json> cliRequest(std::string_view request_json) {
+  Json request = Json::parse(request_json, nullptr, false);
+  if (request.is_discarded() || !request.is_object() || !request.contains("provider") ||
+      !request["provider"].is_string()) {
+    return std::nullopt;
+  }
+  return request;
+}
+
+}  // namespace
+
+Answer LlmService::beginCli(const Site& site, std::string_view request_json) {
+  const std::optional<Json> request = cliRequest(request_json);
+  if (!request) {
+    return fail(OE_INVALID_ARGUMENT, nodeTag(site) +
+                                         "oe.cli-replay/1-draft request is not a JSON object "
+                                         "with a string \"provider\"");
+  }
+  const std::string provider = (*request)["provider"].get<std::string>();
+  // A CLI cannot say beforehand what it will spend: it may start while any budget is left.
+  if (auto refused = ledger_.exhausted()) {
+    if (site.usage != nullptr) {
+      site.usage->budget_refused = true;
+    }
+    return fail(OE_RESOURCE_EXHAUSTED,
+                nodeTag(site) + refused->message + "; the " + provider + " CLI was not started");
+  }
+  if (!replayer_) {
+    return Answer{OE_OK, {}};
+  }
+  const std::string key = cliRequestKey(*request);
+  const Json* outcome = replayer_->nextCliOutcome(key);
+  if (outcome == nullptr) {
+    const std::string file = replayer_->path().string();
+    return fail(OE_FAILED_PRECONDITION,
+                nodeTag(site) + "no recorded " + provider + " run for this command (key " +
+                    key.substr(0, 12) + ") in " + file +
+                    "; the prompt, model, extra_args, workdir, env or inputs changed since it "
+                    "was recorded: re-record with `oe run <experience> --llm-record " +
+                    file + "` with the " + provider + " CLI on PATH");
+  }
+  // Its usage is accounted when the plugin hands the outcome back (finishCli), at the same point
+  // of the node's events as in the recorded run.
+  return Answer{OE_OK, outcome->dump(-1, ' ', false, Json::error_handler_t::replace)};
+}
+
+Answer LlmService::finishCli(const Site& site, std::string_view request_json,
+                             std::string_view outcome_json) {
+  const std::optional<Json> request = cliRequest(request_json);
+  Json outcome = Json::parse(outcome_json, nullptr, false);
+  if (!request || outcome.is_discarded() || !outcome.is_object()) {
+    return fail(OE_INVALID_ARGUMENT, nodeTag(site) +
+                                         "oe.cli-replay/1-draft finish needs a request object "
+                                         "with a string \"provider\" and an outcome object");
+  }
+  const std::string provider = (*request)["provider"].get<std::string>();
+  if (auto usage = outcome.find("usage"); usage != outcome.end() && usage->is_object()) {
+    accountCli(site, provider, *usage);
+  }
+  if (recorder_) {
+    if (auto recorded = recorder_->appendCli(cliRequestKey(*request), site.node_id, provider,
+                                             *request, outcome);
+        !recorded && site.ctx != nullptr) {
+      site.ctx->log(OE_LOG_WARN, recorded.error().message);
+    }
+  }
+  return Answer{OE_OK, {}};
+}
+
+void LlmService::accountCli(const Site& site, std::string_view provider, const Json& usage) {
+  const auto integer = [&usage](const char* key) {
+    auto it = usage.find(key);
+    return it != usage.end() && it->is_number() ? it->get<int64_t>() : int64_t{0};
+  };
+  Usage used;
+  used.input_tokens = integer("input_tokens");
+  used.output_tokens = integer("output_tokens");
+  used.calls = 1;
+  const std::string model = usage.contains("model") && usage["model"].is_string()
+                                ? usage["model"].get<std::string>()
+                                : std::string();
+  bool priced = false;
+  if (auto cost = usage.find("cost_usd"); cost != usage.end() && cost->is_number()) {
+    used.cost_usd = cost->get<double>();  // the CLI's own figure (Claude's total_cost_usd)
+    priced = true;
+  } else if (const Price* price = model.empty() ? nullptr : findPrice(settings_, model)) {
+    used.cost_usd = (static_cast<double>(used.input_tokens) * price->input +
+                     static_cast<double>(used.output_tokens) * price->output) /
+                    1e6;
+    priced = true;
+  }
+  ledger_.settle(Ledger::Reservation{}, used);
+  if (site.usage != nullptr) {
+    site.usage->usage += used;
+  }
+  if (site.ctx != nullptr) {
+    // The fields of an oe.llm/1 call's node.tokens, in the same order.
+    nlohmann::ordered_json fields;
+    fields["input_tokens"] = used.input_tokens;
+    fields["output_tokens"] = used.output_tokens;
+    fields["model"] = model.empty() ? std::string(provider) : model;
+    fields["provider"] = provider;
+    if (priced) {
+      fields["cost_usd"] = used.cost_usd;
+    }
+    emitOrWarn(*site.ctx, "node.tokens",
+               fields.dump(-1, ' ', false, Json::error_handler_t::replace), site);
+  }
+}
+
+std::optional<RateLimiter::Ticket> LlmService::waitForRoom(const Site& site, std::string_view name,
+                                                           std::string_view model, int64_t tokens) {
   if (!limiter_.limits(name, model)) {
     return RateLimiter::Ticket{};
   }

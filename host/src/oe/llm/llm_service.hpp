@@ -58,6 +58,14 @@ class LlmService {
   // [thread-safe, blocking] One completion for the node at `site`.
   Answer complete(const Site& site, std::string_view request_json);
 
+  // oe.cli-replay/1-draft (a coding CLI run, docs/kinds-cli-agent.md). beginCli, before the CLI
+  // would start: OE_RESOURCE_EXHAUSTED when runtime.budget is already spent; under --llm-replay
+  // the recorded outcome or OE_FAILED_PRECONDITION naming the node, the provider and the file;
+  // otherwise OE_OK with an empty body (run it live). Then finishCli with the outcome.
+  Answer beginCli(const Site& site, std::string_view request_json);
+  // After a live or replayed run: accounts the outcome's usage; records it under --llm-record.
+  Answer finishCli(const Site& site, std::string_view request_json, std::string_view outcome_json);
+
   // [thread-safe, blocking] A share of every runtime.limits entry that applies to (name, model),
   // as complete() takes one before each call: waits on the calling thread, the first wait emits
   // node.activity ("waiting for room under runtime.limits.<name>"), and a call cancelled while
@@ -68,7 +76,7 @@ class LlmService {
   // Gives back what waitForRoom granted; `actual_tokens` replaces the estimate.
   void giveBack(const RateLimiter::Ticket& ticket, int64_t actual_tokens);
 
-  [[nodiscard]] Usage runUsage() const;  // this run's calls
+  [[nodiscard]] Usage runUsage() const;                               // this run's calls
   [[nodiscard]] Usage totalUsage() const { return ledger_.spent(); }  // prior + this run
   [[nodiscard]] const Settings& settings() const { return settings_; }
 
@@ -85,6 +93,9 @@ class LlmService {
   Answer call(const Site& site, const Json& request, const std::string& key);
   void account(const Site& site, std::string_view provider, const std::string& model,
                const Json& response, const Ledger::Reservation& reserved);
+  // A CLI run's usage ({input_tokens, output_tokens, model, cost_usd}), known only afterwards:
+  // settled without a reservation, priced from the CLI's own cost, else runtime.prices.
+  void accountCli(const Site& site, std::string_view provider, const Json& usage);
 
   Settings settings_;
   const plugins::PluginRegistry& registry_;

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -14,6 +15,10 @@ namespace oe::llm {
 
 std::string requestKey(const Json& request) { return cache::sha256Hex(request.dump()); }
 
+std::string cliRequestKey(const Json& request) {
+  return cache::sha256Hex(request.dump(-1, ' ', false, Json::error_handler_t::replace));
+}
+
 Result<std::unique_ptr<Recorder>> Recorder::open(const std::filesystem::path& path) {
   std::error_code ec;
   if (path.has_parent_path()) {
@@ -21,8 +26,8 @@ Result<std::unique_ptr<Recorder>> Recorder::open(const std::filesystem::path& pa
   }
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd < 0) {
-    return makeError("--llm-record " + path.string() + ": cannot open for writing: " +
-                     std::strerror(errno));
+    return makeError("--llm-record " + path.string() +
+                     ": cannot open for writing: " + std::strerror(errno));
   }
   return std::unique_ptr<Recorder>(new Recorder(fd, path));
 }
@@ -32,13 +37,28 @@ Recorder::~Recorder() { ::close(fd_); }
 Result<void> Recorder::append(const std::string& key, std::string_view node_id,
                               std::string_view provider, const Json& request,
                               const Json& response) {
-  Json line = {{"key", key},
-               {"node_id", node_id},
-               {"provider", provider},
-               {"model", response.value("model", request.value("model", ""))},
-               {"request", request},
-               {"response", response}};
-  std::string text = line.dump();
+  return writeLine({{"key", key},
+                    {"node_id", node_id},
+                    {"provider", provider},
+                    {"model", response.value("model", request.value("model", ""))},
+                    {"request", request},
+                    {"response", response}});
+}
+
+Result<void> Recorder::appendCli(const std::string& key, std::string_view node_id,
+                                 std::string_view provider, const Json& request,
+                                 const Json& outcome) {
+  return writeLine({{"type", kCliEntry},
+                    {"key", key},
+                    {"node_id", node_id},
+                    {"provider", provider},
+                    {"request", request},
+                    {"response", outcome}});
+}
+
+Result<void> Recorder::writeLine(const Json& line) {
+  // A CLI's stdout is whatever it printed: invalid UTF-8 is kept as U+FFFD, not a throw.
+  std::string text = line.dump(-1, ' ', false, Json::error_handler_t::replace);
   text += '\n';
   std::lock_guard lock(mutex_);
   // One write(2) of the whole line on an O_APPEND descriptor: a kill tears at most this line.
@@ -50,8 +70,8 @@ Result<void> Recorder::append(const std::string& key, std::string_view node_id,
       if (errno == EINTR) {
         continue;
       }
-      return makeError("--llm-record " + path_.string() + ": write failed: " +
-                       std::strerror(errno));
+      return makeError("--llm-record " + path_.string() +
+                       ": write failed: " + std::strerror(errno));
     }
     data += n;
     left -= static_cast<size_t>(n);
@@ -86,6 +106,11 @@ Result<std::unique_ptr<Replayer>> Replayer::load(const std::filesystem::path& pa
                        ": not a recorded exchange (expected a JSON object with \"key\" and "
                        "\"response\"); re-record with --llm-record");
     }
+    if (line.value("type", Json()) == kCliEntry) {
+      replayer->cli_runs_[line["key"].get<std::string>()].outcomes.push_back(
+          std::move(line["response"]));
+      continue;
+    }
     replayer->exchanges_.try_emplace(line["key"].get<std::string>(),
                                      Exchange{line.value("provider", ""), line["response"]});
   }
@@ -95,6 +120,18 @@ Result<std::unique_ptr<Replayer>> Replayer::load(const std::filesystem::path& pa
 const Replayer::Exchange* Replayer::find(const std::string& key) const {
   auto it = exchanges_.find(key);
   return it == exchanges_.end() ? nullptr : &it->second;
+}
+
+const Json* Replayer::nextCliOutcome(const std::string& key) {
+  std::lock_guard lock(cli_mutex_);
+  auto it = cli_runs_.find(key);
+  if (it == cli_runs_.end() || it->second.outcomes.empty()) {
+    return nullptr;
+  }
+  CliRuns& runs = it->second;
+  const size_t at = std::min(runs.served, runs.outcomes.size() - 1);
+  ++runs.served;
+  return &runs.outcomes[at];
 }
 
 }  // namespace oe::llm

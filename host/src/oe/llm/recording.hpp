@@ -1,6 +1,8 @@
 // --llm-record / --llm-replay: exchanges keyed by a canonical hash of the request a node sent,
 // in a JSONL file (one exchange per line, appended and flushed as each call ends, so a killed
-// run keeps what it paid for).
+// run keeps what it paid for). Two kinds of lines share the file: oe.llm/1 exchanges (no
+// "type") and coding CLI runs ("type": "cli", oe.cli-replay/1-draft), each in a key space of
+// its own.
 #pragma once
 
 #include <filesystem>
@@ -8,6 +10,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "oe/common/json.hpp"
 #include "oe/common/result.hpp"
@@ -19,6 +22,14 @@ namespace oe::llm {
 // replaying machine has.
 [[nodiscard]] std::string requestKey(const Json& request);
 
+// The key of a CLI run (oe.cli-replay/1-draft): the same hash of the plugin's request (provider,
+// argv, workdir relative to the experience, the node's env, stdin), invalid UTF-8 hashed as
+// U+FFFD rather than refused.
+[[nodiscard]] std::string cliRequestKey(const Json& request);
+
+// The "type" of a CLI run's line in a recording ("cli"); an LLM exchange's line has none.
+inline constexpr const char* kCliEntry = "cli";
+
 class Recorder {
  public:
   // Opens (creating parent folders) for appending: a resumed run adds to the same file.
@@ -28,10 +39,15 @@ class Recorder {
   Recorder& operator=(const Recorder&) = delete;
 
   // One line {"key", "node_id", "provider", "model", "request", "response"}; thread-safe.
-  Result<void> append(const std::string& key, std::string_view node_id,
-                      std::string_view provider, const Json& request, const Json& response);
+  Result<void> append(const std::string& key, std::string_view node_id, std::string_view provider,
+                      const Json& request, const Json& response);
+  // One line {"type": "cli", "key", "node_id", "provider", "request", "response": outcome}. The
+  // outcome goes under "response" so that an oe which knows only LLM lines still loads the file.
+  Result<void> appendCli(const std::string& key, std::string_view node_id,
+                         std::string_view provider, const Json& request, const Json& outcome);
 
  private:
+  Result<void> writeLine(const Json& line);
   Recorder(int fd, std::filesystem::path path) : fd_(fd), path_(std::move(path)) {}
   std::mutex mutex_;
   int fd_;
@@ -52,9 +68,21 @@ class Replayer {
   [[nodiscard]] const std::filesystem::path& path() const { return path_; }
   [[nodiscard]] size_t size() const { return exchanges_.size(); }
 
+  // [thread-safe] The next recorded outcome of a CLI run with this key. A key recorded several
+  // times (a run that failed and was retried) serves its outcomes in recorded order, then the
+  // last again: a replay meets the same failure and then the same success. Null when none.
+  [[nodiscard]] const Json* nextCliOutcome(const std::string& key);
+  [[nodiscard]] size_t cliRuns() const { return cli_runs_.size(); }
+
  private:
+  struct CliRuns {
+    std::vector<Json> outcomes;
+    size_t served = 0;
+  };
   std::filesystem::path path_;
   std::unordered_map<std::string, Exchange> exchanges_;
+  std::mutex cli_mutex_;
+  std::unordered_map<std::string, CliRuns> cli_runs_;
 };
 
 }  // namespace oe::llm

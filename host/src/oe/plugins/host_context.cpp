@@ -2,6 +2,7 @@
 // and never lets a C++ exception reach the plugin.
 #include "oe/plugins/host_context.hpp"
 
+#include <oe/ext/draft/cli_replay.h>
 #include <oe/ext/draft/limits.h>
 #include <oe/ext/draft/subrun.h>
 #include <oe/ext/http.h>
@@ -78,9 +79,7 @@ oe_status OE_ABI apiStateGet(oe_host_ctx* ctx, oe_str field, oe_host_buf* out) {
   }
 }
 
-bool OE_ABI apiIsCancelled(oe_host_ctx* ctx) {
-  return ctx != nullptr && ctx->isCancelled();
-}
+bool OE_ABI apiIsCancelled(oe_host_ctx* ctx) { return ctx != nullptr && ctx->isCancelled(); }
 
 oe_status OE_ABI llmComplete(oe_host_ctx* ctx, oe_str request_json, oe_host_buf* out_response,
                              oe_host_buf* out_error) {
@@ -154,6 +153,56 @@ oe_status OE_ABI limitsAcquire(oe_host_ctx* ctx, oe_str name, oe_host_buf* out_s
   }
 }
 
+oe_status OE_ABI cliReplayBegin(oe_host_ctx* ctx, oe_str request_json, oe_host_buf* out_recorded,
+                                oe_host_buf* out_error) {
+  for (oe_host_buf* out : {out_recorded, out_error}) {
+    if (out != nullptr) {
+      *out = oe_host_buf{nullptr, 0, nullptr};
+    }
+  }
+  if (ctx == nullptr || out_recorded == nullptr || out_error == nullptr) {
+    return OE_INVALID_ARGUMENT;
+  }
+  try {
+    std::string out;
+    const oe_status status = ctx->cliReplayBegin(view(request_json), out);
+    if (status != OE_OK) {
+      giveBuffer(std::move(out), out_error);
+    } else if (!out.empty()) {
+      giveBuffer(std::move(out), out_recorded);
+    }
+    return status;
+  } catch (const std::exception& e) {
+    giveBuffer(std::string(OE_EXT_CLI_REPLAY ": ") + e.what(), out_error);
+    return OE_INTERNAL;
+  } catch (...) {
+    return OE_INTERNAL;
+  }
+}
+
+oe_status OE_ABI cliReplayFinish(oe_host_ctx* ctx, oe_str request_json, oe_str outcome_json,
+                                 oe_host_buf* out_error) {
+  if (out_error != nullptr) {
+    *out_error = oe_host_buf{nullptr, 0, nullptr};
+  }
+  if (ctx == nullptr || out_error == nullptr) {
+    return OE_INVALID_ARGUMENT;
+  }
+  try {
+    std::string message;
+    const oe_status status = ctx->cliReplayFinish(view(request_json), view(outcome_json), message);
+    if (status != OE_OK) {
+      giveBuffer(std::move(message), out_error);
+    }
+    return status;
+  } catch (const std::exception& e) {
+    giveBuffer(std::string(OE_EXT_CLI_REPLAY ": ") + e.what(), out_error);
+    return OE_INTERNAL;
+  } catch (...) {
+    return OE_INTERNAL;
+  }
+}
+
 oe_status OE_ABI subrunRun(oe_host_ctx* ctx, oe_str request, oe_host_buf* out_result) {
   if (out_result != nullptr) {
     *out_result = oe_host_buf{nullptr, 0, nullptr};
@@ -175,6 +224,8 @@ constexpr oe_llm_api kLlmApi{sizeof(oe_llm_api), &llmComplete};
 constexpr oe_prompt_api kPromptApi{sizeof(oe_prompt_api), &promptRender, &promptValues};
 constexpr oe_limits_api kLimitsApi{sizeof(oe_limits_api), &limitsAcquire};
 constexpr oe_subrun_api kSubrunApi{sizeof(oe_subrun_api), &subrunRun};
+constexpr oe_cli_replay_api kCliReplayApi{sizeof(oe_cli_replay_api), &cliReplayBegin,
+                                          &cliReplayFinish};
 
 const void* OE_ABI apiGetExtension(oe_host_ctx* ctx, const char* id) {
   if (ctx == nullptr || id == nullptr) {
@@ -196,6 +247,9 @@ const void* OE_ABI apiGetExtension(oe_host_ctx* ctx, const char* id) {
   if (std::strcmp(id, OE_EXT_SUBRUN) == 0) {
     return &kSubrunApi;
   }
+  if (std::strcmp(id, OE_EXT_CLI_REPLAY) == 0) {
+    return &kCliReplayApi;
+  }
   try {
     return ctx->extension(id);
   } catch (...) {
@@ -203,9 +257,9 @@ const void* OE_ABI apiGetExtension(oe_host_ctx* ctx, const char* id) {
   }
 }
 
-constexpr oe_host_api kHostApi{sizeof(oe_host_api), OE_ABI_VERSION, &apiLog,         &apiWrite,
-                               &apiRelease,         &apiEmitEvent,   &apiStateGet,    &apiIsCancelled,
-                               &apiGetExtension};
+constexpr oe_host_api kHostApi{sizeof(oe_host_api), OE_ABI_VERSION,  &apiLog,
+                               &apiWrite,           &apiRelease,     &apiEmitEvent,
+                               &apiStateGet,        &apiIsCancelled, &apiGetExtension};
 
 }  // namespace
 

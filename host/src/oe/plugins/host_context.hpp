@@ -42,6 +42,18 @@ struct oe_host_ctx {
   virtual oe_status acquireLimit(std::string_view /*name*/, oe_host_buf* /*out_slot*/) {
     return OE_FAILED_PRECONDITION;
   }
+  // oe.cli-replay/1-draft begin: on OE_OK `out` is the recorded outcome (empty: run the CLI
+  // live); otherwise the message.
+  virtual oe_status cliReplayBegin(std::string_view /*request_json*/, std::string& out) {
+    out = "oe.cli-replay/1-draft is only available inside a node invocation";
+    return OE_FAILED_PRECONDITION;
+  }
+  // oe.cli-replay/1-draft finish: `out_error` is the message when the status is not OE_OK.
+  virtual oe_status cliReplayFinish(std::string_view /*request_json*/,
+                                    std::string_view /*outcome_json*/, std::string& out_error) {
+    out_error = "oe.cli-replay/1-draft is only available inside a node invocation";
+    return OE_FAILED_PRECONDITION;
+  }
   // oe.prompt/1 render and values_json.
   virtual oe_status renderPrompt(std::string_view /*template_text*/, std::string& /*out*/) {
     return OE_FAILED_PRECONDITION;

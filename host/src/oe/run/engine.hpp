@@ -71,8 +71,8 @@ struct NodeRuntime {
   std::unique_ptr<std::string> raw_dump;
   std::vector<uint32_t> file_ids;  // the files the node names (D4), in the run's FileTable
   bool files_known = false;
-  Json edge_inputs;  // null until a predecessor hands something over (no allocation per node)
-  bool main = true;  // false for pipeline stages and loop bodies (they run after the main pass)
+  Json edge_inputs;      // null until a predecessor hands something over (no allocation per node)
+  bool main = true;      // false for pipeline stages and loop bodies (they run after the main pass)
   bool selected = true;  // false: outside --from/--only, reused from the cache, never executed
   uint32_t unmet = 0;
   Outcome outcome = Outcome::kPending;
@@ -80,7 +80,7 @@ struct NodeRuntime {
   std::vector<oe_node*> instances;
   std::vector<oe_node*> idle;
   std::unique_ptr<NodeContext> context;  // made with the first instance
-  std::unique_ptr<ForEachRun> each;  // only while a for_each node runs its items
+  std::unique_ptr<ForEachRun> each;      // only while a for_each node runs its items
 };
 
 class Run {
@@ -108,6 +108,10 @@ class Run {
   void logFromNode(const NodeRuntime& node, oe_log_level level, std::string_view message);
   oe_status llmFromPlugin(Call& call, std::string_view request_json, std::string& out);
   oe_status limitFromPlugin(Call& call, std::string_view name, oe_host_buf* out_slot);
+  // oe.cli-replay/1-draft: the LLM service's beginCli / finishCli for the call's node.
+  oe_status cliBeginFromPlugin(Call& call, std::string_view request_json, std::string& out);
+  oe_status cliFinishFromPlugin(Call& call, std::string_view request_json,
+                                std::string_view outcome_json, std::string& out_error);
   oe_status emitFromPlugin(const Call& call, std::string_view type, std::string_view fields);
   // oe.subrun/1-draft (nested.cpp): runs a nested experience on the calling worker thread.
   oe_status subrunFromPlugin(Call& call, std::string_view request_json, std::string& out);

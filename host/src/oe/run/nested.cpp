@@ -126,8 +126,11 @@ oe_status Run::subrunFromPlugin(Call& call, std::string_view request_text, std::
   auto loaded = spec::loadExperience(path);
   std::vector<Diagnostic> diagnostics = std::move(loaded.diagnostics);
   if (loaded.experience && !hasErrors(diagnostics)) {
+    // A replayed run starts no program (the recording answers): none needs to be on PATH.
+    const spec::ProgramCheck programs =
+        options_.llm.replay_file ? spec::ProgramCheck() : spec::ProgramCheck(Severity::kError);
     auto found = spec::validateExperience(*loaded.experience, catalog(), /*strict=*/false,
-                                          /*check_files=*/true, Severity::kError);
+                                          /*check_files=*/true, programs);
     diagnostics.insert(diagnostics.end(), found.begin(), found.end());
   }
   if (!loaded.experience || hasErrors(diagnostics)) {

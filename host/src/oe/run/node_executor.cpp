@@ -111,8 +111,12 @@ void Call::invoke(const std::string& request) {
     }
     phase = Phase::kInvoking;
   }
-  const oe_invocation inv{sizeof(oe_invocation), static_cast<uint32_t>(attempt),
-                          oe_str{request.data(), request.size()}, this, &response, &error};
+  const oe_invocation inv{sizeof(oe_invocation),
+                          static_cast<uint32_t>(attempt),
+                          oe_str{request.data(), request.size()},
+                          this,
+                          &response,
+                          &error};
   status = node->kind->kind->invoke(instance, &inv);
   giveBackSlots();
   std::lock_guard lock(phase_mutex);  // waits for a cancel racing the return
@@ -219,6 +223,15 @@ oe_status Call::acquireLimit(std::string_view name, oe_host_buf* out_slot) {
   return run->limitFromPlugin(*this, name, out_slot);
 }
 
+oe_status Call::cliReplayBegin(std::string_view request_json, std::string& out) {
+  return run->cliBeginFromPlugin(*this, request_json, out);
+}
+
+oe_status Call::cliReplayFinish(std::string_view request_json, std::string_view outcome_json,
+                                std::string& out_error) {
+  return run->cliFinishFromPlugin(*this, request_json, outcome_json, out_error);
+}
+
 Json Call::promptValueMap() const {
   Json values = state_view;
   for (const auto& [key, value] : edge_inputs.items()) {
@@ -269,9 +282,33 @@ oe_status Call::promptValues(uint32_t indent, std::string& out) {
 }
 
 oe_status Run::llmFromPlugin(Call& call, std::string_view request_json, std::string& out) {
-  llm::Answer answer = llm_->complete(
-      llm::Site{&call, call.node->spec->id, &call.llm_usage}, request_json);
+  llm::Answer answer =
+      llm_->complete(llm::Site{&call, call.node->spec->id, &call.llm_usage}, request_json);
   out = std::move(answer.body);
+  return answer.status;
+}
+
+oe_status Run::cliBeginFromPlugin(Call& call, std::string_view request_json, std::string& out) {
+  if (llm_ == nullptr) {
+    out.clear();  // no LLM service (an engine test): no budget, no recording; run it live
+    return OE_OK;
+  }
+  llm::Answer answer =
+      llm_->beginCli(llm::Site{&call, call.node->spec->id, &call.llm_usage}, request_json);
+  out = std::move(answer.body);
+  return answer.status;
+}
+
+oe_status Run::cliFinishFromPlugin(Call& call, std::string_view request_json,
+                                   std::string_view outcome_json, std::string& out_error) {
+  if (llm_ == nullptr) {
+    return OE_OK;
+  }
+  llm::Answer answer = llm_->finishCli(llm::Site{&call, call.node->spec->id, &call.llm_usage},
+                                       request_json, outcome_json);
+  if (answer.status != OE_OK) {
+    out_error = std::move(answer.body);
+  }
   return answer.status;
 }
 
@@ -299,7 +336,9 @@ oe_status Run::limitFromPlugin(Call& call, std::string_view name, oe_host_buf* o
 void Run::logFromNode(const NodeRuntime& node, oe_log_level level, std::string_view message) {
   // Plugin log lines go to the same sink as the plugin-level log, tagged with the node.
   const char* tag = level >= OE_LOG_ERROR ? "error" : level >= OE_LOG_WARN ? "warn" : "info";
-  Json event = {{"type", "node.log"}, {"node_id", node.spec->id}, {"level", tag},
+  Json event = {{"type", "node.log"},
+                {"node_id", node.spec->id},
+                {"level", tag},
                 {"message", std::string(message)}};
   emitLocal(event);
 }
@@ -321,8 +360,8 @@ bool pluginEventTypeAllowed(std::string_view type, std::string_view plugin_id) {
   }
   const std::string_view name = type.substr(plugin_id.size() + 1);
   return std::all_of(name.begin(), name.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '_' || c == '.' || c == '-';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '.' || c == '-';
   });
 }
 
@@ -442,9 +481,12 @@ void Run::reuseFromCache(const std::shared_ptr<Call>& call) {
       nodes_[succ].edge_inputs[node.spec->id] = edge_output;
     }
   } else if (!hit) {
-    Json warning = {{"type", "node.log"}, {"node_id", node.spec->id}, {"level", "warn"},
-                    {"message", "not selected and not in the cache: its successors get no "
-                                "edge_output from it (run it once without --from/--only)"}};
+    Json warning = {{"type", "node.log"},
+                    {"node_id", node.spec->id},
+                    {"level", "warn"},
+                    {"message",
+                     "not selected and not in the cache: its successors get no "
+                     "edge_output from it (run it once without --from/--only)"}};
     emitLocal(warning);
   }
   asio::post(io_, [call, has_edge, edge_output = std::move(edge_output)] {
@@ -475,10 +517,10 @@ Result<oe_node*> Run::acquireInstance(NodeRuntime& node) {
       node.kind->descriptor != nullptr ? node.kind->descriptor : node.kind->kind,
       oe_str{config.data(), config.size()}, node.context.get(), &instance, &err);
   if (status != OE_OK || instance == nullptr) {
-    return makeError(err.data.empty() ? "the " + node.spec->kind +
-                                            " plugin could not create the node (status " +
-                                            std::to_string(status) + ")"
-                                      : err.data);
+    return makeError(err.data.empty()
+                         ? "the " + node.spec->kind + " plugin could not create the node (status " +
+                               std::to_string(status) + ")"
+                         : err.data);
   }
   node.instances.push_back(instance);
   return instance;
@@ -636,7 +678,9 @@ void Run::storeInCache(Call& call, const Json& output) {
     stored["metrics"] = output["metrics"];
   }
   if (auto put = cache_->put(call.cache_key, call.node->spec->id, log_.runId(), stored); !put) {
-    Json warning = {{"type", "node.log"}, {"node_id", call.node->spec->id}, {"level", "warn"},
+    Json warning = {{"type", "node.log"},
+                    {"node_id", call.node->spec->id},
+                    {"level", "warn"},
                     {"message", "cache write failed: " + put.error().message}};
     emitLocal(warning);
   }
@@ -654,9 +698,11 @@ void Run::dropItem(Call& call) {
 
 bool Run::applyOutput(Call& call, const Json& output, bool from_cache, std::string* error) {
   NodeRuntime& node = *call.node;
-  if (!output.is_object() || !output.contains("state_delta") || !output["state_delta"].is_object()) {
-    *error = nodeLabel(node) + " returned no state_delta object; a node must answer "
-                               "{\"state_delta\": {...}}";
+  if (!output.is_object() || !output.contains("state_delta") ||
+      !output["state_delta"].is_object()) {
+    *error = nodeLabel(node) +
+             " returned no state_delta object; a node must answer "
+             "{\"state_delta\": {...}}";
     return false;
   }
   const Json& delta = output["state_delta"];
@@ -726,7 +772,8 @@ void Run::attemptFailed(const std::shared_ptr<Call>& call, std::string message) 
     inItemOrder(*call, /*ok=*/false, [this, call, message = std::move(message)] {
       const std::string error = message +
                                 "; raise runtime.budget (or pass --max-tokens / --max-cost-usd) "
-                                "and run `oe resume " + log_.runId() + "`";
+                                "and run `oe resume " +
+                                log_.runId() + "`";
       log_.nodeFailed(call->node->spec->id, error, call->node->spec->phase);
       summary_.failures.push_back(NodeFailure{call->node->spec->id, error});
       auto finish = std::move(call->done);
@@ -737,8 +784,11 @@ void Run::attemptFailed(const std::shared_ptr<Call>& call, std::string message) 
   }
   if (!cancelling_ && retriesAfter(policy, call->attempt)) {
     const int64_t delay = retryDelayMs(policy, call->attempt);
-    Json retry = {{"type", "node.retry"}, {"node_id", node.spec->id}, {"attempt", call->attempt},
-                  {"error", message}, {"delay_ms", delay}};
+    Json retry = {{"type", "node.retry"},
+                  {"node_id", node.spec->id},
+                  {"attempt", call->attempt},
+                  {"error", message},
+                  {"delay_ms", delay}};
     emitLocal(retry);
     call->cancelled = false;
     call->timer = std::make_unique<asio::steady_timer>(io_, std::chrono::milliseconds(delay));

@@ -31,9 +31,9 @@ class LimitSlot;
 struct Call final : oe_host_ctx {
   Run* run = nullptr;
   NodeRuntime* node = nullptr;
-  Json extra_args;    // $item/$index/$pipeline/$iter/$loop
-  Json edge_inputs;   // what predecessors (or the previous pipeline stage) handed over
-  Json state_view;    // the node's `reads`, frozen at dispatch
+  Json extra_args;   // $item/$index/$pipeline/$iter/$loop
+  Json edge_inputs;  // what predecessors (or the previous pipeline stage) handed over
+  Json state_view;   // the node's `reads`, frozen at dispatch
   Json args;
   std::string args_json;   // canonical dumps of args, state_view and edge_inputs (cache key
   std::string state_json;  // and request share them)
@@ -84,6 +84,9 @@ struct Call final : oe_host_ctx {
   [[nodiscard]] bool isCancelled() const override { return cancelled.load(); }
   oe_status llmComplete(std::string_view request_json, std::string& out) override;
   oe_status acquireLimit(std::string_view name, oe_host_buf* out_slot) override;
+  oe_status cliReplayBegin(std::string_view request_json, std::string& out) override;
+  oe_status cliReplayFinish(std::string_view request_json, std::string_view outcome_json,
+                            std::string& out_error) override;
   oe_status renderPrompt(std::string_view template_text, std::string& out) override;
   oe_status promptValues(uint32_t indent, std::string& out) override;
   oe_status runSubExperience(std::string_view request_json, std::string& out) override;

@@ -63,7 +63,7 @@ std::string dotted(const std::string& pointer) {
 class Walker {
  public:
   Walker(const fs::path& dir, bool has_predecessors, std::vector<FileFinding>& out,
-         const Json& node, Severity missing_program, ProgramCache& programs,
+         const Json& node, ProgramCheck missing_program, ProgramCache& programs,
          bool programs_only = false)
       : dir_(dir),
         has_predecessors_(has_predecessors),
@@ -78,8 +78,8 @@ class Walker {
       return;
     }
     annotated(schema, value, pointer);
-    if (auto props = schema.find("properties"); props != schema.end() && props->is_object() &&
-                                                 value.is_object()) {
+    if (auto props = schema.find("properties");
+        props != schema.end() && props->is_object() && value.is_object()) {
       for (const auto& [key, sub] : props->items()) {
         if (auto it = value.find(key); it != value.end()) {
           std::string child = pointer;
@@ -132,10 +132,10 @@ class Walker {
         unsupported != schema.end() && unsupported->is_object() && value.is_string()) {
       if (auto why = unsupported->find(value.get<std::string>());
           why != unsupported->end() && why->is_string()) {
-        out_.push_back(FileFinding{pointer,
-                                   "\"" + value.get<std::string>() + "\" is not supported: " +
-                                       why->get<std::string>(),
-                                   Severity::kError});
+        out_.push_back(FileFinding{
+            pointer,
+            "\"" + value.get<std::string>() + "\" is not supported: " + why->get<std::string>(),
+            Severity::kError});
       }
     }
     auto kind = schema.find("x-oe-path");
@@ -144,15 +144,14 @@ class Walker {
     }
     const std::string& declared = value.get_ref<const std::string&>();
     // Empty (the schema check says so), a state path or a URL: nothing to look for now.
-    if (declared.empty() || declared.front() == '$' ||
-        declared.find("://") != std::string::npos) {
+    if (declared.empty() || declared.front() == '$' || declared.find("://") != std::string::npos) {
       return;
     }
     checkPath(kind->get<std::string>(), declared, pointer);
   }
 
   void checkProgram(const Json& annotation, const Json& value, const std::string& pointer) {
-    if (!annotation.is_object() || !value.is_string()) {
+    if (!missing_program_ || !annotation.is_object() || !value.is_string()) {
       return;
     }
     auto programs = annotation.find("programs");
@@ -196,11 +195,10 @@ class Walker {
     if (!override_field.empty()) {
       message += " (or in the node's " + override_field + ")";
     }
-    out_.push_back(FileFinding{pointer, std::move(message), missing_program_});
+    out_.push_back(FileFinding{pointer, std::move(message), *missing_program_});
   }
 
-  void checkPath(const std::string& kind, const std::string& declared,
-                 const std::string& pointer) {
+  void checkPath(const std::string& kind, const std::string& declared, const std::string& pointer) {
     const fs::path given(declared);
     const fs::path path = (given.is_absolute() ? given : dir_ / given).lexically_normal();
     std::error_code ec;
@@ -228,15 +226,13 @@ class Walker {
     }
     const bool is_dir = fs::is_directory(status);
     if (kind == "directory" && !is_dir) {
-      out_.push_back(FileFinding{pointer,
-                                 quoted + " is a file (" + path.string() +
-                                     "); a directory is expected here",
-                                 Severity::kError});
+      out_.push_back(FileFinding{
+          pointer, quoted + " is a file (" + path.string() + "); a directory is expected here",
+          Severity::kError});
     } else if ((kind == "file" || kind == "input-file") && is_dir) {
-      out_.push_back(FileFinding{pointer,
-                                 quoted + " is a directory (" + path.string() +
-                                     "); a file is expected here",
-                                 Severity::kError});
+      out_.push_back(FileFinding{
+          pointer, quoted + " is a directory (" + path.string() + "); a file is expected here",
+          Severity::kError});
     }
   }
 
@@ -244,7 +240,7 @@ class Walker {
   bool has_predecessors_;
   std::vector<FileFinding>& out_;
   const Json& node_;
-  Severity missing_program_;
+  ProgramCheck missing_program_;
   ProgramCache& programs_;
   bool programs_only_;
   std::map<const Json*, std::unique_ptr<SchemaChecker>> conditions_;
@@ -254,7 +250,7 @@ class Walker {
 
 std::vector<FileFinding> checkFileFields(const Json* kind_schema, const Json& node,
                                          const fs::path& dir, bool has_predecessors,
-                                         Severity missing_program, ProgramCache& programs) {
+                                         ProgramCheck missing_program, ProgramCache& programs) {
   std::vector<FileFinding> out;
   if (!node.is_object() || kind_schema == nullptr) {
     return out;

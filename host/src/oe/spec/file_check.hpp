@@ -18,6 +18,7 @@
 
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -26,6 +27,11 @@
 #include "oe/common/json.hpp"
 
 namespace oe::spec {
+
+// How a program a node needs (x-oe-program) and PATH lacks is reported: an error before a run, a
+// warning from `oe validate`, and not looked for at all (nullopt) before a run that starts no
+// program (`oe run --llm-replay` answers the CLIs from a recording).
+using ProgramCheck = std::optional<Severity>;
 
 // PATH lookups already made, shared by the nodes of one check: (program, search path) -> found.
 using ProgramCache = std::map<std::pair<std::string, std::string>, bool>;
@@ -39,11 +45,11 @@ struct FileFinding {
 // The findings for one node, whose kind's schema is `kind_schema` (nullptr: none). `dir` is the
 // experience folder; `has_predecessors`: some node of the graph can run before this one.
 // At most one stat() per annotated field (a program: one per PATH entry, once per `programs`).
-// `missing_program`: the severity of a program not found.
+// `missing_program`: the severity of a program not found (nullopt: not looked for).
 [[nodiscard]] std::vector<FileFinding> checkFileFields(const Json* kind_schema, const Json& node,
                                                        const std::filesystem::path& dir,
                                                        bool has_predecessors,
-                                                       Severity missing_program,
+                                                       ProgramCheck missing_program,
                                                        ProgramCache& programs);
 
 // Only the x-oe-program findings, as errors: what a run checks again on a spec snapshot (which

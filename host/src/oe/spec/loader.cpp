@@ -10,8 +10,8 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
-#include <cstdio>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <istream>
 #include <limits>
@@ -383,18 +383,18 @@ class JsonBuilder final : public YAML::EventHandler {
     copied_nodes_ += nodes;
     copied_bytes_ += bytes;
     if (copied_nodes_ > limits_.max_alias_nodes) {
-      throw LimitExceeded(mark,
-                          "alias expansion exceeds " + std::to_string(limits_.max_alias_nodes) +
-                              " nodes (a \"billion laughs\" document?); write the repeated "
-                              "parts out, or alias fewer and smaller anchors");
+      throw LimitExceeded(mark, "alias expansion exceeds " +
+                                    std::to_string(limits_.max_alias_nodes) +
+                                    " nodes (a \"billion laughs\" document?); write the repeated "
+                                    "parts out, or alias fewer and smaller anchors");
     }
     // A long string aliased many times costs its length each time, not one node.
     const size_t max_bytes = std::max(limits_.max_bytes, size_t{64} << 20);
     if (copied_bytes_ > max_bytes) {
       throw LimitExceeded(mark, "alias expansion exceeds " + mebibytes(max_bytes) +
-                                            " of text (a \"billion laughs\" document?); write "
-                                            "the repeated parts out, or alias fewer and "
-                                            "smaller anchors");
+                                    " of text (a \"billion laughs\" document?); write "
+                                    "the repeated parts out, or alias fewer and "
+                                    "smaller anchors");
     }
   }
 
@@ -984,8 +984,8 @@ LoadResult loadExperienceText(std::string_view text, const std::filesystem::path
   return result;
 }
 
-std::vector<Diagnostic> checkLoaded(const LoadResult& loaded, const KindCatalog& kinds,
-                                    bool strict, Severity missing_program) {
+std::vector<Diagnostic> checkLoaded(const LoadResult& loaded, const KindCatalog& kinds, bool strict,
+                                    ProgramCheck missing_program) {
   std::vector<Diagnostic> out = loaded.diagnostics;
   const Experience* exp = loaded.experience ? &*loaded.experience
                           : loaded.partial  ? &*loaded.partial
@@ -995,8 +995,7 @@ std::vector<Diagnostic> checkLoaded(const LoadResult& loaded, const KindCatalog&
   }
   std::vector<Diagnostic> more =
       validateExperience(*exp, kinds, strict, /*check_files=*/true, missing_program);
-  out.insert(out.end(), std::make_move_iterator(more.begin()),
-             std::make_move_iterator(more.end()));
+  out.insert(out.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
   std::stable_sort(out.begin(), out.end(), [](const Diagnostic& a, const Diagnostic& b) {
     const int la = a.line > 0 ? a.line : std::numeric_limits<int>::max();
     const int lb = b.line > 0 ? b.line : std::numeric_limits<int>::max();

@@ -55,9 +55,9 @@ struct LoadLimits {
 // ids, unknown kinds or a bad `when` show together with a missing key, not one batch after the
 // other.
 // `missing_program` as validateExperience takes it (an error when the check precedes a run).
-[[nodiscard]] std::vector<Diagnostic> checkLoaded(const LoadResult& loaded,
-                                                  const KindCatalog& kinds, bool strict,
-                                                  Severity missing_program = Severity::kWarning);
+[[nodiscard]] std::vector<Diagnostic> checkLoaded(
+    const LoadResult& loaded, const KindCatalog& kinds, bool strict,
+    ProgramCheck missing_program = Severity::kWarning);
 
 // Fills the typed model (name, state, nodes, edges, ...) from `exp.raw`, a document that passed
 // the structural check, using `exp.marks`/`exp.key_marks` for positions and the state fields'
@@ -82,8 +82,9 @@ void compactNodes(Experience& exp);
 // D4: the strings of a node's definition that may name a file the node depends on (impl,
 // prompt, a dataset's source.uri, a skill folder). The host knows no kind, so any string at any
 // depth counts, except under id, kind, phase, model, reads and writes (state field names) and
-// args (data handed to the node, whose files are as often its outputs), inside a `schema` (type names and patterns), `$.path`
-// values and multi-line text. At most 256 strings, 8 levels deep: each costs a stat().
+// args (data handed to the node, whose files are as often its outputs), inside a `schema` (type
+// names and patterns), `$.path` values and multi-line text. At most 256 strings, 8 levels deep:
+// each costs a stat().
 std::vector<std::string> pathCandidates(const Json& node);
 
 // An empty experience located at `yaml_path`: source_name as given, file absolute (as given

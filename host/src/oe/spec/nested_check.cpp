@@ -111,7 +111,7 @@ std::string nestingChain(const std::vector<fs::path>& files, const fs::path& las
 
 std::vector<Diagnostic> checkNested(const Experience& exp, const NodeSpec& node,
                                     const std::string& pointer, const Json& nests,
-                                    const KindCatalog& kinds, bool strict, Severity missing_program,
+                                    const KindCatalog& kinds, bool strict, ProgramCheck missing_program,
                                     NestingTrail& trail) {
   std::vector<Diagnostic> out;
   const std::string path_pointer = nests.value("path", "/impl");

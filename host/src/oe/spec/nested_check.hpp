@@ -19,6 +19,6 @@ namespace oe::spec {
 [[nodiscard]] std::vector<Diagnostic> checkNested(const Experience& exp, const NodeSpec& node,
                                                   const std::string& pointer, const Json& nests,
                                                   const KindCatalog& kinds, bool strict,
-                                                  Severity missing_program, NestingTrail& trail);
+                                                  ProgramCheck missing_program, NestingTrail& trail);
 
 }  // namespace oe::spec

@@ -121,7 +121,7 @@ bool givenString(const Json& raw, const char* key) {
 class Validator {
  public:
   Validator(const Experience& exp, const KindCatalog& kinds, bool strict, bool check_files,
-            Severity missing_program, NestingTrail& trail)
+            ProgramCheck missing_program, NestingTrail& trail)
       : exp_(exp),
         trail_(trail),
         kinds_(kinds),
@@ -173,7 +173,7 @@ class Validator {
   void unknownKey(const std::string& pointer, const std::string& key,
                   const std::vector<std::string>& known_keys) {
     std::string message = "unknown key \"" + key + "\"" + didYouMean(key, known_keys);
-    message += strict_ ? " (unknown keys are errors under --strict)"
+    message += strict_                 ? " (unknown keys are errors under --strict)"
                : message.back() == '?' ? " It is ignored (an error under --strict)."
                                        : ". It is ignored (an error under --strict).";
     out_.push_back(diagnosticAt(exp_, pointer, std::move(message),
@@ -281,8 +281,8 @@ class Validator {
   void checkSourcePath(const std::string& value, const std::string& pointer) {
     auto path = expr::StatePath::parse(value);
     if (!path) {
-      warning(pointer, "\"" + value +
-                           "\" is not a $.path (such as $.items), so it gives zero iterations");
+      warning(pointer,
+              "\"" + value + "\" is not a $.path (such as $.items), so it gives zero iterations");
       return;
     }
     if (!declared(path->field())) {
@@ -376,8 +376,7 @@ class Validator {
         if (!declared(n.writes[j])) {
           error(pointer + "/writes/" + std::to_string(j),
                 withHint("writes undeclared state field \"" + n.writes[j] + "\"",
-                         didYouMean(n.writes[j], field_names_),
-                         "Declare it in state.schema."));
+                         didYouMean(n.writes[j], field_names_), "Declare it in state.schema."));
         }
       }
       for (size_t j = 0; j < n.reads.size(); ++j) {
@@ -387,9 +386,8 @@ class Validator {
                          didYouMean(n.reads[j], field_names_), "Declare it in state.schema."));
         }
       }
-      auto [first, inserted] = givenString(n.raw, "id")
-                                   ? first_seen.emplace(n.id, i)
-                                   : std::make_pair(first_seen.end(), true);
+      auto [first, inserted] = givenString(n.raw, "id") ? first_seen.emplace(n.id, i)
+                                                        : std::make_pair(first_seen.end(), true);
       if (!inserted) {
         const Mark m = exp_.nodes[first->second].mark;
         error(pointer + "/id", "Duplicate node ids in graph.nodes: \"" + n.id +
@@ -400,10 +398,10 @@ class Validator {
         warning(pointer + "/phase", "\"" + *n.phase + "\" is not declared in phases" +
                                         didYouMean(*n.phase, phaseList()));
       }
-      if (n.for_each && givenString(n.raw.is_object() && n.raw.contains("for_each")
-                                        ? n.raw.at("for_each")
-                                        : Json(),
-                                    "source")) {
+      if (n.for_each &&
+          givenString(
+              n.raw.is_object() && n.raw.contains("for_each") ? n.raw.at("for_each") : Json(),
+              "source")) {
         checkSourcePath(n.for_each->source, pointer + "/for_each/source");
       }
       checkArgs(n.args, pointer + "/args");
@@ -655,7 +653,7 @@ class Validator {
   const KindCatalog& kinds_;
   bool strict_;
   bool check_files_;
-  Severity missing_program_;
+  ProgramCheck missing_program_;
   ProgramCache programs_;
   std::optional<std::vector<bool>> predecessors_;
   IdIndex ids_;
@@ -685,14 +683,14 @@ std::vector<std::vector<std::string>> findCycles(const Experience& exp, size_t l
 
 std::vector<Diagnostic> validateExperience(const Experience& exp, const KindCatalog& kinds,
                                            bool strict, bool check_files,
-                                           Severity missing_program) {
+                                           ProgramCheck missing_program) {
   NestingTrail trail;
   return validateExperience(exp, kinds, strict, check_files, missing_program, trail);
 }
 
 std::vector<Diagnostic> validateExperience(const Experience& exp, const KindCatalog& kinds,
                                            bool strict, bool check_files,
-                                           Severity missing_program, NestingTrail& trail) {
+                                           ProgramCheck missing_program, NestingTrail& trail) {
   return Validator(exp, kinds, strict, check_files, missing_program, trail).run();
 }
 

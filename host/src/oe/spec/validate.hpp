@@ -13,6 +13,7 @@
 #include "oe/common/diagnostic.hpp"
 #include "oe/common/json.hpp"
 #include "oe/spec/experience.hpp"
+#include "oe/spec/file_check.hpp"
 
 namespace oe::spec {
 
@@ -30,10 +31,10 @@ using KindCatalog = std::map<std::string, KindInfo, std::less<>>;
 // name must exist, relative to exp.dir (file_check.hpp); off for an experience held in memory
 // whose folder is not real. `missing_program`: how a program a node needs (x-oe-program) and
 // PATH lacks is reported: a warning for `oe validate` (the experience may be run elsewhere), an
-// error before a run.
+// error before a run, nothing before a replayed run (file_check.hpp, ProgramCheck).
 [[nodiscard]] std::vector<Diagnostic> validateExperience(
     const Experience& exp, const KindCatalog& kinds, bool strict, bool check_files = true,
-    Severity missing_program = Severity::kWarning);
+    ProgramCheck missing_program = Severity::kWarning);
 
 // Nested experiences (a kind whose schema has "x-oe-nests": {"path": "/impl", "state_scope":
 // "/state_scope"}, docs/kinds-experience.md): the deepest nesting allowed (the top run is depth
@@ -61,7 +62,7 @@ struct NestingTrail {
 // the parent's.
 [[nodiscard]] std::vector<Diagnostic> validateExperience(
     const Experience& exp, const KindCatalog& kinds, bool strict, bool check_files,
-    Severity missing_program, NestingTrail& trail);
+    ProgramCheck missing_program, NestingTrail& trail);
 
 // Every cycle of the edge graph as node ids, first node repeated at the end (a -> b -> a),
 // found by a depth-first search in declaration order. Edges to unknown nodes are ignored. At
