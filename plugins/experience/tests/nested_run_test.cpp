@@ -426,6 +426,49 @@ graph:
       << child.back().dump();
 }
 
+// The experience node runs on a pool thread next to another node, so every write of the shared
+// child crosses to the parent's coordinator (Run::onCoordinator) while that node also writes.
+TEST_F(NestedRunTest, ASharedChildBesideAParallelNodeWritesThroughTheCoordinator) {
+  dir_.write("tools/tool.mjs", kTool);
+  dir_.write("child/tools/tool.mjs", kTool);
+  std::string child = R"(name: child
+version: 0.1.0
+state:
+  schema:
+    notes: { type: array, merge: array_append }
+graph:
+  nodes:
+)";
+  std::string parent = R"(name: parent
+version: 0.1.0
+runtime: { concurrency: 2 }
+state:
+  schema:
+    notes: { type: array, merge: array_append }
+    other: { type: array, merge: array_append }
+graph:
+  nodes:
+    - { id: child, kind: experience, impl: ./child, state_scope: shared }
+)";
+  for (int i = 0; i < 20; ++i) {
+    const std::string n = std::to_string(i);
+    child += "    - { id: c" + n +
+             ", kind: tool, impl: ./tools/tool.mjs, writes: [notes], args: "
+             "{ field: notes, value: c" +
+             n + " } }\n";
+    parent += "    - { id: p" + n +
+              ", kind: tool, impl: ./tools/tool.mjs, writes: [other], args: "
+              "{ field: other, value: p" +
+              n + " } }\n";
+  }
+  dir_.write("child/experience.yaml", child + "  edges: []\n");
+  dir_.write("experience.yaml", parent + "  edges: []\n");
+  const Json summary = run(dir_.path());
+  ASSERT_EQ(summary.value("status", ""), "success") << summary.dump(2);
+  EXPECT_EQ(summary["final_state"]["notes"].size(), 20u);
+  EXPECT_EQ(summary["final_state"]["other"].size(), 20u);
+}
+
 TEST_F(NestedRunTest, AForEachRunsOneChildPerItem) {
   dir_.write("child/tools/tool.mjs", kTool);
   dir_.write("child/experience.yaml", R"(name: child
