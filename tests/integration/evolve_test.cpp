@@ -259,6 +259,63 @@ TEST_F(EvolveTest, RunEvolveEvolvesASuccessfulRunAndOnlyWarnsWhenEvolveFails) {
       << warned.err;
 }
 
+TEST_F(EvolveTest, EvaluateRunsAValidProposalsCopyAgainstTheRun) {
+  // Two nodes: `load` is left alone by the proposal (a cache hit in the candidate run), `score`
+  // echoes its threshold, so the candidate's final state differs from the run's.
+  writeExecutable("tools/load.sh",
+                  "#!/bin/sh\ncat >/dev/null\necho '{\"state_delta\":{\"n\":3}}'\n");
+  writeExecutable("tools/echo.py",
+                  "#!/usr/bin/env python3\nimport json, sys\nargs = json.load(sys.stdin)\n"
+                  "print(json.dumps({'state_delta': {'score': args['threshold']}}))\n");
+  writeExperience(R"(name: scoring
+version: 0.1.0
+state:
+  schema:
+    n: { type: number }
+    score: { type: number }
+graph:
+  nodes:
+    - { id: load, kind: tool, impl: ./tools/load.sh, writes: [n] }
+    - id: score
+      kind: tool
+      impl: ./tools/echo.py
+      args: { threshold: 0.5 }
+      writes: [score]
+  edges:
+    - { from: load, to: score }
+)");
+  const std::string run_id = toolRun();
+  const std::string diff =
+      "--- a/experience.yaml\n+++ b/experience.yaml\n@@ -12,3 +12,3 @@\n"
+      "       impl: ./tools/echo.py\n-      args: { threshold: 0.5 }\n"
+      "+      args: { threshold: 0.7 }\n       writes: [score]\n";
+  answerWith(json::array({proposal("tune-param", "Tighten threshold", diff),
+                          proposal("tune-param", "Stale", "not a diff")}));
+  auto r = evolve(run_id, {"--evaluate"}, serverEnv());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string md = readFile(report(run_id));
+  EXPECT_NE(md.find("**oe evaluation:** success (run "), std::string::npos) << md;
+  EXPECT_NE(md.find(": 1 ran, 1 cached, 0 failed)"), std::string::npos) << md;
+  EXPECT_NE(md.find("tokens 0 -> 0, cost $0.0000 -> $0.0000; state: score 0.5 -> 0.7"),
+            std::string::npos)
+      << md;
+  EXPECT_EQ(md.find("**oe evaluation:**", md.find("## 2.")), std::string::npos)
+      << "a proposal that does not apply is not run";
+  const json sidecar =
+      json::parse(readFile(dir_ / ".openexpertise" / "evolution" / (run_id + ".json")));
+  const json& evaluation = sidecar["proposals"][0]["evaluation"];
+  EXPECT_EQ(evaluation["status"], "success");
+  EXPECT_EQ(evaluation["nodes"]["cached"], 1);
+  EXPECT_EQ(
+      evaluation["state_changes"],
+      json::array(
+          {{{"field", "score"}, {"baseline", 0.5}, {"candidate", 0.7}, {"baseline_known", true}}}));
+  EXPECT_TRUE(
+      std::filesystem::exists(evaluation["folder"].get<std::string>() + "/experience.yaml"));
+  EXPECT_NE(readFile(dir_ / "experience.yaml").find("threshold: 0.5"), std::string::npos)
+      << "evaluating changes a copy only";
+}
+
 TEST_F(EvolveTest, MissingYamlOrRunLogExitsOne) {
   auto no_runs = evolve("nope", {}, noProviderEnv());
   EXPECT_EQ(no_runs.exit_code, 1);
@@ -283,7 +340,7 @@ TEST_F(EvolveTest, TheExampleEvolvesOfflineFromItsShippedRecording) {
       source, dir_.path(),
       std::filesystem::copy_options::recursive | std::filesystem::copy_options::overwrite_existing);
   auto r = oe({"evolve", "--last", "--experience", dir_.path().string(), "--llm-replay",
-               (dir_.path() / "llm-recording.jsonl").string()},
+               (dir_.path() / "llm-recording.jsonl").string(), "--evaluate"},
               noProviderEnv());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::vector<std::filesystem::path> reports;
@@ -303,6 +360,10 @@ TEST_F(EvolveTest, TheExampleEvolvesOfflineFromItsShippedRecording) {
   EXPECT_NE(md.find("**oe verdict:** does not apply: the diff is a JSON array of rows"),
             std::string::npos)
       << md;
+  // The shipped run has no state store (and no cache) with it: both nodes run, and the
+  // run's values are unknown ("?").
+  EXPECT_NE(md.find("**oe evaluation:** success (run "), std::string::npos) << md;
+  EXPECT_NE(md.find("state: scores ? -> [0.92,0.12,0.64], passed ? -> 2"), std::string::npos) << md;
   auto applied = oe({"evolve", "--last", "--experience", dir_.path().string(), "--apply", "1"},
                     noProviderEnv());
   ASSERT_EQ(applied.exit_code, 0) << applied.err;

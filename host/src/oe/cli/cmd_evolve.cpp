@@ -16,6 +16,7 @@
 #include "oe/common/file.hpp"
 #include "oe/events/event_log.hpp"
 #include "oe/evolve/advisor.hpp"
+#include "oe/evolve/evaluate.hpp"
 #include "oe/evolve/proposals.hpp"
 #include "oe/run/run.hpp"
 #include "oe/spec/loader.hpp"
@@ -163,6 +164,7 @@ int evolve(const EvolveOptions& options, std::ostream& out) {
                                   : loaded.partial  ? &*loaded.partial
                                                     : nullptr;
   Json state_diff = Json::array();
+  Json baseline_diff;  // the state diff, kept for --evaluate's baseline
   if (model == nullptr) {
     std::cerr << "oe: warning: " << yaml->string()
               << " does not load (`oe validate` says why); the advisor gets no state diff\n";
@@ -179,6 +181,7 @@ int evolve(const EvolveOptions& options, std::ostream& out) {
       return kExitFailed;
     }
     state_diff = std::move(*diff);
+    baseline_diff = state_diff;
   }
 
   StderrLog sink;
@@ -186,6 +189,7 @@ int evolve(const EvolveOptions& options, std::ostream& out) {
   loadPlugins(registry, dir);
   reportPluginProblems(registry);
   llm::Settings settings = options.llm;
+  const llm::Settings run_settings = options.llm;  // --evaluate's runs apply their own runtime
   if (model != nullptr) {
     if (auto applied = llm::applyRuntime(model->raw.value("runtime", Json()), settings); !applied) {
       std::cerr << "oe: " << applied.error().message << '\n';
@@ -231,9 +235,33 @@ int evolve(const EvolveOptions& options, std::ostream& out) {
     entries.push_back(std::move(entry));
     ++counts[static_cast<size_t>(verdicts.back().status)];
   }
+  std::vector<std::string> evaluations(advice->proposals.size());
+  if (options.evaluate) {
+    const evolve::Baseline baseline =
+        evolve::baselineOf(log->events, baseline_diff.is_array() ? baseline_diff : Json::array());
+    for (size_t i = 0; i < advice->proposals.size(); ++i) {
+      if (verdicts[i].status != evolve::VerdictStatus::kValid) {
+        continue;
+      }
+      std::vector<std::string> notes;
+      auto changes = evolve::planChanges(advice->proposals[i], *yaml, notes);
+      const fs::path folder = evolution_dir / run->id / ("candidate-" + std::to_string(i + 1));
+      auto evaluation =
+          changes ? evolve::evaluate(*changes, *yaml, folder, registry, run_settings, baseline)
+                  : Result<evolve::Evaluation>(changes.error());
+      if (evaluation) {
+        evaluations[i] = evaluation->line(baseline);
+        entries[i]["evaluation"] = evaluation->toJson();
+      } else {
+        evaluations[i] = "could not run: " + evaluation.error().message;
+        entries[i]["evaluation"] = Json{{"error", evaluation.error().message}};
+      }
+      out << "  evaluated " << i + 1 << ": " << evaluations[i] << '\n';
+    }
+  }
   const fs::path report = evolve::reportPath(dir, run->id);
   if (auto written = evolve::writeTextFile(
-          report, evolve::renderMarkdown(advice->proposals, run->id, &verdicts));
+          report, evolve::renderMarkdown(advice->proposals, run->id, &verdicts, &evaluations));
       !written) {
     std::cerr << "oe: " << written.error().message << '\n';
     return kExitFailed;
@@ -301,6 +329,9 @@ void addEvolveCommand(CLI::App& app, int& exit_code) {
   cmd->add_option("--prompt", a->options.prompt,
                   "A system prompt file to use instead of oe's share/oe/evolution/proposal.md");
   cmd->add_option("--model", a->options.model, "The model to ask (default: the run's default)");
+  cmd->add_flag("--evaluate", a->options.evaluate,
+                "Also run each valid proposal's copy with the evaluated run's args, replaying "
+                "unchanged nodes from the original's cache, and report the differences");
   cmd->add_option("--apply", a->apply,
                   "Apply proposal N of the run's report (only one that applied and validated); "
                   "the files it replaces are kept as <file>.bak-<UTC time>");

@@ -17,6 +17,8 @@ struct EvolveOptions {
   llm::Settings llm;   // --llm, --llm-record / --llm-replay and the environment
   std::string prompt;  // --prompt FILE: replaces oe's proposal prompt
   std::string model;   // --model
+  // --evaluate: run each valid proposal's copy with the run's args and the original's cache
+  bool evaluate = false;
 };
 
 // Reads the run's YAML, events and state diff, asks the `evolution` kind for proposals, gates

@@ -55,19 +55,28 @@ Result<std::vector<FileChange>> planChanges(const Proposal& proposal,
                                             const std::filesystem::path& yaml_path,
                                             std::vector<std::string>& notes);
 
+// A fresh copy of the experience folder of `yaml_path` in `folder` (without .openexpertise/ and
+// .git/), with `changes` written into it.
+Result<void> writeCandidate(const std::vector<FileChange>& changes,
+                            const std::filesystem::path& yaml_path,
+                            const std::filesystem::path& folder);
+
 // Applies the proposal to a copy of the experience folder under `scratch` (created, then
 // removed) and validates the copy with `kinds` as `oe validate` does.
 Verdict gate(const Proposal& proposal, const std::filesystem::path& yaml_path,
              const spec::KindCatalog& kinds, const std::filesystem::path& scratch);
 
 // Upstream's renderMarkdown (reference §8.1) line for line; with `verdicts` (one per proposal),
-// the line after each proposal's closing fence is "**oe verdict:** <Verdict::line()>"; dropping
-// those lines gives upstream's text back.
+// the line after each proposal's closing fence is "**oe verdict:** <Verdict::line()>", then,
+// when `evaluations` has a non-empty entry for it, "**oe evaluation:** <entry>"; dropping the
+// lines that start with "**oe " gives upstream's text back.
 std::string renderMarkdown(const std::vector<Proposal>& proposals, std::string_view run_id,
-                           const std::vector<Verdict>* verdicts = nullptr);
+                           const std::vector<Verdict>* verdicts = nullptr,
+                           const std::vector<std::string>* evaluations = nullptr);
 
-// The verdict lines' prefix, so that a reader can drop them to get upstream's text back.
+// The prefixes of oe's lines, so that a reader can drop them to get upstream's text back.
 inline constexpr std::string_view kVerdictPrefix = "**oe verdict:** ";
+inline constexpr std::string_view kEvaluationPrefix = "**oe evaluation:** ";
 
 // <experience>/.openexpertise/evolution, and the report and sidecar of a run there.
 [[nodiscard]] std::filesystem::path evolutionDir(const std::filesystem::path& experience_dir);
