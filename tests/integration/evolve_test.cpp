@@ -316,6 +316,39 @@ graph:
       << "evaluating changes a copy only";
 }
 
+TEST_F(EvolveTest, TheKindWorksAsAGraphNodeWritingItsProposals) {
+  writeExperience(R"(name: advisor-node
+version: 0.1.0
+state:
+  schema:
+    yaml: { type: string }
+    proposals: { type: array }
+graph:
+  nodes:
+    - { id: load, kind: tool, impl: ./tools/load.sh, writes: [yaml] }
+    - id: advise
+      kind: evolution
+      reads: [yaml]
+      max_tokens: 1000
+      args: { experience_yaml: $.yaml, run_events: [], state_diff: [], run_id: none }
+      writes: [proposals]
+  edges:
+    - { from: load, to: advise }
+)");
+  writeExecutable("tools/load.sh",
+                  "#!/bin/sh\ncat >/dev/null\necho '{\"state_delta\":{\"yaml\":\"name: x\"}}'\n");
+  answerWith(json::array({proposal("add-node", "Add a check", "--- a/x\n+++ b/x")}));
+  auto r = oe({"run", dir_.path().string(), "--json"}, serverEnv());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json out = json::parse(r.out);
+  ASSERT_EQ(out["final_state"]["proposals"].size(), 1U) << r.out;
+  EXPECT_EQ(out["final_state"]["proposals"][0]["title"], "Add a check");
+  const json body = server_.requests().front().json();
+  EXPECT_EQ(body["max_tokens"], 1000);
+  EXPECT_EQ(json::parse(body["messages"][1]["content"].get<std::string>())["experience_yaml"],
+            "name: x");
+}
+
 TEST_F(EvolveTest, MissingYamlOrRunLogExitsOne) {
   auto no_runs = evolve("nope", {}, noProviderEnv());
   EXPECT_EQ(no_runs.exit_code, 1);
