@@ -223,6 +223,23 @@ TEST(UnifiedDiffTest, OtherMalformedDiffsSayWhatIsMissing) {
   EXPECT_NE(orphan.error().message.find("before any file header"), std::string::npos);
 }
 
+TEST(UnifiedDiffTest, AnAbsurdStartLineIsSearchedOnceAndReported) {
+  // Found by the fuzzer: a header line number near 2^60 once made the search walk that far.
+  auto patches = parseUnifiedDiff("--- a/f\n+++ b/f\n@@ -802379605485813751,2 +2,1 @@\n b\n-c\n");
+  ASSERT_TRUE(patches);
+  std::vector<std::string> notes;
+  const std::string out = applyOne("--- a/f\n+++ b/f\n@@ -802379605485813751,2 +2,1 @@\n b\n-c\n",
+                                   std::string("a\nb\nc\n"), &notes);
+  EXPECT_EQ(out, "a\nb\n");
+  ASSERT_EQ(notes.size(), 1U);
+  EXPECT_NE(notes[0].find("offset -802379605485813749 lines"), std::string::npos) << notes[0];
+  // An insertion without context past the end lands at the end, with its offset noted.
+  EXPECT_EQ(applyOne("--- a/f\n+++ b/f\n@@ -9,0 +10 @@\n+x\n", std::string("a\n"), &notes),
+            "a\nx\n");
+  ASSERT_EQ(notes.size(), 1U);
+  EXPECT_NE(notes[0].find("offset -8 lines"), std::string::npos) << notes[0];
+}
+
 TEST(UnifiedDiffTest, PathsMustStayInsideTheTree) {
   EXPECT_TRUE(safeRelativePath("experience.yaml"));
   EXPECT_TRUE(safeRelativePath("prompts/a.md"));

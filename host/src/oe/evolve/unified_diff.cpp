@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdint>
 #include <filesystem>
 
 namespace oe::evolve {
@@ -272,7 +273,7 @@ Result<AppliedFile> applyFilePatch(const FilePatch& patch,
     const size_t expected =
         old_side.empty() || hunk.old_start == 0 ? hunk.old_start : hunk.old_start - 1;
     auto matchesAt = [&](size_t at) {
-      if (at < cursor || at + old_side.size() > lines.size()) {
+      if (at < cursor || at > lines.size() || old_side.size() > lines.size() - at) {
         return false;
       }
       return std::equal(old_side.begin(), old_side.end(),
@@ -281,14 +282,15 @@ Result<AppliedFile> applyFilePatch(const FilePatch& patch,
     std::optional<size_t> found;
     if (matchesAt(expected)) {
       found = expected;
-    } else {
-      // The nearest match at or after the previous hunk, in either direction.
-      const size_t span = std::max(lines.size(), expected) + 1;
-      for (size_t d = 1; d <= span && !found; ++d) {
-        if (expected + d <= lines.size() && matchesAt(expected + d)) {
-          found = expected + d;
-        } else if (d <= expected && matchesAt(expected - d)) {
-          found = expected - d;
+    } else if (old_side.size() <= lines.size()) {
+      // The nearest match at or after the previous hunk: every place the hunk fits, once (a
+      // header's line number may be anything, so it does not bound the search).
+      size_t best_distance = SIZE_MAX;
+      for (size_t at = cursor; at + old_side.size() <= lines.size(); ++at) {
+        const size_t distance = at > expected ? at - expected : expected - at;
+        if (distance < best_distance && matchesAt(at)) {
+          found = at;
+          best_distance = distance;
         }
       }
     }
@@ -298,6 +300,9 @@ Result<AppliedFile> applyFilePatch(const FilePatch& patch,
       std::string why;
       if (expected < cursor) {
         why = "it overlaps the previous hunk";
+      } else if (old_side.empty() || expected >= lines.size()) {
+        why = "it starts at line " + std::to_string(hunk.old_start) + " but the file has " +
+              std::to_string(lines.size()) + " lines";
       } else {
         size_t k = 0;
         while (k < old_side.size() && expected + k < lines.size() &&
@@ -316,10 +321,10 @@ Result<AppliedFile> applyFilePatch(const FilePatch& patch,
                        ", and its context is found nowhere else after the previous hunk");
     }
     if (*found != expected) {
-      const long long offset = static_cast<long long>(*found) - static_cast<long long>(expected);
+      const std::string offset = *found > expected ? "+" + std::to_string(*found - expected)
+                                                   : "-" + std::to_string(expected - *found);
       applied.notes.push_back(label + " applied at line " + std::to_string(*found + 1) +
-                              " (offset " + (offset > 0 ? "+" : "") + std::to_string(offset) +
-                              " lines)");
+                              " (offset " + offset + " lines)");
     }
     out.insert(out.end(), lines.begin() + static_cast<std::ptrdiff_t>(cursor),
                lines.begin() + static_cast<std::ptrdiff_t>(*found));
