@@ -241,18 +241,23 @@ class EvolutionPlugin {
       }
     }
     std::string path;
+    std::string missing_hint;
     if (auto it = node.find("prompt"); it != node.end() && it->is_string()) {
       path = llmkit::resolvePath(config.experience_dir, it->get<std::string>());
+      missing_hint =
+          "; `prompt:` names a system prompt file relative to the experience directory (oe "
+          "evolve --prompt FILE: relative to the current one)";
     } else {
       path = shippedPrompt().string();
+      missing_hint =
+          "; reinstall oe (it ships share/oe/evolution/proposal.md beside "
+          "lib/oe/plugins) or name a prompt file with `prompt:` (oe evolve --prompt "
+          "FILE)";
     }
     std::error_code ec;
     if (!std::filesystem::is_regular_file(path, ec)) {
       throw sdk::Error(OE_NOT_FOUND,
-                       who + ": the system prompt " + path +
-                           " does not exist; reinstall oe (it ships share/oe/evolution/"
-                           "proposal.md beside lib/oe/plugins) or name a prompt file with "
-                           "`prompt:` (oe evolve --prompt FILE)");
+                       who + ": the system prompt " + path + " does not exist" + missing_hint);
     }
     std::string system = llmkit::orRaise(llmkit::readText(path, who, "the system prompt"));
     return std::make_unique<EvolutionNode>(who, std::move(system), std::move(model), max_tokens,
