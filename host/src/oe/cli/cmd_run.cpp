@@ -12,6 +12,7 @@
 #include "oe/cli/app.hpp"
 #include "oe/cli/commands.hpp"
 #include "oe/cli/common.hpp"
+#include "oe/cli/evolve.hpp"
 #include "oe/cli/progress.hpp"
 #include "oe/cli/run_history.hpp"
 #include "oe/events/event_log.hpp"
@@ -41,6 +42,8 @@ struct RunArgs {
   bool fresh = false;  // run: start from an empty state
   bool wait = false;   // wait for a run that holds the state store
   bool last = false;   // resume: the newest run
+
+  bool evolve = false;  // run: `oe evolve` the run after it succeeded
 };
 
 // What the runs a resumed run continues already spent on LLM calls: the chain's earlier total
@@ -382,6 +385,18 @@ int execute(const RunArgs& a, const std::string& path, Json run_args,
     std::cout << "events: " << s.event_log.string() << '\n' << "final state:\n";
     printFinalState(*experience, s.final_state, path);
   }
+  if (a.evolve && s.status == run::RunStatus::kSuccess) {
+    // Reference §9.2: evolve after a success; its failures only warn. Its output goes to
+    // stderr under --json, which keeps stdout one JSON document.
+    EvolveOptions evolve_options;
+    evolve_options.experience = path;
+    evolve_options.run_id = s.run_id;
+    evolve_options.llm = options.llm;
+    if (const int code = evolve(evolve_options, a.json ? std::cerr : std::cout); code != kExitOk) {
+      std::cerr << "oe: warning: --evolve: evolving run " << s.run_id
+                << " failed (the message above says why); the run itself succeeded\n";
+    }
+  }
   return exitCodeOf(s);
 }
 
@@ -425,6 +440,8 @@ void addRunCommand(CLI::App& app, int& exit_code) {
   cmd->add_flag(
       "--fresh", a->fresh,
       "Start from an empty state instead of the stored one (the node cache still serves)");
+  cmd->add_flag("--evolve", a->evolve,
+                "After a successful run, run `oe evolve` on it (its failures only warn)");
   addCommonFlags(*cmd, *a);
   cmd->callback([a, &exit_code] {
     Json args = Json::parse(a->args_json, nullptr, false);

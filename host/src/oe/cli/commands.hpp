@@ -17,5 +17,7 @@ void addSchemaCommand(CLI::App& app, int& exit_code);
 void addRunsCommand(CLI::App& app, int& exit_code);
 void addCacheCommand(CLI::App& app, int& exit_code);
 void addGcCommand(CLI::App& app, int& exit_code);
+void addEvolveCommand(CLI::App& app, int& exit_code);
+void addDiffCommand(CLI::App& app, int& exit_code);
 
 }  // namespace oe::cli
