@@ -17,5 +17,6 @@ void addSchemaCommand(CLI::App& app, int& exit_code);
 void addRunsCommand(CLI::App& app, int& exit_code);
 void addCacheCommand(CLI::App& app, int& exit_code);
 void addGcCommand(CLI::App& app, int& exit_code);
+void addGraphCommand(CLI::App& app, int& exit_code);
 
 }  // namespace oe::cli
