@@ -18,5 +18,6 @@ void addRunsCommand(CLI::App& app, int& exit_code);
 void addCacheCommand(CLI::App& app, int& exit_code);
 void addGcCommand(CLI::App& app, int& exit_code);
 void addGraphCommand(CLI::App& app, int& exit_code);
+void addDoctorCommand(CLI::App& app, int& exit_code);
 
 }  // namespace oe::cli
