@@ -34,7 +34,6 @@ std::string_view statusName(Status status) {
     case Status::kWarn:
       return "warn";
     case Status::kFail:
-      return "fail";
     default:
       return "fail";
   }
@@ -282,6 +281,7 @@ void addDoctorCommand(CLI::App& app, int& exit_code) {
         {"claude", "claude-code"}, {"codex", "codex"}, {"gemini", "gemini"}};
     auto node = std::async(std::launch::async, probeVersion, std::string("node"), deadline);
     std::vector<std::future<VersionProbe>> cli_probes;
+    cli_probes.reserve(clis.size());
     for (const Cli& cli : clis) {
       cli_probes.push_back(std::async(std::launch::async, probeVersion, cli.name, deadline));
     }

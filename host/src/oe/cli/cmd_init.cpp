@@ -8,7 +8,6 @@
 #include <iostream>
 #include <map>
 #include <memory>
-#include <regex>
 #include <set>
 
 #include "oe/cli/app.hpp"
@@ -65,6 +64,17 @@ std::string templateDescription(const fs::path& folder) {
     // A template without a readable description is still listed.
   }
   return "";
+}
+
+// Letters, digits, `_`, `-` and `.`, not starting with `-` or `.`: safe unquoted in YAML and
+// JSON, and a valid folder name.
+bool plainName(std::string_view name) {
+  auto word = [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+  };
+  return !name.empty() && word(name.front()) && std::all_of(name.begin(), name.end(), [&](char c) {
+    return word(c) || c == '-' || c == '.';
+  });
 }
 
 std::string replaceAll(std::string text, std::string_view from, std::string_view to) {
@@ -175,8 +185,7 @@ void addInitCommand(CLI::App& app, int& exit_code) {
       name = fs::absolute(target).lexically_normal().parent_path().filename().string();
     }
     // The name goes into experience.yaml and package.json unquoted: keep it a plain word.
-    static const std::regex kPlainName("[A-Za-z0-9_][A-Za-z0-9_.-]*");
-    if (!std::regex_match(name, kPlainName)) {
+    if (!plainName(name)) {
       std::cerr << "oe: \"" << name << "\" cannot name an experience: use letters, digits, `_`, "
                 << "`-` and `.` (e.g. my-flow)\n";
       exit_code = kExitUsage;

@@ -82,7 +82,7 @@ class IdMap {
     }
   }
   std::string assign(std::string_view id, std::string_view prefix) {
-    const std::string key(id);
+    std::string key(id);
     if (plainMermaidId(id) && given_.count(key) == 0 &&
         (reserved_.count(key) != 0 || used_.count(key) == 0)) {
       given_.insert(key);
