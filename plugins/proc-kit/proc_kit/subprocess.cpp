@@ -169,9 +169,19 @@ bool groupHasLiveMembers(pid_t pgid) {
     if (std::isdigit(static_cast<unsigned char>(entry->d_name[0])) == 0) {
       continue;
     }
-    std::ifstream stat(std::string("/proc/") + entry->d_name + "/stat");
-    const std::string text((std::istreambuf_iterator<char>(stat)),
-                           std::istreambuf_iterator<char>());
+    // read(2), not an ifstream: a process that exits between open and read makes the read
+    // fail with ESRCH, which libstdc++'s filebuf turns into an exception even with the stream's
+    // exceptions off (seen with several programs ending at once, as oe doctor runs them).
+    std::string text;
+    if (UniqueFd fd(::open((std::string("/proc/") + entry->d_name + "/stat").c_str(),
+                           O_RDONLY | O_CLOEXEC));
+        fd.valid()) {
+      char buffer[1024];  // the fields after "(comm)" that matter come first
+      const ssize_t got = ::read(fd.get(), buffer, sizeof buffer);
+      if (got > 0) {
+        text.assign(buffer, static_cast<size_t>(got));
+      }
+    }
     // "pid (comm) state ppid pgrp ...": comm may hold spaces and parens, so parse after the
     // last ')'.
     const size_t paren = text.rfind(')');

@@ -29,6 +29,9 @@ int main(int argc, char** argv) {
   addGcCommand(app, exit_code);
   addEvolveCommand(app, exit_code);
   addDiffCommand(app, exit_code);
+  addGraphCommand(app, exit_code);
+  addDoctorCommand(app, exit_code);
+  addInitCommand(app, exit_code);
   // CLI11 would call an unknown command a missing one ("A subcommand is required"). The top
   // level takes no positional argument, so the first one is the command.
   for (int i = 1; i < argc; ++i) {

@@ -19,5 +19,8 @@ void addCacheCommand(CLI::App& app, int& exit_code);
 void addGcCommand(CLI::App& app, int& exit_code);
 void addEvolveCommand(CLI::App& app, int& exit_code);
 void addDiffCommand(CLI::App& app, int& exit_code);
+void addGraphCommand(CLI::App& app, int& exit_code);
+void addDoctorCommand(CLI::App& app, int& exit_code);
+void addInitCommand(CLI::App& app, int& exit_code);
 
 }  // namespace oe::cli

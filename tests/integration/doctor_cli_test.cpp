@@ -1,0 +1,181 @@
+// `oe doctor` through the binary, with stand-in programs first on PATH: an old `node` fails,
+// CLIs that hang are warned about once their deadline passes, a folder where .openexpertise/
+// cannot be written fails, a plugin that does not load fails with the loader's reason.
+#include <unistd.h>
+
+#include <regex>
+
+#include "oe_fixture.hpp"
+
+namespace oe::test {
+namespace {
+
+using nlohmann::json;
+
+class DoctorCli : public OeTest {
+ protected:
+  // A folder of stand-in programs: `node` printing `node_version`, and the three coding CLIs,
+  // each either printing a version or hanging (`sleep` until killed).
+  std::string fakeBin(const std::string& node_version, bool clis_hang) {
+    const std::string body =
+        clis_hang ? "exec /bin/sleep 600\n" : "echo \"$(basename $0) 1.2.3\"\n";
+    writeExecutable("bin/node", "#!/bin/sh\necho " + node_version + "\n");
+    for (const char* cli : {"claude", "codex", "gemini"}) {
+      writeExecutable(std::string("bin/") + cli, "#!/bin/sh\n" + body);
+    }
+    return (dir_.path() / "bin").string() + ":/usr/bin:/bin";
+  }
+
+  ProcessResult doctor(const std::string& path, std::vector<std::string> extra = {},
+                       std::map<std::string, std::string> env = {}) {
+    std::vector<std::string> args = {"doctor", "--experience", (dir_.path() / "exp").string()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    env.emplace("PATH", path);
+    env.emplace("ANTHROPIC_API_KEY", "");
+    env.emplace("OPENAI_API_KEY", "");
+    env.emplace("OPENAI_BASE_URL", "");
+    std::filesystem::create_directories(dir_.path() / "exp");
+    return oe(args, env);
+  }
+
+  static const json& check(const json& report, const std::string& name) {
+    for (const json& c : report["checks"]) {
+      if (c["name"] == name) {
+        return c;
+      }
+    }
+    ADD_FAILURE() << "no check " << name << " in " << report.dump(2);
+    static const json kNone = json::object();
+    return kNone;
+  }
+};
+
+TEST_F(DoctorCli, JsonShapeAndAllPassing) {
+  auto r = doctor(fakeBin("v22.3.0", false), {"--json"}, {{"OPENAI_API_KEY", "sk-secret-value"}});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const json report = json::parse(r.out);
+  ASSERT_TRUE(report["checks"].is_array());
+  int counts[3] = {0, 0, 0};
+  for (const json& c : report["checks"]) {
+    ASSERT_TRUE(c["name"].is_string() && c["detail"].is_string()) << c.dump();
+    const std::string status = c["status"].get<std::string>();
+    ASSERT_TRUE(status == "pass" || status == "warn" || status == "fail") << status;
+    ++counts[status == "pass" ? 0 : status == "warn" ? 1 : 2];
+  }
+  EXPECT_EQ(report["summary"],
+            (json{{"passed", counts[0]}, {"warned", counts[1]}, {"failed", counts[2]}}));
+  EXPECT_EQ(counts[2], 0) << r.out;
+  EXPECT_EQ(check(report, "Node.js >= 20")["status"], "pass");
+  EXPECT_NE(check(report, "Node.js >= 20")["detail"].get<std::string>().find("v22.3.0"),
+            std::string::npos);
+  for (const char* cli : {"claude", "codex", "gemini"}) {
+    EXPECT_EQ(check(report, cli)["status"], "pass") << cli;
+    EXPECT_NE(check(report, cli)["detail"].get<std::string>().find("1.2.3"), std::string::npos);
+  }
+  EXPECT_EQ(check(report, "LLM provider")["status"], "pass");
+  EXPECT_EQ(r.out.find("sk-secret-value"), std::string::npos);  // names only, never a key
+  EXPECT_EQ(check(report, ".openexpertise/ writable")["status"], "pass");
+  // The plugins of this build all load (tool at least).
+  EXPECT_EQ(check(report, "plugin dev.oe.tool")["status"], "pass");
+}
+
+TEST_F(DoctorCli, AnOldNodeFailsAndSaysOnlyJsToolsNeedIt) {
+  auto r = doctor(fakeBin("v18.19.0", false));
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("\xE2\x9C\x97 Node.js >= 20: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("v18.19.0, older than 20; only .mjs/.js tools need it"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("\xE2\x9C\x93 claude: claude 1.2.3"), std::string::npos) << r.out;
+  // Upstream's summary line, with the counts of the lines above it.
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(
+      r.out, m,
+      std::regex("\nSummary: (\\d+) passed \xC2\xB7 (\\d+) warnings \xC2\xB7 (\\d+) failures\n$")))
+      << r.out;
+  EXPECT_EQ(std::stoi(m[3]), 1);
+  EXPECT_NE(r.out.find("\xE2\x9A\xA0 LLM provider: "), std::string::npos) << r.out;
+}
+
+TEST_F(DoctorCli, MissingNodeFails) {
+  fakeBin("v22.3.0", false);
+  std::filesystem::remove(dir_.path() / "bin" / "node");
+  // Only the stand-ins' folder: no real node either.
+  auto r = doctor((dir_.path() / "bin").string(), {"--json"});
+  EXPECT_EQ(r.exit_code, 1);
+  const json report = json::parse(r.out);
+  EXPECT_EQ(check(report, "Node.js >= 20")["status"], "fail");
+  EXPECT_NE(check(report, "Node.js >= 20")["detail"].get<std::string>().find("not on PATH"),
+            std::string::npos);
+}
+
+TEST_F(DoctorCli, HangingClisAreWarnedAboutAfterTheDeadline) {
+  auto r = doctor(fakeBin("v20.0.0", true), {"--json", "--timeout-ms", "300"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const json report = json::parse(r.out);
+  for (const char* cli : {"claude", "codex", "gemini"}) {
+    EXPECT_EQ(check(report, cli)["status"], "warn") << cli;
+    EXPECT_NE(check(report, cli)["detail"].get<std::string>().find("did not answer within 300 ms"),
+              std::string::npos)
+        << check(report, cli).dump();
+  }
+}
+
+TEST_F(DoctorCli, MissingClisWarn) {
+  fakeBin("v20.0.0", false);
+  for (const char* cli : {"claude", "codex", "gemini"}) {
+    std::filesystem::remove(dir_.path() / "bin" / cli);
+  }
+  auto r = doctor((dir_.path() / "bin").string(), {"--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const json report = json::parse(r.out);
+  EXPECT_EQ(check(report, "codex")["status"], "warn");
+  EXPECT_NE(check(report, "codex")["detail"].get<std::string>().find("not on PATH"),
+            std::string::npos);
+}
+
+TEST_F(DoctorCli, AReadOnlyFolderFails) {
+  const std::string path = fakeBin("v20.0.0", false);
+  std::filesystem::path folder = dir_.path() / "readonly";
+  std::filesystem::create_directories(folder);
+  std::filesystem::permissions(
+      folder, std::filesystem::perms::owner_read | std::filesystem::perms::owner_exec);
+  if (geteuid() == 0) {
+    folder = "/proc";  // root writes through permission bits; /proc takes no new file
+  }
+  auto r = oe({"doctor", "--json", "--experience", folder.string()}, {{"PATH", path}});
+  std::filesystem::permissions(dir_.path() / "readonly", std::filesystem::perms::owner_all);
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  const json report = json::parse(r.out);
+  EXPECT_EQ(check(report, ".openexpertise/ writable")["status"], "fail");
+  EXPECT_NE(
+      check(report, ".openexpertise/ writable")["detail"].get<std::string>().find("cannot create"),
+      std::string::npos);
+}
+
+TEST_F(DoctorCli, StateFolderThatIsAFileFails) {
+  dir_.write("exp/.openexpertise", "not a folder");
+  auto r = doctor(fakeBin("v20.0.0", false), {"--json"});
+  EXPECT_EQ(r.exit_code, 1);
+  const json report = json::parse(r.out);
+  EXPECT_NE(check(report, ".openexpertise/ writable")["detail"].get<std::string>().find(
+                "is not a folder"),
+            std::string::npos);
+}
+
+TEST_F(DoctorCli, ARefusedPluginFailsWithTheLoadersReason) {
+  dir_.write("exp/plugins/broken.so", "this is not a shared library");
+  auto r = doctor(fakeBin("v20.0.0", false), {"--json"});
+  EXPECT_EQ(r.exit_code, 1);
+  const json report = json::parse(r.out);
+  const json& broken = check(report, "plugin broken.so");
+  EXPECT_EQ(broken["status"], "fail");
+  const std::string detail = broken["detail"].get<std::string>();
+  EXPECT_NE(detail.find("broken.so"), std::string::npos) << detail;
+  // dlerror's words for a file that is not ELF.
+  EXPECT_TRUE(detail.find("ELF") != std::string::npos ||
+              detail.find("too short") != std::string::npos)
+      << detail;
+}
+
+}  // namespace
+}  // namespace oe::test
