@@ -219,12 +219,4 @@ void addInspectCommand(CLI::App& app, int& exit_code) {
   });
 }
 
-void addSchemaCommand(CLI::App& app, int& exit_code) {
-  CLI::App* cmd = app.add_subcommand("schema", "Print the experience.yaml JSON Schema (for editors)");
-  cmd->callback([&exit_code] {
-    std::cout << spec::experienceJsonSchema().dump(2) << '\n';
-    exit_code = kExitOk;
-  });
-}
-
 }  // namespace oe::cli
