@@ -44,19 +44,7 @@ class EvolveTest : public OeTest {
     writeExperience(kScoringYaml);
     writeExecutable("tools/score.sh", kScoreTool);
   }
-  std::map<std::string, std::string> serverEnv() {
-    return {{"OPENAI_BASE_URL", server_.baseUrl() + "/v1"},
-            {"OPENAI_API_KEY", "test-key"},
-            {"ANTHROPIC_API_KEY", ""},
-            {"OE_OPENAI_MODEL", ""},
-            {"OE_ANTHROPIC_MODEL", ""}};
-  }
-  static std::map<std::string, std::string> noProviderEnv() {
-    return {{"OPENAI_BASE_URL", ""},
-            {"OPENAI_API_KEY", ""},
-            {"ANTHROPIC_API_KEY", ""},
-            {"ANTHROPIC_BASE_URL", ""}};
-  }
+  std::map<std::string, std::string> serverEnv() { return openAiServerEnv(server_); }
   // A tool-only run; its id.
   std::string toolRun() {
     int code = -1;

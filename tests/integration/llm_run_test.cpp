@@ -15,19 +15,7 @@ using nlohmann::json;
 class LlmRunTest : public OeTest {
  protected:
   // The environment of a run against the fake server: only OPENAI_* set, fast retries.
-  std::map<std::string, std::string> serverEnv() {
-    return {{"OPENAI_BASE_URL", server_.baseUrl() + "/v1"},
-            {"OPENAI_API_KEY", "test-key"},
-            {"ANTHROPIC_API_KEY", ""},
-            {"OE_OPENAI_MODEL", ""},
-            {"OE_ANTHROPIC_MODEL", ""}};
-  }
-  static std::map<std::string, std::string> noProviderEnv() {
-    return {{"OPENAI_BASE_URL", ""},
-            {"OPENAI_API_KEY", ""},
-            {"ANTHROPIC_API_KEY", ""},
-            {"ANTHROPIC_BASE_URL", ""}};
-  }
+  std::map<std::string, std::string> serverEnv() { return openAiServerEnv(server_); }
   json run(std::vector<std::string> extra, const std::map<std::string, std::string>& env,
            int* exit_code = nullptr, const std::string& command = "run") {
     std::vector<std::string> args = {command};

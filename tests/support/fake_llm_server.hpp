@@ -615,4 +615,22 @@ class FakeLlmServer {
   size_t answers_ = 0;  // admitted answers fully sent (or abandoned)
 };
 
+// The environment of an `oe` run against `server` as an OpenAI-compatible provider: only its
+// OPENAI_* set, the Anthropic key and both default models unset.
+inline std::map<std::string, std::string> openAiServerEnv(const FakeLlmServer& server) {
+  return {{"OPENAI_BASE_URL", server.baseUrl() + "/v1"},
+          {"OPENAI_API_KEY", "test-key"},
+          {"ANTHROPIC_API_KEY", ""},
+          {"OE_OPENAI_MODEL", ""},
+          {"OE_ANTHROPIC_MODEL", ""}};
+}
+
+// The environment of an `oe` run with no provider configured at all.
+inline std::map<std::string, std::string> noProviderEnv() {
+  return {{"OPENAI_BASE_URL", ""},
+          {"OPENAI_API_KEY", ""},
+          {"ANTHROPIC_API_KEY", ""},
+          {"ANTHROPIC_BASE_URL", ""}};
+}
+
 }  // namespace oe::test

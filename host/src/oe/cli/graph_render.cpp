@@ -170,6 +170,30 @@ size_t nodeIndex(const spec::Experience& exp, std::string_view id) {
 
 }  // namespace
 
+namespace {
+
+// `text` with each character found in `entities` replaced by its entity, and every other one
+// passed to `other` (which appends it).
+template <size_t N, class Other>
+std::string replaceEntities(std::string_view text,
+                            const std::array<std::pair<char, std::string_view>, N>& entities,
+                            Other&& other) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    const auto* entity = std::find_if(entities.begin(), entities.end(),
+                                      [c](const auto& e) { return e.first == c; });
+    if (entity != entities.end()) {
+      out += entity->second;
+    } else {
+      other(out, c);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string mermaidLabel(std::string_view text) {
   // Mermaid's entity codes: named where Mermaid has a name, else the decimal code point.
   static constexpr std::array<std::pair<char, std::string_view>, 11> kEntities = {{
@@ -185,18 +209,10 @@ std::string mermaidLabel(std::string_view text) {
       {'|', "#124;"},
       {'`', "#96;"},
   }};
-  std::string out;
-  out.reserve(text.size());
-  for (char c : text) {
-    const auto* entity = std::find_if(kEntities.begin(), kEntities.end(),
-                                      [c](const auto& e) { return e.first == c; });
-    if (entity != kEntities.end()) {
-      out += entity->second;
-    } else {
-      out.push_back(static_cast<unsigned char>(c) < 0x20 || c == 0x7f ? ' ' : c);
-    }
-  }
-  return out;
+  // A control character would end the label's line: a space instead.
+  return replaceEntities(text, kEntities, [](std::string& out, char c) {
+    out.push_back(static_cast<unsigned char>(c) < 0x20 || c == 0x7f ? ' ' : c);
+  });
 }
 
 std::string htmlEscape(std::string_view text) {
@@ -207,18 +223,7 @@ std::string htmlEscape(std::string_view text) {
       {'"', "&quot;"},
       {'\'', "&#39;"},
   }};
-  std::string out;
-  out.reserve(text.size());
-  for (char c : text) {
-    const auto* entity = std::find_if(kEntities.begin(), kEntities.end(),
-                                      [c](const auto& e) { return e.first == c; });
-    if (entity != kEntities.end()) {
-      out += entity->second;
-    } else {
-      out.push_back(c);
-    }
-  }
-  return out;
+  return replaceEntities(text, kEntities, [](std::string& out, char c) { out.push_back(c); });
 }
 
 std::string mermaidGraph(const spec::Experience& exp, GraphDirection direction) {
