@@ -181,8 +181,8 @@ std::string replaceEntities(std::string_view text,
   std::string out;
   out.reserve(text.size());
   for (char c : text) {
-    const auto* entity = std::find_if(entities.begin(), entities.end(),
-                                      [c](const auto& e) { return e.first == c; });
+    const auto* entity =
+        std::find_if(entities.begin(), entities.end(), [c](const auto& e) { return e.first == c; });
     if (entity != entities.end()) {
       out += entity->second;
     } else {
