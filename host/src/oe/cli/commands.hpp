@@ -25,5 +25,6 @@ void addInitCommand(CLI::App& app, int& exit_code);
 void addRegistryCommand(CLI::App& app, int& exit_code);
 void addInstallCommand(CLI::App& app, int& exit_code);
 void addInstalledCommand(CLI::App& app, int& exit_code);
+void addSubmitCommand(CLI::App& app, int& exit_code);
 
 }  // namespace oe::cli
