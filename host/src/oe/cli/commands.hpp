@@ -26,5 +26,6 @@ void addRegistryCommand(CLI::App& app, int& exit_code);
 void addInstallCommand(CLI::App& app, int& exit_code);
 void addInstalledCommand(CLI::App& app, int& exit_code);
 void addSubmitCommand(CLI::App& app, int& exit_code);
+void addDemoCommand(CLI::App& app, int& exit_code);
 
 }  // namespace oe::cli
