@@ -63,8 +63,11 @@ std::optional<std::string> copyDemo(const fs::path& from, const fs::path& to) {
       it.disable_recursion_pending();
       continue;
     }
-    const fs::path dest = to / fs::relative(it->path(), from);
-    if (it->is_directory(ec)) {
+    const fs::path dest = to / it->path().lexically_relative(from);
+    // fake-cli/ links to ../../scripted_cli.py, installed beside the demos: links stay links.
+    if (it->is_symlink(ec)) {
+      fs::copy_symlink(it->path(), dest, ec);
+    } else if (it->is_directory(ec)) {
       fs::create_directories(dest, ec);
     } else {
       fs::copy_file(it->path(), dest, fs::copy_options::overwrite_existing, ec);
@@ -175,6 +178,10 @@ void addDemoCommand(CLI::App& app, int& exit_code) {
     }
     const fs::path scratch = pattern;
     const fs::path folder = scratch / a->name;
+    // Where the copy's fake-cli/ links point (../../scripted_cli.py), when oe has it.
+    std::error_code link_ec;
+    fs::copy_file(chosen->second.parent_path() / "scripted_cli.py", scratch / "scripted_cli.py",
+                  link_ec);
     if (auto error = copyDemo(chosen->second, folder)) {
       std::cerr << "oe: " << *error << '\n';
       std::error_code ec;
