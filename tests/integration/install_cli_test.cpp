@@ -228,6 +228,11 @@ TEST_F(InstallCli, ClearErrors) {
   EXPECT_EQ(empty.exit_code, 1);
   EXPECT_NE(empty.err.find("no experience.yaml in nested/empty of"), std::string::npos)
       << empty.err;
+  // A subpath out of the clone moves nothing of the user's.
+  auto out = install({fileUrl(), "--subpath", "../../proj"});
+  EXPECT_EQ(out.exit_code, 1);
+  EXPECT_NE(out.err.find("leads out of"), std::string::npos) << out.err;
+  EXPECT_TRUE(fs::is_directory(dir_.path() / "proj" / ".openexpertise"));
   // git's own words for a repository that is not there.
   auto nowhere = install({"file://" + (dir_.path() / "nowhere.git").string()});
   EXPECT_EQ(nowhere.exit_code, 1);

@@ -328,6 +328,19 @@ void addInstallCommand(CLI::App& app, int& exit_code) {
     const std::string commit = firstLineOf(head.out);
     removeTree(clone / ".git");
     const fs::path from = source->subpath.empty() ? clone : clone / source->subpath;
+    // The folder moved into place must be inside the clone: not `..`, not through a link the
+    // repository holds (the move would take the user's folder it points at).
+    if (!source->subpath.empty()) {
+      const fs::path real = fs::weakly_canonical(from, ec);
+      const fs::path root = fs::canonical(clone, ec);
+      const std::string inside = real.lexically_relative(root).generic_string();
+      if (ec || inside.empty() || inside == "." || inside.starts_with("..") ||
+          fs::is_symlink(from, ec) || real != (root / source->subpath).lexically_normal()) {
+        fail("the subpath " + source->subpath + " leads out of " + shown +
+             " (give a folder inside the repository, without `..` or links)");
+        return;
+      }
+    }
     if (!source->subpath.empty() && !fs::is_directory(from, ec)) {
       fail("no folder " + source->subpath + " in " + shown + " (check the subpath)");
       return;
