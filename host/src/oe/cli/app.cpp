@@ -32,6 +32,11 @@ int main(int argc, char** argv) {
   addGraphCommand(app, exit_code);
   addDoctorCommand(app, exit_code);
   addInitCommand(app, exit_code);
+  addRegistryCommand(app, exit_code);
+  addInstallCommand(app, exit_code);
+  addInstalledCommand(app, exit_code);
+  addSubmitCommand(app, exit_code);
+  addDemoCommand(app, exit_code);
   // CLI11 would call an unknown command a missing one ("A subcommand is required"). The top
   // level takes no positional argument, so the first one is the command.
   for (int i = 1; i < argc; ++i) {

@@ -22,5 +22,10 @@ void addDiffCommand(CLI::App& app, int& exit_code);
 void addGraphCommand(CLI::App& app, int& exit_code);
 void addDoctorCommand(CLI::App& app, int& exit_code);
 void addInitCommand(CLI::App& app, int& exit_code);
+void addRegistryCommand(CLI::App& app, int& exit_code);
+void addInstallCommand(CLI::App& app, int& exit_code);
+void addInstalledCommand(CLI::App& app, int& exit_code);
+void addSubmitCommand(CLI::App& app, int& exit_code);
+void addDemoCommand(CLI::App& app, int& exit_code);
 
 }  // namespace oe::cli
