@@ -304,6 +304,55 @@ graph:
       << "evaluating changes a copy only";
 }
 
+// --evaluate-runs: the proposal is run with the args of each of the newest finished runs whose
+// args differ (an input set), each run's evidence on an evaluation line of its own.
+TEST_F(EvolveTest, EvaluateRunsCoverThePastRunsWithOtherArgs) {
+  writeExecutable("tools/echo.py",
+                  "#!/usr/bin/env python3\nimport json, sys\nargs = json.load(sys.stdin)\n"
+                  "print(json.dumps({'state_delta': {'score': args['threshold'] * "
+                  "args.get('scale', 1)}}))\n");
+  writeExperience(R"(name: scoring
+version: 0.1.0
+state:
+  schema:
+    score: { type: number }
+graph:
+  nodes:
+    - id: score
+      kind: tool
+      impl: ./tools/echo.py
+      args: { threshold: 0.5 }
+      writes: [score]
+  edges: []
+)");
+  int code = -1;
+  runJson({"--args", R"({"scale": 2})"}, &code);
+  ASSERT_EQ(code, 0) << last_stderr_;
+  runJson({"--args", R"({"scale": 2})"}, &code);  // the same inputs again: not a new case
+  ASSERT_EQ(code, 0) << last_stderr_;
+  const std::string run_id = toolRun();  // no args: the evaluated run
+  const std::string diff =
+      "--- a/experience.yaml\n+++ b/experience.yaml\n@@ -9,3 +9,3 @@\n"
+      "       impl: ./tools/echo.py\n-      args: { threshold: 0.5 }\n"
+      "+      args: { threshold: 0.7 }\n       writes: [score]\n";
+  answerWith(json::array({proposal("tune-param", "Tighten threshold", diff)}));
+  auto r = evolve(run_id, {"--evaluate", "--evaluate-runs", "5"}, serverEnv());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string md = readFile(report(run_id));
+  EXPECT_NE(md.find("**oe evaluation:** with the args of run " + run_id + ": success"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("state: score 0.5 -> 0.7"), std::string::npos) << md;
+  EXPECT_NE(md.find("state: score 1.0 -> 1.4"), std::string::npos) << md;
+  const json sidecar =
+      json::parse(readFile(dir_ / ".openexpertise" / "evolution" / (run_id + ".json")));
+  const json& evaluations = sidecar["proposals"][0]["evaluation"];
+  ASSERT_TRUE(evaluations.is_array()) << sidecar.dump(2);
+  ASSERT_EQ(evaluations.size(), 2U) << "two distinct inputs among three runs";
+  EXPECT_EQ(evaluations[0]["input_run"], run_id);
+  EXPECT_NE(evaluations[1]["input_run"], run_id);
+}
+
 TEST_F(EvolveTest, TheKindWorksAsAGraphNodeWritingItsProposals) {
   writeExperience(R"(name: advisor-node
 version: 0.1.0

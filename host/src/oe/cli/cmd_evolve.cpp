@@ -8,6 +8,8 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <utility>
+#include <vector>
 
 #include "oe/cli/app.hpp"
 #include "oe/cli/commands.hpp"
@@ -132,6 +134,45 @@ int applyProposal(const fs::path& yaml, const std::string& run_id, int number, s
   return kExitOk;
 }
 
+// --evaluate-runs: up to `count` - 1 more finished top-level runs of the experience, newest
+// first, each with args no run already in `baselines` had, and their baselines (events and
+// state diff). A run whose log or history cannot be read is left out with a warning.
+void addPastBaselines(const fs::path& runs_dir, const std::string& evaluated, int count,
+                      const fs::path& db, const spec::StateSpec& schema,
+                      std::vector<std::pair<std::string, evolve::Baseline>>& baselines) {
+  std::vector<std::string> seen;
+  for (const auto& [id, baseline] : baselines) {
+    seen.push_back(baseline.args.dump());
+  }
+  for (const RunRecord& past : listRuns(runs_dir, /*details=*/true)) {
+    if (static_cast<int>(baselines.size()) >= count) {
+      return;
+    }
+    if (past.id == evaluated || !past.parent_run_id.empty() || past.status == "unfinished") {
+      continue;
+    }
+    auto events = events::readEventLog(past.log);
+    if (!events) {
+      std::cerr << "oe: warning: --evaluate-runs leaves run " << past.id
+                << " out: " << events.error().message << '\n';
+      continue;
+    }
+    auto diff = evolve::stateDiff(db, schema, past.id);
+    if (!diff) {
+      std::cerr << "oe: warning: --evaluate-runs leaves run " << past.id
+                << " out: " << diff.error().message << '\n';
+      continue;
+    }
+    evolve::Baseline baseline = evolve::baselineOf(events->events, *diff);
+    const std::string args = baseline.args.dump();
+    if (std::find(seen.begin(), seen.end(), args) != seen.end()) {
+      continue;  // the same inputs: the same evidence
+    }
+    seen.push_back(args);
+    baselines.emplace_back(past.id, std::move(baseline));
+  }
+}
+
 }  // namespace
 
 int evolve(const EvolveOptions& options, std::ostream& out) {
@@ -165,6 +206,8 @@ int evolve(const EvolveOptions& options, std::ostream& out) {
                                                     : nullptr;
   Json state_diff = Json::array();
   Json baseline_diff;  // the state diff, kept for --evaluate's baseline
+  // --evaluate's input set: the evaluated run first, then --evaluate-runs' others.
+  std::vector<std::pair<std::string, evolve::Baseline>> baselines;
   if (model == nullptr) {
     std::cerr << "oe: warning: " << yaml->string()
               << " does not load (`oe validate` says why); the advisor gets no state diff\n";
@@ -182,6 +225,13 @@ int evolve(const EvolveOptions& options, std::ostream& out) {
     }
     state_diff = std::move(*diff);
     baseline_diff = state_diff;
+    if (options.evaluate) {
+      baselines.push_back(
+          {run->id, evolve::baselineOf(log->events,
+                                       baseline_diff.is_array() ? baseline_diff : Json::array())});
+      addPastBaselines(dir / ".openexpertise" / "runs", run->id, options.evaluate_runs, db,
+                       model->state, baselines);
+    }
   }
 
   StderrLog sink;
@@ -237,26 +287,46 @@ int evolve(const EvolveOptions& options, std::ostream& out) {
   }
   std::vector<std::string> evaluations(advice->proposals.size());
   if (options.evaluate) {
-    const evolve::Baseline baseline =
-        evolve::baselineOf(log->events, baseline_diff.is_array() ? baseline_diff : Json::array());
+    if (baselines.empty()) {  // no state schema to diff: the run's events alone
+      baselines.push_back({run->id, evolve::baselineOf(log->events, Json::array())});
+    }
     for (size_t i = 0; i < advice->proposals.size(); ++i) {
       if (verdicts[i].status != evolve::VerdictStatus::kValid) {
         continue;
       }
       std::vector<std::string> notes;
       auto changes = evolve::planChanges(advice->proposals[i], *yaml, notes);
-      const fs::path folder = evolution_dir / run->id / ("candidate-" + std::to_string(i + 1));
-      auto evaluation =
-          changes ? evolve::evaluate(*changes, *yaml, folder, registry, run_settings, baseline)
-                  : Result<evolve::Evaluation>(changes.error());
-      if (evaluation) {
-        evaluations[i] = evaluation->line(baseline);
-        entries[i]["evaluation"] = evaluation->toJson();
-      } else {
-        evaluations[i] = "could not run: " + evaluation.error().message;
-        entries[i]["evaluation"] = Json{{"error", evaluation.error().message}};
+      Json results = Json::array();
+      std::string lines;
+      for (size_t k = 0; k < baselines.size(); ++k) {
+        const auto& [baseline_run, baseline] = baselines[k];
+        // The first candidate keeps its place; one per further input run beside it.
+        const fs::path folder = evolution_dir / run->id /
+                                ("candidate-" + std::to_string(i + 1) +
+                                 (k == 0 ? "" : "-" + baseline_run.substr(0, 8)));
+        auto evaluation =
+            changes ? evolve::evaluate(*changes, *yaml, folder, registry, run_settings, baseline)
+                    : Result<evolve::Evaluation>(changes.error());
+        std::string line;
+        Json result;
+        if (evaluation) {
+          line = evaluation->line(baseline);
+          result = evaluation->toJson();
+        } else {
+          line = "could not run: " + evaluation.error().message;
+          result = Json{{"error", evaluation.error().message}};
+        }
+        if (baselines.size() > 1) {
+          line = "with the args of run " + baseline_run + ": " + line;
+          result["input_run"] = baseline_run;
+        }
+        // Each run's evidence on a line of its own, each with the prefix the report gives.
+        lines += (k == 0 ? "" : "\n" + std::string(evolve::kEvaluationPrefix)) + line;
+        results.push_back(std::move(result));
+        out << "  evaluated " << i + 1 << ": " << line << '\n';
       }
-      out << "  evaluated " << i + 1 << ": " << evaluations[i] << '\n';
+      evaluations[i] = std::move(lines);
+      entries[i]["evaluation"] = baselines.size() == 1 ? results[0] : results;
     }
   }
   const fs::path report = evolve::reportPath(dir, run->id);
@@ -332,6 +402,10 @@ void addEvolveCommand(CLI::App& app, int& exit_code) {
   cmd->add_flag("--evaluate", a->options.evaluate,
                 "Also run each valid proposal's copy with the evaluated run's args, replaying "
                 "unchanged nodes from the original's cache, and report the differences");
+  cmd->add_option("--evaluate-runs", a->options.evaluate_runs,
+                  "With --evaluate: also the newest other finished runs with different args, up "
+                  "to N runs in all (default 1: the evaluated run alone)")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--apply", a->apply,
                   "Apply proposal N of the run's report (only one that applied and validated); "
                   "the files it replaces are kept as <file>.bak-<UTC time>");

@@ -19,6 +19,9 @@ struct EvolveOptions {
   std::string model;   // --model
   // --evaluate: run each valid proposal's copy with the run's args and the original's cache
   bool evaluate = false;
+  // --evaluate-runs N: with --evaluate, the evaluated run and up to N-1 more finished runs of
+  // the experience, newest first, whose args differ from those already taken (an input set).
+  int evaluate_runs = 1;
 };
 
 // Reads the run's YAML, events and state diff, asks the `evolution` kind for proposals, gates
