@@ -240,6 +240,20 @@ TEST(UnifiedDiffTest, AnAbsurdStartLineIsSearchedOnceAndReported) {
   EXPECT_NE(notes[0].find("offset -8 lines"), std::string::npos) << notes[0];
 }
 
+TEST(UnifiedDiffTest, ContextMatchesAFileLineEndingInCarriageReturn) {
+  // Found by the fuzzer (corpus: context-matches-but-unplaced): the search compared a hunk line
+  // with a file line the wrong way round, so a CRLF line (its \r is not part of the text) never
+  // matched there, and explaining the failure then read past the hunk's context.
+  EXPECT_EQ(
+      applyOne("--- a/f\n+++ b/f\n@@ -2,2 +2,2 @@\n b\n-c\n+C\n", std::string("a\r\nb\r\nc\r\n")),
+      "a\r\nb\r\nC\n");
+  const std::string original = "a\nb\nc\n\r\n\n\n\n\n\n\nb\n-\n";
+  auto patches = parseUnifiedDiff("--- a/f\n+++ b/f\n@@ -4,2 +2,1 @@\xf5\n\n\n\n \n\n\n\n+\n\n\n");
+  ASSERT_TRUE(patches);
+  ASSERT_EQ(patches->size(), 1U);
+  EXPECT_TRUE(applyFilePatch(patches->front(), original));
+}
+
 TEST(UnifiedDiffTest, PathsMustStayInsideTheTree) {
   EXPECT_TRUE(safeRelativePath("experience.yaml"));
   EXPECT_TRUE(safeRelativePath("prompts/a.md"));

@@ -276,8 +276,12 @@ Result<AppliedFile> applyFilePatch(const FilePatch& patch,
       if (at < cursor || at > lines.size() || old_side.size() > lines.size() - at) {
         return false;
       }
+      // std::equal hands the predicate (hunk line, file line): sameLine takes the file's first.
       return std::equal(old_side.begin(), old_side.end(),
-                        lines.begin() + static_cast<std::ptrdiff_t>(at), sameLine);
+                        lines.begin() + static_cast<std::ptrdiff_t>(at),
+                        [&](std::string_view hunk_line, std::string_view file_line) {
+                          return sameLine(file_line, hunk_line);
+                        });
     };
     std::optional<size_t> found;
     if (matchesAt(expected)) {
@@ -309,7 +313,11 @@ Result<AppliedFile> applyFilePatch(const FilePatch& patch,
                sameLine(lines[expected + k], old_side[k])) {
           ++k;
         }
-        if (expected + k >= lines.size()) {
+        if (k == old_side.size()) {
+          // Cannot happen while matchesAt and this loop compare alike; never read past k.
+          why = "its context matches at line " + std::to_string(expected + 1) +
+                " only, where it cannot apply";
+        } else if (expected + k >= lines.size()) {
           why = "the file has " + std::to_string(lines.size()) + " lines; the hunk expects " +
                 shown(old_side[k]) + " at line " + std::to_string(expected + k + 1);
         } else {
