@@ -116,15 +116,6 @@ class Run {
   // oe.subrun/1-draft (nested.cpp): runs a nested experience on the calling worker thread.
   oe_status subrunFromPlugin(Call& call, std::string_view request_json, std::string& out);
 
-  // With state_scope shared, on the coordinator: a nested run's delta, the fields this run
-  // declares written to its store under `parent_key`/<the child's write key>; returns the
-  // fields that had already landed (not written again).
-  Result<std::vector<std::string>> forwardWrite(const Call& call, const std::string& parent_key,
-                                                const Json& delta,
-                                                const state::WriteMeta& child_meta);
-  // The loaded kinds' names and schemas, for validating a nested experience (built once).
-  const spec::KindCatalog& catalog();
-
   // Any thread: stops the run as a signal would (a nested run whose parent call is cancelled),
   // with `reason` as the stop reason.
   void requestStop(std::string reason);
@@ -151,6 +142,15 @@ class Run {
   void inItemOrder(Call& call, bool ok, std::function<bool()> settle);
   // A run.warning event for `id` (a node or a pipeline), kept for the summary too.
   void warn(std::string_view id, std::string message);
+
+  // Nested runs (nested.cpp). With state_scope shared, on the coordinator: a nested run's
+  // delta, the fields this run declares written to its store under `parent_key`/<the child's
+  // write key>; returns the fields that had already landed (not written again).
+  Result<std::vector<std::string>> forwardWrite(const Call& call, const std::string& parent_key,
+                                                const Json& delta,
+                                                const state::WriteMeta& child_meta);
+  // The loaded kinds' names and schemas, for validating a nested experience (built once).
+  const spec::KindCatalog& catalog();
 
   // Runs `work` on the coordinator and returns its result: at once when called there (an
   // inline call's nested run), else posted and waited for (a nested run's shared-state access

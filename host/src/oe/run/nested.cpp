@@ -168,6 +168,15 @@ oe_status Run::subrunFromPlugin(Call& call, std::string_view request_text, std::
     }
     call.children.push_back(nesting.stop);
   }
+  // Registered for the child's life only: the handle goes when it ends, however it ends.
+  struct Unregister {
+    Call& call;
+    const StopHandle* handle;
+    ~Unregister() {
+      std::lock_guard lock(call.phase_mutex);
+      std::erase_if(call.children, [this](const auto& child) { return child.get() == handle; });
+    }
+  } unregister{call, nesting.stop.get()};
   call.uncacheable = true;
   if (scope == "shared") {
     nesting.seed_state = onCoordinator([this] { return store_.snapshot(); });

@@ -549,10 +549,6 @@ void Run::destroyInstances(NodeRuntime& node) {
 void Run::attempt(const std::shared_ptr<Call>& call) {
   NodeRuntime& node = *call->node;
   ++call->attempt;
-  {
-    std::lock_guard lock(call->phase_mutex);
-    call->children.clear();  // the nested runs of the attempt before, all ended
-  }
   call->response.data.clear();
   call->error.data.clear();
   call->timed_out = false;

@@ -59,8 +59,8 @@ struct Call final : oe_host_ctx {
   std::function<void(bool ok, const Json* edge_output)> done;
 
   llm::CallUsage llm_usage;  // written by oe.llm/1 on the worker thread during the attempt
-  // Nested runs this attempt started (oe.subrun/1-draft), under phase_mutex: requestCancel
-  // stops them. A call that ran one is not stored in the cache (its key does not cover the
+  // The nested runs running in this attempt (oe.subrun/1-draft), under phase_mutex: each adds
+  // itself when it starts and goes when it ends; requestCancel stops them. A call that ran one is not stored in the cache (its key does not cover the
   // child's files; the child's own nodes are cached), set on the worker thread.
   std::vector<std::shared_ptr<StopHandle>> children;
   bool uncacheable = false;
