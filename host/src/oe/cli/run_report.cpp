@@ -273,15 +273,23 @@ RunModel analyse(const std::vector<Json>& events) {
   return model;
 }
 
+// The longest prefix of `text` of at most `bytes` bytes that does not split a UTF-8 sequence.
+std::string_view utf8Prefix(std::string_view text, size_t bytes) {
+  if (text.size() <= bytes) {
+    return text;
+  }
+  while (bytes > 0 && (static_cast<unsigned char>(text[bytes]) & 0xC0U) == 0x80U) {
+    --bytes;
+  }
+  return text.substr(0, bytes);
+}
+
 // `text` cut to kMaxValueBytes on a UTF-8 boundary, saying how much was left out.
 std::string shortened(const std::string& text) {
   if (text.size() <= kMaxValueBytes) {
     return text;
   }
-  size_t cut = kMaxValueBytes;
-  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0U) == 0x80U) {
-    --cut;
-  }
+  const size_t cut = utf8Prefix(text, kMaxValueBytes).size();
   return text.substr(0, cut) + "\n\xE2\x80\xA6 (" + std::to_string(text.size() - cut) +
          " more bytes; `oe inspect --json` and `oe state` show the whole value)";
 }
@@ -706,15 +714,14 @@ std::string runReportHtml(const RunReportInput& input) {
   page << "<h2>Totals</h2>\n" << totals(input, model, nodes);
   page << "<h2>Graph</h2>\n" << legend();
   if (input.experience) {
+    // `nodes` starts with the experience's nodes, in its order.
     std::vector<NodePaint> paint;
-    for (const spec::NodeSpec& spec : input.experience->nodes) {
-      auto it = std::find_if(nodes.begin(), nodes.end(),
-                             [&](const NodeSummary& node) { return node.id == spec.id; });
-      const std::string status = it->status();
+    for (size_t i = 0; i < input.experience->nodes.size(); ++i) {
+      const std::string status = nodes[i].status();
       const StatusStyle& style = statusStyle(status);
       std::string tooltip = ": " + status;
-      if (!it->errors.empty()) {
-        tooltip += ": " + it->errors.back().substr(0, 300);
+      if (!nodes[i].errors.empty()) {
+        tooltip += ": " + std::string(utf8Prefix(nodes[i].errors.back(), 300));
       }
       paint.push_back(NodePaint{style.fill, style.stroke, status, tooltip});
     }
