@@ -321,13 +321,6 @@ namespace {
 using NodeExecution = EngineTest;
 
 TEST_F(NodeExecution, ARetrySucceedsAfterFailedAttemptsWithLinearBackoff) {
-  std::vector<Json> retries;
-  RunOptions options;
-  options.on_event = [&retries](const Json& event) {
-    if (event.value("type", "") == "node.retry") {
-      retries.push_back(event);
-    }
-  };
   const RunSummary summary = run(R"(name: retry
 version: 0.1.0
 state: { schema: {} }
@@ -336,13 +329,21 @@ graph:
     - { id: flaky, kind: fake, args: { fail_until: 2 },
         on_error: { policy: retry, attempts: 3, base_ms: 1 } }
   edges: []
-)", options);
+)");
   EXPECT_EQ(summary.status, RunStatus::kSuccess);
   EXPECT_EQ(summary.ran, 1u);
   const auto calls = callsOf("flaky");
   ASSERT_EQ(calls.size(), 3u);
   EXPECT_EQ(calls[2]["attempt"], 3);
+  // Each retry is in the log (oe inspect --html draws them), between started and finished.
+  std::vector<Json> retries;
+  for (const Json& event : events_) {
+    if (event.value("type", "") == "node.retry") {
+      retries.push_back(event);
+    }
+  }
   ASSERT_EQ(retries.size(), 2u);
+  EXPECT_EQ(retries[0]["node_id"], "flaky");
   EXPECT_EQ(retries[0]["delay_ms"], 1);
   EXPECT_EQ(retries[1]["delay_ms"], 2);
   EXPECT_EQ(retries[1]["error"], "fake failure on attempt 2");

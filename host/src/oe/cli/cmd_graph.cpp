@@ -1,6 +1,5 @@
 // `oe graph [path]`: validates, then prints the graph as a Mermaid flowchart (upstream's style)
 // or, with --html, as a self-contained page; -o writes either to a file.
-#include <fstream>
 #include <iostream>
 #include <memory>
 
@@ -36,22 +35,7 @@ void addGraphCommand(CLI::App& app, int& exit_code) {
     const GraphDirection direction = a->lr ? GraphDirection::kLeftRight : GraphDirection::kTopDown;
     const std::string text =
         a->html ? graphHtml(*experience, direction) : mermaidGraph(*experience, direction);
-    if (a->out.empty()) {
-      std::cout << text;
-      exit_code = kExitOk;
-      return;
-    }
-    std::ofstream file(a->out, std::ios::binary | std::ios::trunc);
-    file << text;
-    file.close();
-    if (!file) {
-      std::cerr << "oe: cannot write " << a->out
-                << ": check that its folder exists and is writable, or pick another -o path\n";
-      exit_code = kExitFailed;
-      return;
-    }
-    std::cerr << "oe: wrote " << a->out << '\n';
-    exit_code = kExitOk;
+    exit_code = writeOutput(a->out, text, "-o") ? kExitOk : kExitFailed;
   });
 }
 

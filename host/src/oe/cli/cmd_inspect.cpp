@@ -1,4 +1,5 @@
-// `oe inspect <run-id>`: a run's timeline from its event log (node, status, duration, error).
+// `oe inspect <run-id>`: a run's timeline from its event log (node, status, duration, error), or
+// with --html its report as a self-contained page (run_report.hpp).
 #include <chrono>
 #include <filesystem>
 #include <iomanip>
@@ -13,6 +14,7 @@
 #include "oe/cli/commands.hpp"
 #include "oe/cli/common.hpp"
 #include "oe/cli/run_history.hpp"
+#include "oe/cli/run_report.hpp"
 #include "oe/events/event_log.hpp"
 
 namespace oe::cli {
@@ -180,6 +182,8 @@ void addInspectCommand(CLI::App& app, int& exit_code) {
     bool json = false;
     bool last = false;
     bool expand = false;
+    bool html = false;
+    std::string out;
   };
   auto a = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("inspect", "Show a run's timeline from its event log");
@@ -189,6 +193,12 @@ void addInspectCommand(CLI::App& app, int& exit_code) {
   cmd->add_flag("--json", a->json, "Print the events as a JSON array");
   cmd->add_flag("--expand", a->expand,
                 "Show each nested experience's run inline, under the node that ran it");
+  auto* html = cmd->add_flag("--html", a->html,
+                             "A self-contained HTML report: totals, the graph coloured by node "
+                             "status, a timeline of the node calls, per-node detail");
+  html->excludes("--json");
+  cmd->add_option("-o,--out", a->out, "With --html: write the report to this file, not stdout")
+      ->needs(html);
   cmd->callback([a, &exit_code] {
     auto run = resolveRun(a->experience, a->run_id, a->last);
     if (!run) {
@@ -196,6 +206,19 @@ void addInspectCommand(CLI::App& app, int& exit_code) {
       return;
     }
     a->run_id = run->id;
+    if (a->html) {
+      auto input = loadRunReport(a->experience, *run);
+      if (!input) {
+        std::cerr << "oe: " << input.error().message << '\n';
+        exit_code = kExitFailed;
+        return;
+      }
+      for (const auto& note : input->notes) {
+        std::cerr << "oe: warning: " << note << '\n';
+      }
+      exit_code = writeOutput(a->out, runReportHtml(*input), "--out") ? kExitOk : kExitFailed;
+      return;
+    }
     auto log = events::readEventLog(run->log);
     if (!log) {
       std::cerr << "oe: " << log.error().message << '\n';

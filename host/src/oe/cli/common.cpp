@@ -1,6 +1,7 @@
 // Shared command helpers (see common.hpp).
 #include "oe/cli/common.hpp"
 
+#include <fstream>
 #include <iostream>
 #include <map>
 
@@ -33,7 +34,6 @@ void reportPluginProblems(const plugins::PluginRegistry& registry) {
     std::cerr << "oe: warning: " << warning << '\n';
   }
 }
-
 
 void printDiagnostics(const std::vector<Diagnostic>& diagnostics) {
   for (const auto& d : diagnostics) {
@@ -209,6 +209,23 @@ void printState(std::ostream& out, const spec::Experience& experience, const Jso
   if (!any) {
     out << "  (empty)\n";
   }
+}
+
+bool writeOutput(const std::string& out, std::string_view text, std::string_view option) {
+  if (out.empty()) {
+    std::cout << text;
+    return true;
+  }
+  std::ofstream file(out, std::ios::binary | std::ios::trunc);
+  file << text;
+  file.close();
+  if (!file) {
+    std::cerr << "oe: cannot write " << out << ": check that its folder exists and is writable, "
+              << "or pick another " << option << " path\n";
+    return false;
+  }
+  std::cerr << "oe: wrote " << out << '\n';
+  return true;
 }
 
 }  // namespace oe::cli

@@ -54,6 +54,11 @@ std::optional<spec::Experience> loadOnly(const std::filesystem::path& path_arg);
 // and `oe resume` of a wrong folder are bad invocations (exit 2), not empty histories.
 std::optional<std::filesystem::path> experienceDir(const std::filesystem::path& arg);
 
+// `text` to stdout when `out` is empty, else into the file `out` ("oe: wrote <out>" on stderr).
+// False, after saying on stderr what to do (`option` names the flag), when the file cannot be
+// written.
+bool writeOutput(const std::string& out, std::string_view text, std::string_view option);
+
 // "  field: <compact JSON>" per field, in state.schema order.
 void printState(std::ostream& out, const spec::Experience& experience, const Json& state);
 

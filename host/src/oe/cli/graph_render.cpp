@@ -314,7 +314,8 @@ struct Box {
 
 }  // namespace
 
-std::string graphHtml(const spec::Experience& exp, GraphDirection direction) {
+std::string graphSvg(const spec::Experience& exp, GraphDirection direction,
+                     const std::vector<NodePaint>* paint) {
   const bool lr = direction == GraphDirection::kLeftRight;
   auto dag = graph::buildDag(exp);
   std::vector<uint32_t> order;
@@ -346,8 +347,11 @@ std::string graphHtml(const spec::Experience& exp, GraphDirection direction) {
     int chars = 0;
     boxes[i].label = shorten(node.id, chars);
     int detail_chars = 0;
-    boxes[i].detail =
-        shorten(node.kind + (node.phase ? " \xC2\xB7 " + *node.phase : ""), detail_chars);
+    std::string detail = node.kind + (node.phase ? " \xC2\xB7 " + *node.phase : "");
+    if (paint != nullptr && !(*paint)[i].note.empty()) {
+      detail += " \xC2\xB7 " + (*paint)[i].note;
+    }
+    boxes[i].detail = shorten(detail, detail_chars);
     boxes[i].width = std::max(kMinBoxWidth, std::max(chars, detail_chars) * kCharWidth + 24);
   }
   // Each layer's extent along the sibling axis, then centre the layers on the widest one.
@@ -408,34 +412,44 @@ std::string graphHtml(const spec::Experience& exp, GraphDirection direction) {
   for (size_t i = 0; i < exp.nodes.size(); ++i) {
     const Box& box = boxes[i];
     const KindStyle& style = styleOf(exp.nodes[i].kind);
+    const NodePaint* node_paint = paint != nullptr ? &(*paint)[i] : nullptr;
     svg << "<g class=\"node\"><title>" << htmlEscape(exp.nodes[i].id) << " ("
-        << htmlEscape(exp.nodes[i].kind) << ")</title><rect x=\"" << box.x << "\" y=\"" << box.y
-        << "\" width=\"" << box.width << "\" height=\"" << kBoxHeight << "\" rx=\"6\" fill=\""
-        << style.fill << "\" stroke=\"" << style.stroke << "\"/><text class=\"label\" x=\""
+        << htmlEscape(exp.nodes[i].kind) << ")"
+        << (node_paint != nullptr ? htmlEscape(node_paint->tooltip) : "") << "</title><rect x=\""
+        << box.x << "\" y=\"" << box.y << "\" width=\"" << box.width << "\" height=\"" << kBoxHeight
+        << "\" rx=\"6\" fill=\"" << (node_paint ? node_paint->fill : style.fill) << "\" stroke=\""
+        << (node_paint ? node_paint->stroke : style.stroke)
+        << (node_paint != nullptr ? "\" stroke-width=\"2" : "") << "\"/><text class=\"label\" x=\""
         << box.x + box.width / 2 << "\" y=\"" << box.y + 20 << "\">" << htmlEscape(box.label)
         << "</text><text class=\"detail\" x=\"" << box.x + box.width / 2 << "\" y=\"" << box.y + 37
         << "\">" << htmlEscape(box.detail) << "</text></g>\n";
   }
   svg << "</svg>\n";
+  return svg.str();
+}
 
+std::string_view graphSvgCss() {
+  return "svg.graph { max-width: 100%; height: auto; }\n"
+         ".edge { stroke: #555; stroke-width: 1.5; }\n"
+         ".edge.conditional { stroke-dasharray: 5 4; }\n"
+         ".edge-label { font-size: 11px; fill: #333; text-anchor: middle; paint-order: stroke; "
+         "stroke: #fff; stroke-width: 4px; }\n"
+         ".label { font-size: 13px; font-weight: bold; text-anchor: middle; }\n"
+         ".detail { font-size: 11px; fill: #555; text-anchor: middle; }\n";
+}
+
+std::string graphHtml(const spec::Experience& exp, GraphDirection direction) {
   std::ostringstream page;
   page << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>"
        << htmlEscape(exp.name) << " \xE2\x80\x94 oe graph</title>\n<style>\n"
        << "body { font-family: sans-serif; margin: 24px; color: #222; }\n"
-          "svg.graph { max-width: 100%; height: auto; }\n"
-          ".edge { stroke: #555; stroke-width: 1.5; }\n"
-          ".edge.conditional { stroke-dasharray: 5 4; }\n"
-          ".edge-label { font-size: 11px; fill: #333; text-anchor: middle; paint-order: stroke; "
-          "stroke: #fff; stroke-width: 4px; }\n"
-          ".label { font-size: 13px; font-weight: bold; text-anchor: middle; }\n"
-          ".detail { font-size: 11px; fill: #555; text-anchor: middle; }\n"
-          "pre { background: #f6f8fa; padding: 12px; overflow: auto; }\n"
+       << graphSvgCss() << "pre { background: #f6f8fa; padding: 12px; overflow: auto; }\n"
        << "</style>\n</head>\n<body>\n<h1>" << htmlEscape(exp.name) << "</h1>\n";
   if (!exp.description.empty()) {
     page << "<p>" << htmlEscape(exp.description) << "</p>\n";
   }
-  page << svg.str() << "<h2>Mermaid source</h2>\n<pre>" << htmlEscape(mermaidGraph(exp, direction))
-       << "</pre>\n</body>\n</html>\n";
+  page << graphSvg(exp, direction) << "<h2>Mermaid source</h2>\n<pre>"
+       << htmlEscape(mermaidGraph(exp, direction)) << "</pre>\n</body>\n</html>\n";
   return page.str();
 }
 

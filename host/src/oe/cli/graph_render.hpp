@@ -4,6 +4,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "oe/spec/experience.hpp"
 
@@ -22,6 +23,23 @@ enum class GraphDirection { kTopDown, kLeftRight };
 // A whole HTML page: the graph laid out in layers by topological depth as inline SVG, and the
 // Mermaid source in a <pre> for copying. Every value from the experience is escaped.
 [[nodiscard]] std::string graphHtml(const spec::Experience& experience, GraphDirection direction);
+
+// How a run report paints a node: these colours instead of its kind's, `note` (its status) after
+// the kind on its second line and `tooltip` appended to its title.
+struct NodePaint {
+  std::string_view fill;
+  std::string_view stroke;
+  std::string note;
+  std::string tooltip;
+};
+
+// The graph alone, as the inline SVG graphHtml embeds (styled by graphSvgCss()). `paint`, when
+// given, holds one entry per node in experience order.
+[[nodiscard]] std::string graphSvg(const spec::Experience& experience, GraphDirection direction,
+                                   const std::vector<NodePaint>* paint = nullptr);
+
+// The CSS rules graphSvg's classes need, for the page that embeds it.
+[[nodiscard]] std::string_view graphSvgCss();
 
 // Text for a double-quoted Mermaid label: quotes, brackets, braces, `|`, `<`, `>`, `&`, `#` and
 // backticks become entity codes (`#quot;`, `#91;`...), control characters become spaces.

@@ -780,12 +780,12 @@ void Run::attemptFailed(const std::shared_ptr<Call>& call, std::string message) 
   }
   if (!cancelling_ && retriesAfter(policy, call->attempt)) {
     const int64_t delay = retryDelayMs(policy, call->attempt);
-    Json retry = {{"type", "node.retry"},
-                  {"node_id", node.spec->id},
-                  {"attempt", call->attempt},
-                  {"error", message},
-                  {"delay_ms", delay}};
-    emitLocal(retry);
+    // Logged (an oe addition; upstream only sleeps): `oe inspect --html` draws the failed
+    // attempts, and a failure that a retry hid stays visible. Only a failing call pays for it.
+    (void)log_.nodeEvent(
+        "node.retry", node.spec->id,
+        Json{{"attempt", call->attempt}, {"error", message}, {"delay_ms", delay}}.dump(
+            -1, ' ', false, Json::error_handler_t::replace));
     call->cancelled = false;
     call->timer = std::make_unique<asio::steady_timer>(io_, std::chrono::milliseconds(delay));
     ++calls_in_flight_;  // the pending retry counts as work in flight

@@ -1,0 +1,834 @@
+// The HTML run report of `oe inspect --html` (see run_report.hpp).
+#include "oe/cli/run_report.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <iomanip>
+#include <set>
+#include <sstream>
+#include <utility>
+
+#include "oe/cache/cache_store.hpp"
+#include "oe/cli/graph_render.hpp"
+#include "oe/common/diagnostic.hpp"
+#include "oe/events/event_log.hpp"
+#include "oe/run/run.hpp"
+#include "oe/spec/loader.hpp"
+
+namespace oe::cli {
+namespace {
+
+// A value longer than this is cut (on a UTF-8 boundary): an agent's output can be megabytes.
+constexpr size_t kMaxValueBytes = 4000;
+// Rows of the Gantt drawn; a for_each of thousands of items is summarised past this.
+constexpr size_t kMaxGanttRows = 400;
+// The deepest nested run followed (a cycle cannot be logged, but a log can be edited).
+constexpr int kMaxNestedDepth = 16;
+
+// Gantt geometry, in pixels.
+constexpr int kLabelWidth = 240;
+constexpr int kPlotWidth = 760;
+constexpr int kRowHeight = 18;
+constexpr int kAxisHeight = 24;
+
+// A node status and its colours (fill, stroke); the order is the legend's.
+struct StatusStyle {
+  std::string_view status;
+  std::string_view fill;
+  std::string_view stroke;
+  std::string_view meaning;
+};
+constexpr std::array<StatusStyle, 6> kStatusStyles = {{
+    {"success", "#c8e6c9", "#2e7d32", "ran and finished"},
+    {"cached", "#bbdefb", "#1565c0", "replayed from the node cache"},
+    {"failed", "#ffcdd2", "#c62828", "failed (after its retries)"},
+    {"skipped", "#eeeeee", "#757575", "skipped (when, or an upstream failure)"},
+    {"running", "#fff9c4", "#f9a825", "started, never ended (killed or still running)"},
+    {"not run", "#ffffff", "#bdbdbd", "in the graph, no event in this run"},
+}};
+
+const StatusStyle& statusStyle(std::string_view status) {
+  for (const StatusStyle& style : kStatusStyles) {
+    if (style.status == status) {
+      return style;
+    }
+  }
+  return kStatusStyles.back();
+}
+
+// One call of a node: from node.ready to node.finished/failed (its attempts and retry waits in
+// between). A cache hit has no node.started, so `started` stays -1.
+struct Call {
+  std::string label;
+  int depth = 0;  // nesting: 0 for the run's own nodes
+  int64_t ready = -1;
+  int64_t started = -1;
+  int64_t ended = -1;
+  std::string outcome = "running";
+  std::vector<int64_t> retries;  // when each failed attempt before the last one ended
+};
+
+struct NodeSummary {
+  std::string id;
+  std::string phase;
+  int calls = 0;
+  int finished = 0;
+  int cached = 0;
+  int failed = 0;
+  int skipped = 0;
+  int64_t first_ts = -1;
+  int64_t last_ts = -1;
+  std::vector<Json> retries;  // the node.retry events
+  std::vector<std::string> errors;
+  std::string skip_reason;
+  std::vector<std::string> writes;  // fields, from state.write, in order
+  int64_t tokens_in = 0;
+  int64_t tokens_out = 0;
+  double cost_usd = 0;
+  bool usage_from_events = false;  // node.tokens seen: metrics would count the same tokens again
+  bool has_usage = false;
+  std::vector<std::string> sub_logs;
+  std::deque<size_t> open;  // the calls not ended yet, oldest first (indices into calls)
+  std::vector<size_t> call_rows;
+
+  [[nodiscard]] std::string status() const {
+    if (failed > 0) {
+      return "failed";
+    }
+    if (!open.empty()) {
+      return "running";
+    }
+    if (finished > 0) {
+      return cached == finished ? "cached" : "success";
+    }
+    if (skipped > 0) {
+      return "skipped";
+    }
+    return calls > 0 ? "running" : "not run";
+  }
+};
+
+struct RunModel {
+  std::string status = "unfinished";
+  std::string reason;
+  int64_t started = -1;
+  int64_t ended = -1;
+  int64_t last_ts = -1;
+  Json started_event;
+  Json finished_event;
+  std::vector<NodeSummary> nodes;
+  std::map<std::string, size_t, std::less<>> index;
+  std::vector<Call> calls;
+};
+
+// `object[key]`, or null when `object` is no object or lacks it (a log can be edited: no
+// member is trusted to exist or to have its type).
+const Json& member(const Json& object, const char* key) {
+  static const Json kNull;
+  if (!object.is_object()) {
+    return kNull;
+  }
+  auto it = object.find(key);
+  return it != object.end() ? *it : kNull;
+}
+
+// A count (tokens, attempts, ms), clamped so that summing an edited log's cannot overflow.
+int64_t asInt(const Json& value) {
+  constexpr int64_t kMaxCount = int64_t{1} << 50;
+  if (value.is_number_unsigned()) {
+    return std::min<uint64_t>(value.get<uint64_t>(), kMaxCount);
+  }
+  return value.is_number_integer() ? std::clamp<int64_t>(value.get<int64_t>(), 0, kMaxCount) : 0;
+}
+double asDouble(const Json& value) { return value.is_number() ? value.get<double>() : 0.0; }
+
+std::string stringField(const Json& event, const char* key) {
+  const Json& value = member(event, key);
+  return value.is_string() ? value.get<std::string>() : std::string();
+}
+
+NodeSummary& nodeOf(RunModel& model, const std::string& id) {
+  auto [it, inserted] = model.index.emplace(id, model.nodes.size());
+  if (inserted) {
+    model.nodes.emplace_back().id = id;
+  }
+  return model.nodes[it->second];
+}
+
+// Ends the oldest open call of `node` at `ts` (or records a call that had no node.ready: a
+// node reused from the cache by a --from/--only run, or a log from before node.ready).
+void endCall(RunModel& model, NodeSummary& node, int64_t ts, std::string outcome) {
+  size_t call = 0;
+  if (node.open.empty()) {
+    call = model.calls.size();
+    model.calls.push_back(Call{node.id, 0, ts, -1, ts, {}, {}});
+    node.call_rows.push_back(call);
+  } else {
+    call = node.open.front();
+    node.open.pop_front();
+  }
+  model.calls[call].ended = ts;
+  model.calls[call].outcome = std::move(outcome);
+}
+
+// The oldest open call of `node` that an attempt has started, or that none has (node.started
+// and node.retry come in call order for the calls of one node).
+Call* openCall(RunModel& model, NodeSummary& node, bool started) {
+  for (size_t call : node.open) {
+    if ((model.calls[call].started >= 0) == started) {
+      return &model.calls[call];
+    }
+  }
+  return nullptr;
+}
+
+RunModel analyse(const std::vector<Json>& events) {
+  RunModel model;
+  for (const Json& event : events) {
+    const std::string type = stringField(event, "type");
+    const int64_t ts = parseIsoMs(stringField(event, "ts"));
+    model.last_ts = std::max(model.last_ts, ts);
+    if (type == "run.started") {
+      model.started = ts;
+      model.started_event = event;
+      continue;
+    }
+    if (type == "run.finished") {
+      model.ended = ts;
+      model.finished_event = event;
+      model.status = stringField(event, "status");
+      model.reason = stringField(event, "reason");
+      continue;
+    }
+    const std::string id = stringField(event, "node_id");
+    if (id.empty()) {
+      continue;  // run.warning without a node, the host's own node.log lines
+    }
+    NodeSummary& node = nodeOf(model, id);
+    if (node.first_ts < 0) {
+      node.first_ts = ts;
+    }
+    node.last_ts = std::max(node.last_ts, ts);
+    if (node.phase.empty()) {
+      node.phase = stringField(event, "phase");
+    }
+    if (type == "node.ready") {
+      ++node.calls;
+      node.open.push_back(model.calls.size());
+      node.call_rows.push_back(model.calls.size());
+      model.calls.push_back(Call{id, 0, ts, -1, -1, "running", {}});
+    } else if (type == "node.started") {
+      if (Call* call = openCall(model, node, /*started=*/false)) {
+        call->started = ts;
+      }
+    } else if (type == "node.retry") {
+      node.retries.push_back(event);
+      if (Call* call = openCall(model, node, /*started=*/true)) {
+        call->retries.push_back(ts);
+      }
+    } else if (type == "node.finished") {
+      ++node.finished;
+      const bool cached = member(event, "cached") == Json(true);
+      node.cached += cached ? 1 : 0;
+      endCall(model, node, ts, cached ? "cached" : "success");
+      if (auto metrics = event.find("metrics");
+          metrics != event.end() && metrics->is_object() && !node.usage_from_events) {
+        node.tokens_in += asInt(member(*metrics, "tokens_in"));
+        node.tokens_out += asInt(member(*metrics, "tokens_out"));
+        node.cost_usd += asDouble(member(*metrics, "cost_usd"));
+        node.has_usage =
+            node.has_usage || metrics->contains("tokens_in") || metrics->contains("cost_usd");
+      }
+    } else if (type == "node.failed") {
+      ++node.failed;
+      node.errors.push_back(stringField(event, "error"));
+      endCall(model, node, ts, "failed");
+    } else if (type == "node.skipped") {
+      ++node.skipped;
+      node.skip_reason = stringField(event, "reason");
+    } else if (type == "state.write") {
+      const std::string field = stringField(event, "field");
+      if (std::find(node.writes.begin(), node.writes.end(), field) == node.writes.end()) {
+        node.writes.push_back(field);
+      }
+    } else if (type == "node.tokens") {
+      if (!node.usage_from_events) {  // the metrics summed so far count these calls' tokens
+        node.tokens_in = node.tokens_out = 0;
+        node.cost_usd = 0;
+        node.usage_from_events = true;
+      }
+      node.has_usage = true;
+      node.tokens_in += asInt(member(event, "input_tokens"));
+      node.tokens_out += asInt(member(event, "output_tokens"));
+      node.cost_usd += asDouble(member(event, "cost_usd"));
+    } else if (type == "node.activity") {
+      const std::string sub = stringField(event, "sub_event_log");
+      if (!sub.empty()) {
+        node.sub_logs.push_back(sub);
+      }
+    }
+  }
+  return model;
+}
+
+// The longest prefix of `text` of at most `bytes` bytes that does not split a UTF-8 sequence.
+std::string_view utf8Prefix(std::string_view text, size_t bytes) {
+  if (text.size() <= bytes) {
+    return text;
+  }
+  while (bytes > 0 && (static_cast<unsigned char>(text[bytes]) & 0xC0U) == 0x80U) {
+    --bytes;
+  }
+  return text.substr(0, bytes);
+}
+
+// `text` cut to kMaxValueBytes on a UTF-8 boundary, saying how much was left out.
+std::string shortened(const std::string& text) {
+  if (text.size() <= kMaxValueBytes) {
+    return text;
+  }
+  const size_t cut = utf8Prefix(text, kMaxValueBytes).size();
+  return text.substr(0, cut) + "\n\xE2\x80\xA6 (" + std::to_string(text.size() - cut) +
+         " more bytes; `oe inspect --json` and `oe state` show the whole value)";
+}
+
+std::string jsonText(const Json& value) {
+  return value.is_string() ? value.get<std::string>()
+                           : value.dump(2, ' ', false, Json::error_handler_t::replace);
+}
+
+// A <pre> holding a value, escaped and shortened.
+std::string pre(const std::string& text, std::string_view cls = "") {
+  std::string out = "<pre";
+  if (!cls.empty()) {
+    out += " class=\"" + std::string(cls) + "\"";
+  }
+  return out + ">" + htmlEscape(shortened(text)) + "</pre>";
+}
+
+std::string durationText(int64_t ms) {
+  if (ms < 0) {
+    return "-";
+  }
+  if (ms < 1000) {
+    return std::to_string(ms) + " ms";
+  }
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(ms < 60'000 ? 2 : 0) << static_cast<double>(ms) / 1000.0
+      << " s";
+  return out.str();
+}
+
+std::string costText(double usd) {
+  std::ostringstream out;
+  out << '$' << std::fixed << std::setprecision(usd < 1 ? 4 : 2) << usd;
+  return out.str();
+}
+
+// `text` in a badge of `status`'s colours (the status itself by default).
+std::string badge(std::string_view status, std::string_view text = {}) {
+  const StatusStyle& style = statusStyle(status);
+  return "<span class=\"badge\" style=\"background:" + std::string(style.fill) +
+         ";border-color:" + std::string(style.stroke) + "\">" +
+         htmlEscape(text.empty() ? status : text) + "</span>";
+}
+
+// A run's status (success, partial, failed, interrupted, unfinished) in the colours of the node
+// status closest to it: partial and unfinished are amber, not red.
+std::string runBadge(const std::string& status) {
+  return badge(status == "success"                             ? "success"
+               : status == "partial" || status == "unfinished" ? "running"
+                                                               : "failed",
+               status);
+}
+
+// The nested runs' calls, as Gantt rows under the node that started them.
+void appendNested(const RunReportInput& input, const NodeSummary& node, int depth,
+                  const std::string& prefix, std::vector<Call>& rows,
+                  std::vector<std::string>& notes);
+
+void appendRows(const RunReportInput& input, const RunModel& model, int depth,
+                const std::string& prefix, std::vector<Call>& rows,
+                std::vector<std::string>& notes) {
+  for (const NodeSummary& node : model.nodes) {
+    for (size_t call : node.call_rows) {
+      Call row = model.calls[call];
+      row.label = prefix + row.label;
+      row.depth = depth;
+      rows.push_back(std::move(row));
+    }
+    appendNested(input, node, depth, prefix, rows, notes);
+  }
+}
+
+void appendNested(const RunReportInput& input, const NodeSummary& node, int depth,
+                  const std::string& prefix, std::vector<Call>& rows,
+                  std::vector<std::string>& notes) {
+  // Enough rows to fill the Gantt stop the descent: an edited log naming itself many times
+  // would otherwise multiply its rows at every level.
+  if (depth >= kMaxNestedDepth || rows.size() > kMaxGanttRows) {
+    return;
+  }
+  for (const std::string& sub : node.sub_logs) {
+    auto it = input.nested.find(sub);
+    if (it == input.nested.end()) {
+      notes.push_back("the nested run log " + sub + " (node " + node.id + ") was not read");
+      continue;
+    }
+    appendRows(input, analyse(it->second), depth + 1, prefix + node.id + " \xE2\x80\xBA ", rows,
+               notes);
+  }
+}
+
+// The Gantt of every call: a queued part (ready, not started: waiting for a slot) in grey, then
+// the attempts in the outcome's colour, a tick where an attempt failed and was retried.
+std::string gantt(const std::vector<Call>& all_rows, int64_t run_start, int64_t run_end) {
+  const size_t shown = std::min(all_rows.size(), kMaxGanttRows);
+  int64_t t0 = run_start;
+  int64_t t1 = run_end;
+  for (size_t r = 0; r < shown; ++r) {
+    const Call& row = all_rows[r];
+    for (int64_t ts : {row.ready, row.started, row.ended}) {
+      if (ts >= 0) {
+        t0 = t0 < 0 ? ts : std::min(t0, ts);
+        t1 = std::max(t1, ts);
+      }
+    }
+  }
+  if (t0 < 0) {
+    return "<p>No node was called.</p>\n";
+  }
+  const int64_t span = std::max<int64_t>(t1 - t0, 1);
+  auto x_of = [&](int64_t ts) {  // in double: an edited log's timestamps can be centuries apart
+    const double x = static_cast<double>(ts - t0) * kPlotWidth / static_cast<double>(span);
+    return kLabelWidth + static_cast<int>(std::clamp(x, 0.0, static_cast<double>(kPlotWidth)));
+  };
+  const int height = kAxisHeight + static_cast<int>(shown) * kRowHeight + 4;
+  const int width = kLabelWidth + kPlotWidth + 16;
+  std::ostringstream svg;
+  svg << "<svg class=\"gantt\" width=\"" << width << "\" height=\"" << height << "\" viewBox=\"0 0 "
+      << width << ' ' << height << "\" role=\"img\" aria-label=\"node calls over time\">\n";
+  for (int tick = 0; tick <= 4; ++tick) {
+    const int64_t ts = t0 + span * tick / 4;
+    const int x = x_of(ts);
+    svg << "<line class=\"tick\" x1=\"" << x << "\" y1=\"" << kAxisHeight - 6 << "\" x2=\"" << x
+        << "\" y2=\"" << height << "\"/><text class=\"axis\" x=\"" << x << "\" y=\""
+        << kAxisHeight - 10 << "\">" << durationText(ts - t0) << "</text>\n";
+  }
+  for (size_t r = 0; r < shown; ++r) {
+    const Call& row = all_rows[r];
+    const int y = kAxisHeight + static_cast<int>(r) * kRowHeight;
+    const StatusStyle& style = statusStyle(row.outcome);
+    const int64_t end = row.ended >= 0 ? row.ended : t1;
+    const int64_t begin = row.started >= 0 ? row.started : row.ready;
+    std::string label = std::string(static_cast<size_t>(row.depth) * 2, ' ') + row.label;
+    int chars = 0;
+    std::string cut;
+    for (size_t i = 0; i < label.size(); ++i) {  // at most 30 code points
+      if ((static_cast<unsigned char>(label[i]) & 0xC0U) != 0x80U && ++chars > 30) {
+        cut += "\xE2\x80\xA6";
+        break;
+      }
+      cut.push_back(label[i]);
+    }
+    svg << "<g class=\"call\"><title>" << htmlEscape(row.label) << ": " << htmlEscape(row.outcome)
+        << ", " << durationText(row.ended >= 0 && begin >= 0 ? row.ended - begin : -1);
+    if (row.started > row.ready && row.ready >= 0) {
+      svg << " (queued " << durationText(row.started - row.ready) << ')';
+    }
+    if (!row.retries.empty()) {
+      svg << ", " << row.retries.size() << (row.retries.size() == 1 ? " retry" : " retries");
+    }
+    svg << "</title><text class=\"row-label\" x=\"4\" y=\"" << y + 13
+        << "\" xml:space=\"preserve\">" << htmlEscape(cut) << "</text>";
+    if (row.ready >= 0 && row.started > row.ready) {
+      svg << "<rect class=\"queued\" x=\"" << x_of(row.ready) << "\" y=\"" << y + 6 << "\" width=\""
+          << std::max(1, x_of(row.started) - x_of(row.ready)) << "\" height=\"6\"/>";
+    }
+    svg << "<rect class=\"bar bar-" << (row.outcome == "not run" ? "not-run" : row.outcome)
+        << "\" x=\"" << x_of(begin) << "\" y=\"" << y + 3 << "\" width=\""
+        << std::max(2, x_of(end) - x_of(begin)) << "\" height=\"" << kRowHeight - 6 << "\" fill=\""
+        << style.fill << "\" stroke=\"" << style.stroke << "\"/>";
+    for (int64_t ts : row.retries) {
+      svg << "<line class=\"retry\" x1=\"" << x_of(ts) << "\" y1=\"" << y + 1 << "\" x2=\""
+          << x_of(ts) << "\" y2=\"" << y + kRowHeight - 1 << "\"/>";
+    }
+    svg << "</g>\n";
+  }
+  svg << "</svg>\n";
+  std::string out = svg.str();
+  if (shown < all_rows.size()) {
+    out += "<p class=\"note\">Only the first " + std::to_string(kMaxGanttRows) +
+           " calls are drawn; " + std::to_string(all_rows.size() - shown) +
+           " more were counted (nested runs past that point are not read).</p>\n";
+  }
+  return out;
+}
+
+std::string row(std::string_view name, const std::string& value_html) {
+  return "<tr><th>" + std::string(name) + "</th><td>" + value_html + "</td></tr>\n";
+}
+
+std::string totals(const RunReportInput& input, const RunModel& model,
+                   const std::vector<NodeSummary>& nodes) {
+  std::string out = "<table class=\"totals\">\n";
+  out += row("run", "<code>" + htmlEscape(input.run_id) + "</code>");
+  if (const std::string exp = stringField(model.started_event, "experience"); !exp.empty()) {
+    out += row("experience", "<code>" + htmlEscape(exp) + "</code>");
+  }
+  std::string status = runBadge(model.status);
+  if (!model.reason.empty()) {
+    status += " (" + htmlEscape(model.reason) + ")";
+  }
+  if (model.ended < 0) {
+    status += " \xE2\x80\x94 no run.finished: killed or still running";
+  }
+  out += row("status", status);
+  out += row("started", htmlEscape(stringField(model.started_event, "ts")));
+  const int64_t end = model.ended >= 0 ? model.ended : model.last_ts;
+  out +=
+      row("duration", model.started >= 0 && end >= model.started ? durationText(end - model.started)
+                                                                 : std::string("-"));
+  if (const std::string from = stringField(model.started_event, "resumed_from"); !from.empty()) {
+    out += row("resumed from", "<code>" + htmlEscape(from) + "</code>");
+  }
+  if (const std::string parent = stringField(model.started_event, "parent_run_id");
+      !parent.empty()) {
+    out +=
+        row("nested in", "<code>" + htmlEscape(parent) + "</code> (node " +
+                             htmlEscape(stringField(model.started_event, "parent_node_id")) + ")");
+  }
+  // The counts run.finished wrote, else counted from the events (an unfinished run).
+  Json counts = member(model.finished_event, "nodes");
+  if (!counts.is_object()) {
+    counts = Json::object();
+    for (const NodeSummary& node : nodes) {
+      counts["ran"] = asInt(member(counts, "ran")) + (node.finished - node.cached);
+      counts["cached"] = asInt(member(counts, "cached")) + node.cached;
+      counts["failed"] = asInt(member(counts, "failed")) + node.failed;
+      counts["skipped"] = asInt(member(counts, "skipped")) + node.skipped;
+    }
+  }
+  std::string count_html;
+  for (const char* key : {"ran", "cached", "failed", "skipped", "reused"}) {
+    if (counts.contains(key)) {
+      count_html +=
+          (count_html.empty() ? "" : ", ") + std::to_string(asInt(counts[key])) + " " + key;
+    }
+  }
+  out += row("nodes", count_html.empty() ? "-" : count_html);
+  int64_t tokens_in = 0;
+  int64_t tokens_out = 0;
+  double cost = 0;
+  int64_t llm_calls = -1;
+  if (auto usage = model.finished_event.find("usage");
+      usage != model.finished_event.end() && usage->is_object()) {
+    tokens_in = asInt(member(*usage, "input_tokens"));
+    tokens_out = asInt(member(*usage, "output_tokens"));
+    cost = asDouble(member(*usage, "cost_usd"));
+    llm_calls = asInt(member(*usage, "llm_calls"));
+  } else {
+    for (const NodeSummary& node : nodes) {
+      tokens_in += node.tokens_in;
+      tokens_out += node.tokens_out;
+      cost += node.cost_usd;
+    }
+  }
+  if (llm_calls > 0 || tokens_in > 0 || tokens_out > 0 || cost > 0) {
+    out +=
+        row("tokens", std::to_string(tokens_in) + " in, " + std::to_string(tokens_out) + " out" +
+                          (llm_calls >= 0 ? ", " + std::to_string(llm_calls) + " LLM calls" : ""));
+    out += row("cost", costText(cost));
+  } else {
+    out += row("tokens", "none (no LLM call)");
+  }
+  if (auto args = model.started_event.find("args");
+      args != model.started_event.end() && !(args->is_object() && args->empty())) {
+    out += row("args", pre(jsonText(*args)));
+  }
+  return out + "</table>\n";
+}
+
+std::string legend() {
+  std::string out = "<ul class=\"legend\">";
+  for (const StatusStyle& style : kStatusStyles) {
+    out += "<li><span class=\"swatch\" style=\"background:" + std::string(style.fill) +
+           ";border-color:" + std::string(style.stroke) + "\"></span><b>" +
+           std::string(style.status) + "</b> " + std::string(style.meaning) + "</li>";
+  }
+  return out +
+         "<li><span class=\"swatch queued\"></span><b>queued</b> ready, waiting for a "
+         "slot (Gantt)</li><li><span class=\"swatch retry\"></span><b>retry</b> an attempt "
+         "failed and was retried (Gantt)</li></ul>\n";
+}
+
+std::string nodeDetail(const RunReportInput& input, const NodeSummary& node, size_t n) {
+  const std::string status = node.status();
+  const spec::NodeSpec* spec = input.experience ? input.experience->findNode(node.id) : nullptr;
+  std::ostringstream out;
+  out << "<details class=\"node-detail status-" << (status == "not run" ? "not-run" : status)
+      << "\" id=\"node-" << n << '"' << (status == "failed" ? " open" : "") << "><summary>"
+      << badge(status) << " <b>" << htmlEscape(node.id) << "</b>";
+  if (node.first_ts >= 0 && node.last_ts >= node.first_ts) {
+    out << " \xC2\xB7 " << durationText(node.last_ts - node.first_ts);
+  }
+  if (node.calls > 1) {
+    out << " \xC2\xB7 " << node.calls << " calls";
+  }
+  if (!node.retries.empty()) {
+    out << " \xC2\xB7 " << node.retries.size()
+        << (node.retries.size() == 1 ? " retry" : " retries");
+  }
+  out << "</summary>\n<table>\n";
+  if (spec != nullptr) {
+    out << row("kind", htmlEscape(spec->kind));
+  }
+  if (!node.phase.empty()) {
+    out << row("phase", htmlEscape(node.phase));
+  }
+  out << row("calls", std::to_string(node.calls) + " (" +
+                          std::to_string(node.finished - node.cached) + " ran, " +
+                          std::to_string(node.cached) + " cached, " + std::to_string(node.failed) +
+                          " failed)");
+  if (spec != nullptr && !(spec->args.is_object() && spec->args.empty())) {
+    out << row("args (as written)", pre(jsonText(spec->args)));
+  }
+  for (const std::string& error : node.errors) {
+    out << row("error", pre(error, "error"));
+  }
+  if (!node.skip_reason.empty()) {
+    out << row("skipped", htmlEscape(node.skip_reason));
+  }
+  for (const Json& retry : node.retries) {
+    out << row("retry after attempt " + std::to_string(asInt(member(retry, "attempt"))),
+               "waited " + durationText(asInt(member(retry, "delay_ms"))) +
+                   pre(stringField(retry, "error"), "error"));
+  }
+  bool wrote_values = false;
+  for (const state::HistoryRow& write : input.state_rows) {
+    if (write.node_id == node.id) {
+      out << row("state " + htmlEscape(write.field) + (write.append_from ? " (appended)" : ""),
+                 pre(jsonText(write.value_new)));
+      wrote_values = true;
+    }
+  }
+  if (!wrote_values && !node.writes.empty()) {
+    std::string fields;
+    for (const std::string& field : node.writes) {
+      fields += (fields.empty() ? "" : ", ") + htmlEscape(field);
+    }
+    out << row("state writes", fields);
+  }
+  if (auto edge = input.edge_outputs.find(node.id); edge != input.edge_outputs.end()) {
+    out << row("edge output", pre(jsonText(edge->second)));
+  }
+  if (node.has_usage) {
+    out << row("tokens",
+               std::to_string(node.tokens_in) + " in, " + std::to_string(node.tokens_out) + " out");
+    out << row("cost", costText(node.cost_usd));
+  }
+  for (const std::string& sub : node.sub_logs) {
+    auto it = input.nested.find(sub);
+    std::string text = "<code>" + htmlEscape(sub) + "</code>";
+    if (it != input.nested.end()) {
+      const RunModel child = analyse(it->second);
+      text += " " + runBadge(child.status);
+    }
+    out << row("nested run", text);
+  }
+  out << "</table>\n</details>\n";
+  return out.str();
+}
+
+constexpr std::string_view kCss =
+    "body { font-family: sans-serif; margin: 24px; color: #222; max-width: 1100px; }\n"
+    "h2 { border-bottom: 1px solid #ddd; padding-bottom: 4px; margin-top: 32px; }\n"
+    "table { border-collapse: collapse; }\n"
+    "th { text-align: left; vertical-align: top; padding: 3px 12px 3px 0; color: #555; "
+    "font-weight: normal; white-space: nowrap; }\n"
+    "td { padding: 3px 0; vertical-align: top; }\n"
+    "pre { background: #f6f8fa; padding: 8px; margin: 0; overflow: auto; max-height: 320px; "
+    "white-space: pre-wrap; word-break: break-word; }\n"
+    "pre.error { background: #fff0f0; color: #8e0000; }\n"
+    ".badge { display: inline-block; border: 1px solid; border-radius: 4px; padding: 0 6px; "
+    "font-size: 12px; }\n"
+    ".legend { list-style: none; padding: 0; display: flex; flex-wrap: wrap; gap: 4px 18px; "
+    "font-size: 13px; }\n"
+    ".swatch { display: inline-block; width: 14px; height: 14px; border: 1px solid; "
+    "vertical-align: middle; margin-right: 4px; }\n"
+    ".swatch.queued, .gantt .queued { background: #cfd8dc; fill: #cfd8dc; border-color: #90a4ae; "
+    "}\n"
+    ".swatch.retry { background: #000; width: 2px; }\n"
+    ".gantt { max-width: 100%; height: auto; }\n"
+    ".gantt .tick { stroke: #e0e0e0; }\n"
+    ".gantt .axis { font-size: 11px; fill: #555; text-anchor: middle; }\n"
+    ".gantt .row-label { font-size: 12px; font-family: monospace; }\n"
+    ".gantt .retry { stroke: #000; stroke-width: 2; }\n"
+    "details.node-detail { border: 1px solid #ddd; border-radius: 4px; margin: 6px 0; "
+    "padding: 4px 8px; }\n"
+    "details.node-detail.status-failed { border-color: #c62828; }\n"
+    "details.node-detail summary { cursor: pointer; }\n"
+    "details.node-detail table { margin: 6px 0; width: 100%; }\n"
+    ".note { color: #8a6d00; }\n";
+
+}  // namespace
+
+std::string runReportHtml(const RunReportInput& input) {
+  const RunModel model = analyse(input.events);
+  // The nodes in the graph's order, then those only the log names (renamed or removed since).
+  std::vector<NodeSummary> nodes;
+  std::set<std::string, std::less<>> listed;
+  if (input.experience) {
+    for (const spec::NodeSpec& spec : input.experience->nodes) {
+      auto it = model.index.find(spec.id);
+      if (it != model.index.end()) {
+        nodes.push_back(model.nodes[it->second]);
+      } else {
+        nodes.emplace_back().id = spec.id;
+        nodes.back().phase = spec.phase.value_or("");
+      }
+      listed.insert(spec.id);
+    }
+  }
+  for (const NodeSummary& node : model.nodes) {
+    if (listed.count(node.id) == 0) {
+      nodes.push_back(node);
+    }
+  }
+  std::vector<std::string> notes = input.notes;
+  std::vector<Call> rows;
+  appendRows(input, model, 0, "", rows, notes);
+
+  std::ostringstream page;
+  const std::string title =
+      (input.experience ? input.experience->name + " \xE2\x80\x94 " : "") + "run " + input.run_id;
+  page << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>"
+       << htmlEscape(title) << " \xE2\x80\x94 oe report</title>\n<style>\n"
+       << kCss << graphSvgCss() << "</style>\n</head>\n<body>\n<h1>" << htmlEscape(title)
+       << "</h1>\n";
+  for (const std::string& note : notes) {
+    page << "<p class=\"note\">" << htmlEscape(note) << "</p>\n";
+  }
+  page << "<h2>Totals</h2>\n" << totals(input, model, nodes);
+  page << "<h2>Graph</h2>\n" << legend();
+  if (input.experience) {
+    // `nodes` starts with the experience's nodes, in its order.
+    std::vector<NodePaint> paint;
+    for (size_t i = 0; i < input.experience->nodes.size(); ++i) {
+      const std::string status = nodes[i].status();
+      const StatusStyle& style = statusStyle(status);
+      std::string tooltip = ": " + status;
+      if (!nodes[i].errors.empty()) {
+        tooltip += ": " + std::string(utf8Prefix(nodes[i].errors.back(), 300));
+      }
+      paint.push_back(NodePaint{style.fill, style.stroke, status, tooltip});
+    }
+    page << graphSvg(*input.experience, GraphDirection::kTopDown, &paint);
+  } else {
+    page << "<p class=\"note\">The graph is not drawn: the experience did not load.</p>\n";
+  }
+  page << "<h2>Timeline</h2>\n" << gantt(rows, model.started, model.ended);
+  page << "<h2>Nodes</h2>\n";
+  for (size_t n = 0; n < nodes.size(); ++n) {
+    page << nodeDetail(input, nodes[n], n);
+  }
+  page << "</body>\n</html>\n";
+  return page.str();
+}
+
+namespace {
+
+// The logs of the nested runs `events` announce, and theirs, into `input.nested`.
+void readNested(const std::vector<Json>& events, int depth, RunReportInput& input) {
+  for (const Json& event : events) {
+    const std::string sub = stringField(event, "sub_event_log");
+    if (sub.empty() || input.nested.count(sub) != 0) {
+      continue;
+    }
+    if (depth >= kMaxNestedDepth) {
+      input.notes.push_back("nested runs deeper than " + std::to_string(kMaxNestedDepth) +
+                            " levels are not shown");
+      return;
+    }
+    auto log = events::readEventLog(sub);
+    if (!log) {
+      input.notes.push_back(log.error().message);
+      continue;
+    }
+    auto& nested = input.nested[sub];
+    nested = std::move(log->events);
+    readNested(nested, depth + 1, input);
+  }
+}
+
+}  // namespace
+
+Result<RunReportInput> loadRunReport(const std::filesystem::path& experience_path,
+                                     const RunRecord& run) {
+  RunReportInput input;
+  input.run_id = run.id;
+  auto log = events::readEventLog(run.log);
+  if (!log) {
+    return log.error();
+  }
+  input.events = std::move(log->events);
+  input.notes = std::move(log->warnings);
+  readNested(input.events, 0, input);
+
+  const auto yaml = spec::resolveExperiencePath(experience_path);
+  auto loaded = spec::loadExperience(yaml);
+  if (!loaded.experience || hasErrors(loaded.diagnostics)) {
+    input.notes.push_back(yaml.string() +
+                          " does not load now, so the graph is not drawn: run `oe validate` "
+                          "on it");
+    return input;
+  }
+  input.experience = std::move(loaded.experience);
+  std::error_code ec;
+  // Only an existing store is opened: a report does not create one.
+  if (const auto db = run::statePath(*input.experience); std::filesystem::exists(db, ec)) {
+    auto store = state::StateStore::open(db, input.experience->state);
+    auto rows = store ? (*store)->historyForRun(run.id)
+                      : Result<std::vector<state::HistoryRow>>(store.error());
+    if (rows) {
+      input.state_rows = std::move(rows).value();
+    } else {
+      input.notes.push_back("state values not shown: " + rows.error().message);
+    }
+  }
+  if (const auto cache_dir = run::workspaceDir(*input.experience) / "cache";
+      std::filesystem::exists(cache_dir / "cache.sqlite", ec)) {
+    auto cache = cache::CacheStore::open(cache_dir);
+    if (!cache) {
+      input.notes.push_back("edge outputs not shown: " + cache.error().message);
+      return input;
+    }
+    for (const cache::CacheEntry& entry : (*cache)->list()) {
+      if (entry.run_id != run.id) {
+        continue;
+      }
+      if (auto output = (*cache)->get(entry.key); output && output->contains("edge_output")) {
+        input.edge_outputs[entry.node_id] = (*output)["edge_output"];
+      }
+    }
+  }
+  return input;
+}
+
+Result<std::string> inspectHtml(const std::filesystem::path& experience_path,
+                                std::string_view run_id, bool last) {
+  const auto dir = spec::resolveExperiencePath(experience_path).parent_path();
+  auto run = findRun(dir / ".openexpertise" / "runs", run_id, last);
+  if (!run) {
+    return run.error();
+  }
+  auto input = loadRunReport(experience_path, *run);
+  if (!input) {
+    return input.error();
+  }
+  return runReportHtml(*input);
+}
+
+}  // namespace oe::cli
