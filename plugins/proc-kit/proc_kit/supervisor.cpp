@@ -19,37 +19,9 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-// How often group membership is re-read while waiting for the group to die.
-constexpr milliseconds kGroupPoll{20};
-// After SIGKILL, how long we wait for the group to vanish before giving up on it (a process
-// stuck in uninterruptible sleep cannot be waited for forever).
-constexpr milliseconds kAfterKill{2000};
-
-enum class Drain { kOpen, kEof };
-
-// Reads what is available now from a non-blocking fd into `sink`.
-template <class Sink>
-Drain drain(int fd, Sink&& sink) {
-  std::array<char, 65536> buffer{};
-  while (true) {
-    const ssize_t n = ::read(fd, buffer.data(), buffer.size());
-    if (n > 0) {
-      sink(std::string_view(buffer.data(), static_cast<size_t>(n)));
-      continue;
-    }
-    if (n < 0 && errno == EINTR) {
-      continue;
-    }
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      return Drain::kOpen;
-    }
-    return Drain::kEof;  // EOF, or an error that ends the stream just the same
-  }
-}
-
 milliseconds until(Clock::time_point now, Clock::time_point when) {
-  return std::max(milliseconds(1), std::chrono::duration_cast<milliseconds>(when - now) +
-                                       milliseconds(1));
+  return std::max(milliseconds(1),
+                  std::chrono::duration_cast<milliseconds>(when - now) + milliseconds(1));
 }
 
 }  // namespace
@@ -214,21 +186,21 @@ Expected<Supervised> supervise(SpawnRequest request, const SuperviseOptions& opt
       }
     }
     if (out_index >= 0 && fds[out_index].revents != 0 &&
-        drain(from_stdout.get(), to_stdout) == Drain::kEof) {
+        drainAvailable(from_stdout.get(), to_stdout) == Drain::kEof) {
       from_stdout.reset();
     }
     if (err_index >= 0 && fds[err_index].revents != 0 &&
-        drain(from_stderr.get(), to_stderr) == Drain::kEof) {
+        drainAvailable(from_stderr.get(), to_stderr) == Drain::kEof) {
       from_stderr.reset();
     }
     if (pid_index >= 0 && (fds[pid_index].revents & POLLIN) != 0) {
       // The program exited: everything it wrote is already in the pipes. Take it and stop
       // reading; a grandchild that still holds the pipes does not get to extend the call.
       if (from_stdout.valid()) {
-        drain(from_stdout.get(), to_stdout);
+        drainAvailable(from_stdout.get(), to_stdout);
       }
       if (from_stderr.valid()) {
-        drain(from_stderr.get(), to_stderr);
+        drainAvailable(from_stderr.get(), to_stderr);
       }
       exited = true;
     }
