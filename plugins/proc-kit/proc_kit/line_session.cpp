@@ -24,26 +24,13 @@ milliseconds sliceUntil(LineSession::Clock::time_point deadline, milliseconds ca
 
 Expected<std::unique_ptr<LineSession>> LineSession::start(SpawnRequest request, size_t stderr_tail,
                                                           size_t max_line) {
-  auto stdin_pipe = makePipe();
-  auto stdout_pipe = makePipe();
-  auto stderr_pipe = makePipe();
-  for (auto* pipe : {&stdin_pipe, &stdout_pipe, &stderr_pipe}) {
-    if (!pipe->ok()) {
-      return pipe->failure();
-    }
+  auto piped = spawnPiped(std::move(request));
+  if (!piped) {
+    return std::move(piped).failure();
   }
-  request.fds = {
-      {stdin_pipe->read.get(), 0}, {stdout_pipe->write.get(), 1}, {stderr_pipe->write.get(), 2}};
-  auto child = spawnChild(request);
-  if (!child) {
-    return std::move(child).failure();
-  }
-  setNonBlocking(stdin_pipe->write.get());
-  setNonBlocking(stdout_pipe->read.get());
-  setNonBlocking(stderr_pipe->read.get());
-  return std::unique_ptr<LineSession>(
-      new LineSession(std::move(*child), std::move(stdin_pipe->write), std::move(stdout_pipe->read),
-                      std::move(stderr_pipe->read), stderr_tail, max_line));
+  return std::unique_ptr<LineSession>(new LineSession(
+      std::move(piped->child), std::move(piped->to_stdin), std::move(piped->from_stdout),
+      std::move(piped->from_stderr), stderr_tail, max_line));
 }
 
 LineSession::LineSession(Child child, UniqueFd to_child, UniqueFd from_stdout, UniqueFd from_stderr,

@@ -107,6 +107,17 @@ struct Child {
 // system's reason (e.g. "Permission denied").
 Expected<Child> spawnChild(const SpawnRequest& request);
 
+// A child whose stdin, stdout and stderr are pipes to us; our ends are non-blocking.
+struct PipedChild {
+  Child child;
+  UniqueFd to_stdin;
+  UniqueFd from_stdout;
+  UniqueFd from_stderr;
+};
+
+// spawnChild with `request.fds` replaced by the three pipes (the child's ends closed here).
+Expected<PipedChild> spawnPiped(SpawnRequest request);
+
 // The host's environment with `overrides` ("NAME=value") applied, later entries winning.
 std::vector<std::string> environmentWith(const std::vector<std::string>& overrides);
 

@@ -28,32 +28,17 @@ milliseconds until(Clock::time_point now, Clock::time_point when) {
 
 Expected<Supervised> supervise(SpawnRequest request, const SuperviseOptions& options,
                                CancelToken& token) {
-  auto stdin_pipe = makePipe();
-  auto stdout_pipe = makePipe();
-  auto stderr_pipe = makePipe();
-  for (auto* pipe : {&stdin_pipe, &stdout_pipe, &stderr_pipe}) {
-    if (!pipe->ok()) {
-      return pipe->failure();
-    }
-  }
-  request.fds = {
-      {stdin_pipe->read.get(), 0}, {stdout_pipe->write.get(), 1}, {stderr_pipe->write.get(), 2}};
-  auto child = spawnChild(request);
-  if (!child) {
-    return std::move(child).failure();
+  auto piped = spawnPiped(std::move(request));
+  if (!piped) {
+    return std::move(piped).failure();
   }
   const Clock::time_point start = Clock::now();
-  stdin_pipe->read.reset();
-  stdout_pipe->write.reset();
-  stderr_pipe->write.reset();
-  UniqueFd to_child = std::move(stdin_pipe->write);
-  UniqueFd from_stdout = std::move(stdout_pipe->read);
-  UniqueFd from_stderr = std::move(stderr_pipe->read);
-  setNonBlocking(to_child.get());
-  setNonBlocking(from_stdout.get());
-  setNonBlocking(from_stderr.get());
+  const Child& child = piped->child;
+  UniqueFd to_child = std::move(piped->to_stdin);
+  UniqueFd from_stdout = std::move(piped->from_stdout);
+  UniqueFd from_stderr = std::move(piped->from_stderr);
 
-  const pid_t pid = child->pid;
+  const pid_t pid = child.pid;
   token.setWaker([pid] { ::kill(-pid, SIGTERM); });
   SigpipeBlock sigpipe_guard;
 
@@ -131,7 +116,7 @@ Expected<Supervised> supervise(SpawnRequest request, const SuperviseOptions& opt
         break;
       }
     }
-    if (!child->pidfd.valid() && !from_stdout.valid() && !from_stderr.valid()) {
+    if (!child.pidfd.valid() && !from_stdout.valid() && !from_stderr.valid()) {
       break;  // no pidfd: EOF on both outputs is the best sign of the end we have
     }
 
@@ -164,7 +149,7 @@ Expected<Supervised> supervise(SpawnRequest request, const SuperviseOptions& opt
     add(to_child, POLLOUT, in_index);
     add(from_stdout, POLLIN, out_index);
     add(from_stderr, POLLIN, err_index);
-    add(child->pidfd, POLLIN, pid_index);
+    add(child.pidfd, POLLIN, pid_index);
     const int ready = ::poll(fds.data(), count, static_cast<int>(timeout.count()));
     if (ready < 0 && errno != EINTR) {
       ::kill(-pid, SIGKILL);
