@@ -1,7 +1,7 @@
 // The `dataset` node kind (plugin dev.oe.dataset): loads rows from a file (json, jsonl, csv,
-// tsv), a read-only SQLite query or an HTTP endpoint into the node's one `writes` field
-// (reference §6.4). The source is checked at create time and read at every invoke, so a file
-// written by an upstream node of the same run is seen.
+// tsv), a read-only SQLite query, an HTTP endpoint or an MCP server's resource into the node's
+// one `writes` field (reference §6.4). The source is checked at create time and read at every
+// invoke, so a file written by an upstream node of the same run is seen.
 #include <oe/ext/http.h>
 
 #include <cstddef>
@@ -83,6 +83,9 @@ class DatasetNode final : public sdk::Node {
         const sdk::Http http = api == nullptr ? sdk::Http{} : sdk::findHttp(*api, call.context());
         return readHttpSource(spec_.http, who_, http, call.context());
       }
+      case SourceType::kMcpResource:
+        return readMcpResourceSource(spec_.mcp, spec_.node_id, OE_DATASET_PLUGIN_VERSION,
+                                     cancelled);
       default:
         return fail(OE_INTERNAL, who_ + ": unknown source type");
     }
@@ -111,8 +114,8 @@ std::unique_ptr<sdk::Node> DatasetPlugin::create(DatasetPlugin& plugin,
 namespace {
 constexpr sdk::KindSpec<DatasetPlugin> kKinds[] = {
     {"dataset",
-     "Loads rows into one state field from a JSON/JSONL/CSV/TSV file, a read-only SQLite query "
-     "or an HTTP endpoint returning a JSON array",
+     "Loads rows into one state field from a JSON/JSONL/CSV/TSV file, a read-only SQLite query, "
+     "an HTTP endpoint returning a JSON array or an MCP server's resource",
      kDatasetSpecSchema, OE_NODE_KIND_REENTRANT, &DatasetPlugin::create},
 };
 }  // namespace
@@ -121,5 +124,6 @@ constexpr std::span<const sdk::KindSpec<DatasetPlugin>> DatasetPlugin::kinds() {
 
 }  // namespace oe::dataset
 
-OE_SDK_PLUGIN(oe::dataset::DatasetPlugin, "dev.oe.dataset", OE_DATASET_PLUGIN_VERSION,
-              "The dataset node kind: rows from files, SQLite queries and HTTP endpoints")
+OE_SDK_PLUGIN(
+    oe::dataset::DatasetPlugin, "dev.oe.dataset", OE_DATASET_PLUGIN_VERSION,
+    "The dataset node kind: rows from files, SQLite queries, HTTP endpoints and MCP resources")

@@ -63,20 +63,6 @@ Expected<std::string> jsonRows(std::string_view text, const FileSource& source,
   return doc.dump(-1, ' ', false, OrderedJson::error_handler_t::replace);
 }
 
-std::string_view trim(std::string_view line) {
-  // JavaScript's String.prototype.trim, for the ASCII whitespace and the BOM JSONL files hold.
-  constexpr std::string_view kSpace = " \t\r\n\v\f";
-  if (line.starts_with("\xEF\xBB\xBF")) {
-    line.remove_prefix(3);
-  }
-  const size_t begin = line.find_first_not_of(kSpace);
-  if (begin == std::string_view::npos) {
-    return {};
-  }
-  const size_t end = line.find_last_not_of(kSpace);
-  return line.substr(begin, end - begin + 1);
-}
-
 Expected<std::string> jsonlRows(std::string_view text, const FileSource& source,
                                 const std::string& who, const CancelCheck& cancelled) {
   std::string out = "[";
@@ -85,7 +71,7 @@ Expected<std::string> jsonlRows(std::string_view text, const FileSource& source,
   size_t pos = 0;
   while (pos <= text.size()) {
     const size_t end = std::min(text.find('\n', pos), text.size());
-    const std::string_view line = trim(text.substr(pos, end - pos));
+    const std::string_view line = jsTrim(text.substr(pos, end - pos));
     ++line_number;
     pos = end + 1;
     if (line.empty()) {

@@ -138,4 +138,17 @@ std::string_view withoutBom(std::string_view text) noexcept {
   return text.starts_with("\xEF\xBB\xBF") ? text.substr(3) : text;
 }
 
+std::string_view jsTrim(std::string_view text) noexcept {
+  constexpr std::string_view kSpace = " \t\r\n\v\f";
+  if (text.starts_with("\xEF\xBB\xBF")) {
+    text.remove_prefix(3);
+  }
+  const size_t begin = text.find_first_not_of(kSpace);
+  if (begin == std::string_view::npos) {
+    return {};
+  }
+  const size_t end = text.find_last_not_of(kSpace);
+  return text.substr(begin, end - begin + 1);
+}
+
 }  // namespace oe::dataset

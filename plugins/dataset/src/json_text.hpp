@@ -23,6 +23,10 @@ void appendJsonString(std::string& out, std::string_view text);
 // "column C: <what>" (for one line of a JSONL file).
 [[nodiscard]] std::string parseProblem(const nlohmann::json::parse_error& error, bool with_line);
 
+// JavaScript's String.prototype.trim for the whitespace JSON texts hold: ASCII whitespace and a
+// byte order mark (at the start) go.
+[[nodiscard]] std::string_view jsTrim(std::string_view text) noexcept;
+
 // Text with a UTF-8 byte order mark removed from its start.
 [[nodiscard]] std::string_view withoutBom(std::string_view text) noexcept;
 

@@ -82,6 +82,19 @@ Expected<FileFormat> fileFormat(const Json& source, const std::string& uri,
                                        "\"; use json, jsonl, csv, tsv or parquet");
 }
 
+// source.timeout_ms (oe extension, http and mcp-resource): absent, or a positive integer.
+Expected<std::optional<int64_t>> timeoutMs(const Json& source, const std::string& who) {
+  auto it = source.find("timeout_ms");
+  if (it == source.end() || it->is_null()) {
+    return std::optional<int64_t>();
+  }
+  if (!it->is_number_integer() || it->get<int64_t>() < 1) {
+    return fail(OE_INVALID_ARGUMENT,
+                who + ": source.timeout_ms must be a positive integer (milliseconds)");
+  }
+  return std::optional<int64_t>(it->get<int64_t>());
+}
+
 Expected<HttpSource> httpSource(const Json& source, const std::string& who) {
   HttpSource http;
   auto url = requiredString(source, "url", who, "the URL of a JSON array");
@@ -113,13 +126,11 @@ Expected<HttpSource> httpSource(const Json& source, const std::string& who) {
       http.headers.emplace_back(name, value.get<std::string>());
     }
   }
-  if (auto it = source.find("timeout_ms"); it != source.end() && !it->is_null()) {
-    if (!it->is_number_integer() || it->get<int64_t>() < 1) {
-      return fail(OE_INVALID_ARGUMENT,
-                  who + ": source.timeout_ms must be a positive integer (milliseconds)");
-    }
-    http.timeout_ms = it->get<int64_t>();
+  auto timeout = timeoutMs(source, who);
+  if (!timeout) {
+    return std::move(timeout).failure();
   }
+  http.timeout_ms = *timeout;
   return http;
 }
 
@@ -157,7 +168,7 @@ Expected<DatasetSpec> parseDatasetSpec(std::string_view config_json) {
     return fail(OE_INVALID_ARGUMENT,
                 who +
                     " has no source; set source: {type: file, uri: ...} (or type sqlite, "
-                    "http)");
+                    "http, mcp-resource)");
   }
   const Json& source = *source_it;
   const std::string type = stringAt(source, "type");
@@ -213,11 +224,24 @@ Expected<DatasetSpec> parseDatasetSpec(std::string_view config_json) {
     return spec;
   }
   if (type == "mcp-resource") {
-    return fail(OE_UNIMPLEMENTED,
-                who +
-                    ": source.type mcp-resource is not supported yet in oe (it comes with oe's "
-                    "MCP support); read the data through a file, sqlite or http source for "
-                    "now");
+    auto server = requiredString(source, "server", who, "a server name from mcp.json");
+    if (!server) {
+      return std::move(server).failure();
+    }
+    auto uri = requiredString(source, "uri", who, "the URI of the resource to read");
+    if (!uri) {
+      return std::move(uri).failure();
+    }
+    spec.type = SourceType::kMcpResource;
+    spec.mcp.server = std::move(*server);
+    spec.mcp.uri = std::move(*uri);
+    spec.mcp.experience_dir = resolvePath(experience_dir, ".");
+    auto timeout = timeoutMs(source, who);
+    if (!timeout) {
+      return std::move(timeout).failure();
+    }
+    spec.mcp.timeout_ms = timeout->value_or(spec.mcp.timeout_ms);
+    return spec;
   }
   const std::string shown = source.contains("type") ? source["type"].dump() : "(none)";
   return fail(OE_INVALID_ARGUMENT, who + ": unknown source.type " + shown +

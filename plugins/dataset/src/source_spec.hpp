@@ -14,7 +14,7 @@
 
 namespace oe::dataset {
 
-enum class SourceType { kFile, kSqlite, kHttp };
+enum class SourceType { kFile, kSqlite, kHttp, kMcpResource };
 enum class FileFormat { kJson, kJsonl, kCsv, kTsv };
 
 struct FileSource {
@@ -38,6 +38,13 @@ struct HttpSource {
   std::optional<int64_t> timeout_ms;                         // oe extension
 };
 
+struct McpResourceSource {
+  std::string server;          // a name under `servers` in mcp.json
+  std::string uri;             // the resource's URI
+  std::string experience_dir;  // where mcp.json is, and the server's working directory
+  int64_t timeout_ms = 60000;  // per exchange (oe extension; the TypeScript SDK's default)
+};
+
 struct DatasetSpec {
   std::string node_id;
   std::string field;  // the one `writes` entry
@@ -45,6 +52,7 @@ struct DatasetSpec {
   FileSource file;
   SqliteSource sqlite;
   HttpSource http;
+  McpResourceSource mcp;
   bool has_transform = false;  // accepted and ignored, as upstream does
 };
 

@@ -86,7 +86,7 @@ TEST_F(DatasetAbiTest, MissingSourceOrRequiredKeysAreNamed) {
   spec.erase("source");
   EXPECT_EQ(run(spec).error,
             "Dataset \"load\" has no source; set source: {type: file, uri: ...} (or type sqlite, "
-            "http)");
+            "http, mcp-resource)");
   EXPECT_EQ(run(node({{"type", "file"}})).error,
             "Dataset \"load\": source.uri is required for a file source (a path relative to the "
             "experience directory)");
@@ -96,15 +96,6 @@ TEST_F(DatasetAbiTest, MissingSourceOrRequiredKeysAreNamed) {
   EXPECT_EQ(run(node({{"type", "http"}})).error,
             "Dataset \"load\": source.url is required for a http source (the URL of a JSON "
             "array)");
-}
-
-TEST_F(DatasetAbiTest, McpResourceIsNotSupportedYetAndSaysSo) {
-  const Outcome out =
-      run(node({{"type", "mcp-resource"}, {"server", "s"}, {"uri", "r://x"}}, "from_mcp"));
-  EXPECT_EQ(out.status, OE_UNIMPLEMENTED);
-  EXPECT_EQ(out.error,
-            "Dataset \"from_mcp\": source.type mcp-resource is not supported yet in oe (it comes "
-            "with oe's MCP support); read the data through a file, sqlite or http source for now");
 }
 
 TEST_F(DatasetAbiTest, TransformIsIgnoredWithAWarning) {

@@ -1,6 +1,7 @@
 // The real `oe` with the built dataset and tool plugins on experiences in temp dirs: the
-// dataset-aggregate example (reference §11.1), a file written earlier in the same run, and
-// `oe validate` catching a source without its uri.
+// dataset-aggregate example (reference §11.1), a file written earlier in the same run, an
+// mcp-resource source read from a real MCP server, and `oe validate` catching a source without
+// its uri.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -111,6 +112,33 @@ graph:
                        "\"uri\""),
             std::string::npos)
       << r.err;
+}
+
+TEST_F(DatasetExampleTest, AnMcpResourceDatasetReadsFromARealMcpServer) {
+  dir_.write("experience.yaml", R"(name: from-mcp
+version: 0.1.0
+state:
+  schema:
+    people: { type: array }
+graph:
+  nodes:
+    - id: people
+      kind: dataset
+      source: { type: mcp-resource, server: directory, uri: "test://rows" }
+      writes: [people]
+  edges: []
+)");
+  dir_.write(
+      "mcp.json",
+      nlohmann::json{
+          {"servers", {{"directory", {{"command", "node"}, {"args", {OE_MCP_RESOURCE_SERVER}}}}}}}
+          .dump(2));
+  const ProcessResult valid = oe({"validate", dir_.path().string()});
+  EXPECT_EQ(valid.exit_code, 0) << valid.out << valid.err;
+  const ProcessResult run = oe({"run", dir_.path().string()});
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  EXPECT_EQ(stateField("people"),
+            nlohmann::json::parse(R"([{"id":1,"name":"ada"},{"id":2,"name":"grace"}])"));
 }
 
 // Enable once the host's cache key covers nested file references (plugins/dataset report):

@@ -1,10 +1,10 @@
 // Process plumbing shared by the plugins that run programs: see subprocess.hpp.
 #include "proc_kit/subprocess.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <spawn.h>
-#include <dirent.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -18,6 +18,7 @@
 #include <ctime>
 #include <fstream>
 #include <iterator>
+#include <utility>
 
 extern char** environ;  // NOLINT: POSIX declares it nowhere else
 
@@ -143,6 +144,33 @@ Expected<Child> spawnChild(const SpawnRequest& request) {
   child.pid = pid;
   child.pidfd = UniqueFd(openPidfd(pid));
   return child;
+}
+
+Expected<PipedChild> spawnPiped(SpawnRequest request) {
+  auto stdin_pipe = makePipe();
+  auto stdout_pipe = makePipe();
+  auto stderr_pipe = makePipe();
+  for (auto* pipe : {&stdin_pipe, &stdout_pipe, &stderr_pipe}) {
+    if (!pipe->ok()) {
+      return pipe->failure();
+    }
+  }
+  request.fds = {
+      {stdin_pipe->read.get(), 0}, {stdout_pipe->write.get(), 1}, {stderr_pipe->write.get(), 2}};
+  auto child = spawnChild(request);
+  if (!child) {
+    return std::move(child).failure();
+  }
+  // Our copies of the child's ends go, so EOF on stdout/stderr means the child's side closed.
+  stdin_pipe->read.reset();
+  stdout_pipe->write.reset();
+  stderr_pipe->write.reset();
+  PipedChild out{std::move(*child), std::move(stdin_pipe->write), std::move(stdout_pipe->read),
+                 std::move(stderr_pipe->read)};
+  setNonBlocking(out.to_stdin.get());
+  setNonBlocking(out.from_stdout.get());
+  setNonBlocking(out.from_stderr.get());
+  return out;
 }
 
 std::vector<std::string> environmentWith(const std::vector<std::string>& overrides) {

@@ -1,15 +1,18 @@
-// Process plumbing shared by the plugins that run programs (tool, cli-agent): owned fds, pipes,
+// Process plumbing shared by the plugins that run programs (tool, cli-agent, dataset): owned fds,
 // posix_spawn with explicit fd maps, SIGPIPE-safe writes and wait-status wording.
 #pragma once
 
 #include <sys/types.h>
+#include <unistd.h>
 
+#include <array>
+#include <cerrno>
 #include <chrono>
 #include <csignal>
+#include <oe/cpp/expected.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <oe/cpp/expected.hpp>
 #include <vector>
 
 namespace oe::prockit {
@@ -20,6 +23,11 @@ using sdk::Failure;
 
 // How often a waiting runner (executable or Node.js worker) polls the host's cancel flag.
 inline constexpr std::chrono::milliseconds kPollSlice{100};
+// How often group membership is re-read while waiting for a process group to die.
+inline constexpr std::chrono::milliseconds kGroupPoll{20};
+// After SIGKILL, how long a group is waited for before giving up on it (a process stuck in
+// uninterruptible sleep cannot be waited for forever).
+inline constexpr std::chrono::milliseconds kAfterKill{2000};
 
 // Owns one file descriptor; closes it on destruction.
 class UniqueFd {
@@ -51,6 +59,29 @@ struct Pipe {
 Expected<Pipe> makePipe();
 bool setNonBlocking(int fd);
 
+enum class Drain { kOpen, kEof };
+
+// Reads what is available now from a non-blocking fd, handing each chunk to `sink`. kEof: the
+// stream ended (EOF, or an error that ends it just the same).
+template <class Sink>
+Drain drainAvailable(int fd, Sink&& sink) {
+  std::array<char, 65536> buffer{};
+  while (true) {
+    const ssize_t n = ::read(fd, buffer.data(), buffer.size());
+    if (n > 0) {
+      sink(std::string_view(buffer.data(), static_cast<size_t>(n)));
+      continue;
+    }
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      return Drain::kOpen;
+    }
+    return Drain::kEof;
+  }
+}
+
 // One fd the child gets: `source` (a parent fd) becomes `target` in the child.
 struct FdMapping {
   int source;
@@ -75,6 +106,17 @@ struct Child {
 // with default signal dispositions and an empty signal mask. The message of a failure is the
 // system's reason (e.g. "Permission denied").
 Expected<Child> spawnChild(const SpawnRequest& request);
+
+// A child whose stdin, stdout and stderr are pipes to us; our ends are non-blocking.
+struct PipedChild {
+  Child child;
+  UniqueFd to_stdin;
+  UniqueFd from_stdout;
+  UniqueFd from_stderr;
+};
+
+// spawnChild with `request.fds` replaced by the three pipes (the child's ends closed here).
+Expected<PipedChild> spawnPiped(SpawnRequest request);
 
 // The host's environment with `overrides` ("NAME=value") applied, later entries winning.
 std::vector<std::string> environmentWith(const std::vector<std::string>& overrides);

@@ -19,69 +19,26 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-// How often group membership is re-read while waiting for the group to die.
-constexpr milliseconds kGroupPoll{20};
-// After SIGKILL, how long we wait for the group to vanish before giving up on it (a process
-// stuck in uninterruptible sleep cannot be waited for forever).
-constexpr milliseconds kAfterKill{2000};
-
-enum class Drain { kOpen, kEof };
-
-// Reads what is available now from a non-blocking fd into `sink`.
-template <class Sink>
-Drain drain(int fd, Sink&& sink) {
-  std::array<char, 65536> buffer{};
-  while (true) {
-    const ssize_t n = ::read(fd, buffer.data(), buffer.size());
-    if (n > 0) {
-      sink(std::string_view(buffer.data(), static_cast<size_t>(n)));
-      continue;
-    }
-    if (n < 0 && errno == EINTR) {
-      continue;
-    }
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      return Drain::kOpen;
-    }
-    return Drain::kEof;  // EOF, or an error that ends the stream just the same
-  }
-}
-
 milliseconds until(Clock::time_point now, Clock::time_point when) {
-  return std::max(milliseconds(1), std::chrono::duration_cast<milliseconds>(when - now) +
-                                       milliseconds(1));
+  return std::max(milliseconds(1),
+                  std::chrono::duration_cast<milliseconds>(when - now) + milliseconds(1));
 }
 
 }  // namespace
 
 Expected<Supervised> supervise(SpawnRequest request, const SuperviseOptions& options,
                                CancelToken& token) {
-  auto stdin_pipe = makePipe();
-  auto stdout_pipe = makePipe();
-  auto stderr_pipe = makePipe();
-  for (auto* pipe : {&stdin_pipe, &stdout_pipe, &stderr_pipe}) {
-    if (!pipe->ok()) {
-      return pipe->failure();
-    }
-  }
-  request.fds = {
-      {stdin_pipe->read.get(), 0}, {stdout_pipe->write.get(), 1}, {stderr_pipe->write.get(), 2}};
-  auto child = spawnChild(request);
-  if (!child) {
-    return std::move(child).failure();
+  auto piped = spawnPiped(std::move(request));
+  if (!piped) {
+    return std::move(piped).failure();
   }
   const Clock::time_point start = Clock::now();
-  stdin_pipe->read.reset();
-  stdout_pipe->write.reset();
-  stderr_pipe->write.reset();
-  UniqueFd to_child = std::move(stdin_pipe->write);
-  UniqueFd from_stdout = std::move(stdout_pipe->read);
-  UniqueFd from_stderr = std::move(stderr_pipe->read);
-  setNonBlocking(to_child.get());
-  setNonBlocking(from_stdout.get());
-  setNonBlocking(from_stderr.get());
+  const Child& child = piped->child;
+  UniqueFd to_child = std::move(piped->to_stdin);
+  UniqueFd from_stdout = std::move(piped->from_stdout);
+  UniqueFd from_stderr = std::move(piped->from_stderr);
 
-  const pid_t pid = child->pid;
+  const pid_t pid = child.pid;
   token.setWaker([pid] { ::kill(-pid, SIGTERM); });
   SigpipeBlock sigpipe_guard;
 
@@ -159,7 +116,7 @@ Expected<Supervised> supervise(SpawnRequest request, const SuperviseOptions& opt
         break;
       }
     }
-    if (!child->pidfd.valid() && !from_stdout.valid() && !from_stderr.valid()) {
+    if (!child.pidfd.valid() && !from_stdout.valid() && !from_stderr.valid()) {
       break;  // no pidfd: EOF on both outputs is the best sign of the end we have
     }
 
@@ -192,7 +149,7 @@ Expected<Supervised> supervise(SpawnRequest request, const SuperviseOptions& opt
     add(to_child, POLLOUT, in_index);
     add(from_stdout, POLLIN, out_index);
     add(from_stderr, POLLIN, err_index);
-    add(child->pidfd, POLLIN, pid_index);
+    add(child.pidfd, POLLIN, pid_index);
     const int ready = ::poll(fds.data(), count, static_cast<int>(timeout.count()));
     if (ready < 0 && errno != EINTR) {
       ::kill(-pid, SIGKILL);
@@ -214,21 +171,21 @@ Expected<Supervised> supervise(SpawnRequest request, const SuperviseOptions& opt
       }
     }
     if (out_index >= 0 && fds[out_index].revents != 0 &&
-        drain(from_stdout.get(), to_stdout) == Drain::kEof) {
+        drainAvailable(from_stdout.get(), to_stdout) == Drain::kEof) {
       from_stdout.reset();
     }
     if (err_index >= 0 && fds[err_index].revents != 0 &&
-        drain(from_stderr.get(), to_stderr) == Drain::kEof) {
+        drainAvailable(from_stderr.get(), to_stderr) == Drain::kEof) {
       from_stderr.reset();
     }
     if (pid_index >= 0 && (fds[pid_index].revents & POLLIN) != 0) {
       // The program exited: everything it wrote is already in the pipes. Take it and stop
       // reading; a grandchild that still holds the pipes does not get to extend the call.
       if (from_stdout.valid()) {
-        drain(from_stdout.get(), to_stdout);
+        drainAvailable(from_stdout.get(), to_stdout);
       }
       if (from_stderr.valid()) {
-        drain(from_stderr.get(), to_stderr);
+        drainAvailable(from_stderr.get(), to_stderr);
       }
       exited = true;
     }
