@@ -6,7 +6,6 @@
 #include <iostream>
 #include <map>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -19,22 +18,6 @@
 
 namespace oe::cli {
 namespace {
-
-// Milliseconds since the epoch of an ISO-8601 UTC timestamp with milliseconds; -1 if malformed.
-int64_t parseTs(const std::string& ts) {
-  std::tm tm{};
-  int millis = 0;
-  std::istringstream in(ts);
-  in >> std::get_time(&tm, "%Y-%m-%dT%H:%M:%S");
-  if (in.fail()) {
-    return -1;
-  }
-  if (in.peek() == '.') {
-    in.get();
-    in >> millis;
-  }
-  return static_cast<int64_t>(timegm(&tm)) * 1000 + millis;
-}
 
 struct NodeLine {
   std::string id;
@@ -80,7 +63,7 @@ void printTimeline(const std::vector<Json>& events, const std::string& run_id,
   int64_t run_end = -1;
   for (const auto& e : events) {
     const std::string type = e.value("type", "");
-    const int64_t ts = parseTs(e.value("ts", ""));
+    const int64_t ts = events::parseIsoMs(e.value("ts", ""));
     if (type == "run.started") {
       run_start = ts;
       continue;

@@ -12,6 +12,7 @@
 
 #include "oe/common/json.hpp"
 #include "oe/common/result.hpp"
+#include "oe/events/event_log.hpp"
 
 namespace oe::cli {
 
@@ -63,8 +64,7 @@ Result<RunRecord> findRun(const std::filesystem::path& runs_dir, std::string_vie
 std::optional<RunRecord> resolveRun(const std::filesystem::path& experience_arg,
                                     std::string_view id, bool last);
 
-// ms since the epoch of an ISO-8601 UTC timestamp (2026-05-26T10:00:00.123Z); -1 if malformed.
-int64_t parseIsoMs(std::string_view ts);
+using events::parseIsoMs;
 
 // "7d", "12h", "30m", "45s" (a positive integer and one unit) -> milliseconds.
 Result<int64_t> parseDurationMs(std::string_view text);

@@ -134,6 +134,43 @@ std::string shortText(std::string_view s) {
 
 std::string nowIso() { return isoNow(); }
 
+int64_t parseIsoMs(std::string_view ts) {
+  int year = 0;
+  int month = 0;
+  int day = 0;
+  int hour = 0;
+  int minute = 0;
+  int second = 0;
+  int consumed = 0;
+  const std::string text(ts);
+  if (std::sscanf(text.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%n", &year, &month, &day, &hour, &minute,
+                  &second, &consumed) != 6) {
+    return -1;
+  }
+  int millis = 0;
+  if (static_cast<size_t>(consumed) < text.size() && text[static_cast<size_t>(consumed)] == '.') {
+    int digits = 0;
+    for (size_t i = static_cast<size_t>(consumed) + 1; i < text.size() && digits < 3; ++i) {
+      if (text[i] < '0' || text[i] > '9') {
+        break;
+      }
+      millis = millis * 10 + (text[i] - '0');
+      ++digits;
+    }
+    for (; digits < 3 && digits > 0; ++digits) {
+      millis *= 10;
+    }
+  }
+  std::tm tm{};
+  tm.tm_year = year - 1900;
+  tm.tm_mon = month - 1;
+  tm.tm_mday = day;
+  tm.tm_hour = hour;
+  tm.tm_min = minute;
+  tm.tm_sec = second;
+  return static_cast<int64_t>(timegm(&tm)) * 1000 + millis;
+}
+
 std::string newRunId() {
   unsigned char b[16];
   if (RAND_bytes(b, sizeof b) != 1) {

@@ -20,6 +20,8 @@ namespace oe::events {
 
 // ISO-8601 UTC with milliseconds: 2026-05-26T10:00:00.123Z
 std::string nowIso();
+// ms since the epoch of such a timestamp (milliseconds optional); -1 if malformed.
+int64_t parseIsoMs(std::string_view ts);
 // A random UUID v4, lowercase (OpenSSL RAND_bytes).
 std::string newRunId();
 

@@ -5,10 +5,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <ctime>
-#include <iomanip>
-#include <sstream>
 
+#include "oe/events/event_log.hpp"
 #include "oe/run/run.hpp"
 #include "oe/spec/loader.hpp"
 
@@ -17,23 +15,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// ms since the epoch of an ISO-8601 UTC timestamp with milliseconds; -1 if malformed.
+// ms since the epoch of the event's timestamp; -1 if it has none or it is malformed.
 int64_t tsMs(const Json& event) {
-  if (!event.contains("ts") || !event["ts"].is_string()) {
-    return -1;
-  }
-  std::tm tm{};
-  int millis = 0;
-  std::istringstream in(event["ts"].get<std::string>());
-  in >> std::get_time(&tm, "%Y-%m-%dT%H:%M:%S");
-  if (in.fail()) {
-    return -1;
-  }
-  if (in.peek() == '.') {
-    in.get();
-    in >> millis;
-  }
-  return static_cast<int64_t>(timegm(&tm)) * 1000 + millis;
+  const auto ts = event.find("ts");
+  return ts != event.end() && ts->is_string() ? events::parseIsoMs(ts->get<std::string>()) : -1;
 }
 
 std::string usd(double cost) {
