@@ -41,8 +41,7 @@ class Session {
 
   // start/done events around `work` (which returns a Result); done carries `detail(result)`.
   template <class Work, class Detail>
-  auto phase(const std::string& name, int round, Work&& work, Detail&& detail)
-      -> decltype(work()) {
+  auto phase(const std::string& name, int round, Work&& work, Detail&& detail) -> decltype(work()) {
     emit({name, "start", 0, round, {}});
     const auto start = std::chrono::steady_clock::now();
     auto result = work();
@@ -70,12 +69,13 @@ class Session {
     request["system"] = system;
     request["max_tokens"] = max_tokens;
     // Upstream sends JSON.stringify(x, null, 2) (the task alone for analyze).
-    request["messages"] = Json::array(
-        {{{"role", "user"}, {"content", user.is_string() ? user.get<std::string>() : user.dump(2)}}});
-    request["tools"] = Json::array({{{"name", "structured_output"},
-                                     {"description", "Return the " + phase_name +
-                                                         " result as the tool's input"},
-                                     {"input_schema", schema}}});
+    request["messages"] =
+        Json::array({{{"role", "user"},
+                      {"content", user.is_string() ? user.get<std::string>() : user.dump(2)}}});
+    request["tools"] =
+        Json::array({{{"name", "structured_output"},
+                      {"description", "Return the " + phase_name + " result as the tool's input"},
+                      {"input_schema", schema}}});
     std::string out;
     if (const oe_status status = call_.llmComplete(request.dump(), out); status != OE_OK) {
       return makeError(phase_name + ": " + out);
@@ -176,19 +176,22 @@ class Session {
     emit({"check", "start", 0, round, {}});
     const auto start = std::chrono::steady_clock::now();
     Candidate c;
-    c.check = checkDraft(synthesis, scratch, context_.registry, context_.kinds, options_.check);
+    // A folder of its own per check: the tool plugin's Node.js worker outlives a run and caches
+    // each module by its path, so a revised tool at the same path would not be loaded again.
+    c.check = checkDraft(synthesis, scratch / ("check-" + std::to_string(++checks_)),
+                         context_.registry, context_.kinds, options_.check);
     c.synthesis = std::move(synthesis);
     c.round = round;
     const int64_t ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                            std::chrono::steady_clock::now() - start)
                            .count();
     emit({"check", "done", ms, round,
-          c.check.valid ? (c.check.smoke_ran ? "valid, smoke run " + c.check.smoke_status
-                                             : std::string("valid"))
-                        : std::to_string(c.check.errors.size() + c.check.preflight.size()) +
-                              " error(s): " +
-                              (c.check.preflight.empty() ? c.check.errors.front()
-                                                         : c.check.preflight.front())});
+          c.check.valid
+              ? (c.check.smoke_ran ? "valid, smoke run " + c.check.smoke_status
+                                   : std::string("valid"))
+              : std::to_string(c.check.errors.size() + c.check.preflight.size()) + " error(s): " +
+                    (c.check.preflight.empty() ? c.check.errors.front()
+                                               : c.check.preflight.front())});
     return c;
   }
 
@@ -267,7 +270,8 @@ class Session {
       }
       const bool critique_round = round <= options_.max_rounds;
       const bool forced = must_revise && round == 1;
-      const bool fixing = !current.check.valid && round <= options_.max_rounds + options_.fix_rounds;
+      const bool fixing =
+          !current.check.valid && round <= options_.max_rounds + options_.fix_rounds;
       if (!critique_round && !forced && !fixing) {
         break;
       }
@@ -339,8 +343,8 @@ class Session {
   // Upstream's key order for the user message (task, analysis, draft, ...): insertion order.
   static Json orderedUser(const Json& u) {
     nlohmann::ordered_json ordered;
-    for (const char* key : {"task", "analysis", "draft", "current_draft", "findings",
-                            "preflight", "validation", "validation_errors", "exemplars"}) {
+    for (const char* key : {"task", "analysis", "draft", "current_draft", "findings", "preflight",
+                            "validation", "validation_errors", "exemplars"}) {
       if (u.contains(key)) {
         ordered[key] = u[key];
       }
@@ -359,6 +363,7 @@ class Session {
   llm::HostCall call_;
   std::vector<Exemplar> exemplars_;
   LoopReport report_;
+  int checks_ = 0;
 };
 
 Result<void> writeAnalysis(const fs::path& dir, const Json& analysis) {
@@ -452,7 +457,8 @@ Result<UltraResult> author(const Context& context, const std::string& task,
     return result;
   }
   result.slug = draft_slug.empty() ? slugify(result.analysis.value("name", "")) : draft_slug;
-  if (auto guarded = guardedPath(result.slug); !guarded || guarded->find('/') != std::string::npos) {
+  if (auto guarded = guardedPath(result.slug);
+      !guarded || guarded->find('/') != std::string::npos) {
     return makeError("the draft slug \"" + result.slug +
                      "\" is not a single folder name; pass --slug with letters, digits and '-'");
   }
@@ -465,6 +471,8 @@ Result<UltraResult> author(const Context& context, const std::string& task,
   Candidate first = session.check(std::move(*synthesis), 0, scratch);
   Candidate best = session.loop(task, result.analysis, std::move(first), {},
                                 /*must_revise=*/false, /*accept_ties=*/false, scratch);
+  std::error_code ec;
+  fs::remove_all(scratch, ec);
   if (session.cancelled()) {
     return makeError("cancelled; no draft was written");
   }
@@ -505,6 +513,8 @@ Result<UltraResult> reviseDraft(const Context& context, const fs::path& draft_di
       {"decomposition", "high", Json::object(), "user directive", feedback}};
   Candidate best = session.loop(task, result.analysis, std::move(original), directives,
                                 /*must_revise=*/true, /*accept_ties=*/true, scratch);
+  std::error_code ec;
+  fs::remove_all(scratch, ec);
   if (session.cancelled()) {
     return makeError("cancelled; the draft in " + draft_dir.string() + " is unchanged");
   }
