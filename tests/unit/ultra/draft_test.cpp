@@ -24,14 +24,13 @@ TEST(UltraDraft, GuardAcceptsRelativePathsAndNormalizesThem) {
 }
 
 TEST(UltraDraft, GuardRefusesTraversalAbsoluteReservedAndEmptyPaths) {
-  for (const char* bad : {"../x", "tools/../../x", "/etc/passwd", "~/x", "", ".", "./",
-                          "experience.yaml", "./analysis.json", ".openexpertise/state.sqlite",
-                          "a\\..\\b"}) {
+  for (const char* bad :
+       {"../x", "tools/../../x", "/etc/passwd", "~/x", "", ".", "./", "experience.yaml",
+        "./analysis.json", ".openexpertise/state.sqlite", "a\\..\\b"}) {
     EXPECT_FALSE(guardedPath(bad).ok()) << bad;
   }
   EXPECT_FALSE(guardedPath(std::string_view("a\0b", 3)).ok());
-  EXPECT_NE(guardedPath("../x").error().message.find("leaves the draft folder"),
-            std::string::npos);
+  EXPECT_NE(guardedPath("../x").error().message.find("leaves the draft folder"), std::string::npos);
 }
 
 TEST(UltraDraft, WriteDraftWritesEveryFileAndRefusesAnUnsafeDraftWhole) {

@@ -30,8 +30,7 @@ TEST(UltraExemplars, PicksTheCorpusEntriesThatShareTheMostWordsAndKinds) {
   EXPECT_EQ(picked[0].name, "review-branch");
   EXPECT_EQ(picked[1].name, "hello-tool") << "the kind it shares is its only point";
   EXPECT_EQ(pickExemplars(analysis, corpus, 1).size(), 1U);
-  EXPECT_TRUE(pickExemplars(Json{{"name", "zzz"}}, corpus, 2).empty())
-      << "no overlap, no exemplar";
+  EXPECT_TRUE(pickExemplars(Json{{"name", "zzz"}}, corpus, 2).empty()) << "no overlap, no exemplar";
 }
 
 TEST(UltraExemplars, TiesGoToTheEarlierName) {

@@ -31,8 +31,8 @@ const Json* resolveRef(const Json& root, const std::string& ref) {
       return nullptr;
     }
     const size_t next = ref.find('/', pos + 1);
-    std::string segment = ref.substr(pos + 1, next == std::string::npos ? std::string::npos
-                                                                       : next - pos - 1);
+    std::string segment =
+        ref.substr(pos + 1, next == std::string::npos ? std::string::npos : next - pos - 1);
     for (size_t i = 0; (i = segment.find('~', i)) != std::string::npos; ++i) {
       if (i + 1 < segment.size()) {
         segment.replace(i, 2, segment[i + 1] == '1' ? "/" : "~");

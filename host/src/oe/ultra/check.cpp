@@ -61,9 +61,9 @@ DraftCheck checkDraft(const Synthesis& synthesis, const fs::path& scratch,
                                "\" failed: " + withoutPrefix(failure.error, prefix));
       }
       if (summary->status != run::RunStatus::kSuccess && summary->failures.empty()) {
-        check.errors.push_back("smoke run: the run ended " + check.smoke_status +
-                               (summary->stop_reason.empty() ? "" : " (" +
-                                                                        summary->stop_reason + ")"));
+        check.errors.push_back(
+            "smoke run: the run ended " + check.smoke_status +
+            (summary->stop_reason.empty() ? "" : " (" + summary->stop_reason + ")"));
       }
     }
   }
@@ -75,9 +75,9 @@ DraftCheck checkDraft(const Synthesis& synthesis, const fs::path& scratch,
 DraftNames draftNames(const Synthesis& synthesis) {
   DraftNames names;
   const auto loaded = spec::loadExperienceText(synthesis.experience_yaml, "experience.yaml");
-  const spec::Experience* model = loaded.experience   ? &*loaded.experience
-                                  : loaded.partial    ? &*loaded.partial
-                                                      : nullptr;
+  const spec::Experience* model = loaded.experience ? &*loaded.experience
+                                  : loaded.partial  ? &*loaded.partial
+                                                    : nullptr;
   if (model != nullptr) {
     for (const auto& node : model->nodes) {
       names.node_ids.push_back(node.id);

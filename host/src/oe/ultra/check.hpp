@@ -15,8 +15,8 @@
 namespace oe::ultra {
 
 struct CheckOptions {
-  bool smoke = true;            // false: validation only (--no-smoke)
-  llm::Environment env;         // handed to the smoke run's (stand-in) LLM service
+  bool smoke = true;     // false: validation only (--no-smoke)
+  llm::Environment env;  // handed to the smoke run's (stand-in) LLM service
 };
 
 // Writes `synthesis` into `scratch` (emptied first, removed afterwards), validates it with

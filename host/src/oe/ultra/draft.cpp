@@ -14,7 +14,7 @@ namespace {
 
 constexpr std::string_view kYaml = "experience.yaml";
 constexpr std::string_view kAnalysis = "analysis.json";
-constexpr size_t kMaxFiles = 200;                    // a draft is a handful of files
+constexpr size_t kMaxFiles = 200;                        // a draft is a handful of files
 constexpr uintmax_t kMaxFileBytes = uintmax_t{1} << 20;  // per file read back
 
 // True when `inner` (a path that exists up to its parent) is `root` or below it once symlinks
@@ -103,7 +103,8 @@ Result<std::string> guardedPath(std::string_view path) {
   }
   const std::string text = clean.generic_string();
   if (text == kYaml || text == kAnalysis) {
-    return makeError("file path " + quoted + " is reserved: experience.yaml is the synthesis's "
+    return makeError("file path " + quoted +
+                     " is reserved: experience.yaml is the synthesis's "
                      "experience_yaml and analysis.json is written by oe");
   }
   if (text.starts_with(".openexpertise/") || text == ".openexpertise") {
@@ -164,8 +165,9 @@ Result<std::vector<std::string>> writeDraft(const fs::path& dir, const Synthesis
     }
     if (file.content.starts_with("#!")) {
       // A script the experience runs as a tool: the LLM cannot set modes, its shebang says.
-      fs::permissions(target, fs::perms::owner_exec | fs::perms::group_exec |
-                      fs::perms::others_exec, fs::perm_options::add, ec);
+      fs::permissions(target,
+                      fs::perms::owner_exec | fs::perms::group_exec | fs::perms::others_exec,
+                      fs::perm_options::add, ec);
     }
     written.push_back(rel);
   }
@@ -232,9 +234,8 @@ Result<StoredDraft> readDraft(const fs::path& dir) {
     return makeError("cannot list the draft folder " + dir.string() + ": " + ec.message());
   }
   if (found.size() > kMaxFiles) {
-    return makeError("the draft folder " + dir.string() + " holds " +
-                     std::to_string(found.size()) + " files; a draft has at most " +
-                     std::to_string(kMaxFiles));
+    return makeError("the draft folder " + dir.string() + " holds " + std::to_string(found.size()) +
+                     " files; a draft has at most " + std::to_string(kMaxFiles));
   }
   std::sort(found.begin(), found.end());
   for (const auto& path : found) {
@@ -243,7 +244,8 @@ Result<StoredDraft> readDraft(const fs::path& dir) {
       return makeError(guarded.error().message);
     }
     if (fs::file_size(path, ec) > kMaxFileBytes) {
-      return makeError(path.string() + " is over 1 MiB: a draft's files are text the reviser "
+      return makeError(path.string() +
+                       " is over 1 MiB: a draft's files are text the reviser "
                        "reads; move it out of the draft folder");
     }
     auto content = readFile(path);
@@ -255,7 +257,8 @@ Result<StoredDraft> readDraft(const fs::path& dir) {
   if (auto text = readFile(dir / kAnalysis)) {
     draft.analysis = Json::parse(*text, nullptr, false);
     if (draft.analysis.is_discarded()) {
-      return makeError((dir / kAnalysis).string() + " is not JSON; delete it or restore the "
+      return makeError((dir / kAnalysis).string() +
+                       " is not JSON; delete it or restore the "
                        "one `oe ultra` wrote");
     }
   }

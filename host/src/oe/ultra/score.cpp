@@ -19,8 +19,11 @@ std::string anchorText(const Json& anchor, const char* key) {
 }  // namespace
 
 Json Finding::toJson() const {
-  return Json{{"dimension", dimension}, {"severity", severity}, {"anchor", anchor},
-              {"evidence", evidence},   {"fix", fix}};
+  return Json{{"dimension", dimension},
+              {"severity", severity},
+              {"anchor", anchor},
+              {"evidence", evidence},
+              {"fix", fix}};
 }
 
 Finding Finding::fromJson(const Json& json) {

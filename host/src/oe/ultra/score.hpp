@@ -13,7 +13,7 @@ namespace oe::ultra {
 
 struct Finding {
   std::string dimension;
-  std::string severity;  // high | medium | low
+  std::string severity;          // high | medium | low
   Json anchor = Json::object();  // {node_id?, state_field?, file_path?}
   std::string evidence;
   std::string fix;
@@ -29,12 +29,12 @@ struct Critique {
 
 // What oe knows about a draft without an LLM: `oe validate` and the smoke run.
 struct DraftCheck {
-  bool valid = false;                   // validation passed and the smoke run (if any) did
-  std::vector<std::string> errors;      // validation errors, then "smoke run: ..." lines
-  bool preflight_ok = true;             // the file paths are safe to write
-  std::vector<std::string> preflight;   // what is unsafe about them
+  bool valid = false;                  // validation passed and the smoke run (if any) did
+  std::vector<std::string> errors;     // validation errors, then "smoke run: ..." lines
+  bool preflight_ok = true;            // the file paths are safe to write
+  std::vector<std::string> preflight;  // what is unsafe about them
   bool smoke_ran = false;
-  std::string smoke_status;             // the smoke run's status (success, failed, ...)
+  std::string smoke_status;                   // the smoke run's status (success, failed, ...)
   [[nodiscard]] Json validationJson() const;  // {valid, errors}
   [[nodiscard]] Json toJson() const;          // validation plus preflight and smoke
 };

@@ -52,7 +52,7 @@ struct Options {
   // Extra revise rounds while no valid draft exists yet: the validation and smoke errors go back
   // to the reviser automatically (upstream's most requested fix).
   int fix_rounds = 2;
-  double score_bar = 80;                      // OE_ULTRA_SCORE_BAR
+  double score_bar = 80;                           // OE_ULTRA_SCORE_BAR
   std::optional<std::vector<Exemplar>> exemplars;  // given: used as they are
   std::optional<std::filesystem::path> corpus;     // else picked from here
   CheckOptions check;
