@@ -437,5 +437,24 @@ TEST_F(UltraTest, ASynthesisThatEscapesTheDraftFolderIsRefused) {
   EXPECT_FALSE(fs::exists(root().parent_path() / "escape.txt"));
 }
 
+TEST_F(UltraTest, ARecordedSessionReplaysOfflineToTheSameDraft) {
+  serve(Protocol::kOpenAi);
+  script("analyze", analysis());
+  script("synthesize", synthesis(kGoodTool, ", extra"));
+  script("critique", critique(40, json::array({finding("high", "greet")})));
+  script("revise", synthesis(kGoodTool, "", "fixed"));
+  const std::string recording = (dir_.path() / "ultra.jsonl").string();
+  ASSERT_EQ(ultra({"--llm-record", recording}).exit_code, 0);
+  const std::string recorded_yaml = draftFile("experience.yaml");
+  const size_t requests = server_.requestCount();
+  fs::remove_all(root());
+
+  auto r = oe({"ultra", kTask, "--draft-root", root().string(), "--llm-replay", recording},
+              noProviderEnv());
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(draftFile("experience.yaml"), recorded_yaml);
+  EXPECT_EQ(server_.requestCount(), requests) << "the replay made no request";
+}
+
 }  // namespace
 }  // namespace oe::test
