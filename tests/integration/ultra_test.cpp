@@ -437,6 +437,34 @@ TEST_F(UltraTest, ASynthesisThatEscapesTheDraftFolderIsRefused) {
   EXPECT_FALSE(fs::exists(root().parent_path() / "escape.txt"));
 }
 
+TEST_F(UltraTest, ACodingCliNodeGetsASchemaShapedStandInAndNoCliStarts) {
+  serve(Protocol::kOpenAi);
+  script("analyze", analysis());
+  json draft_json = synthesis(kGoodTool);
+  std::string yaml = draft_json["experience_yaml"];
+  yaml.replace(yaml.find("    summary: { type: string }\n"), 0, "    findings: { type: array }\n");
+  yaml.replace(yaml.find("  edges:\n"), 0,
+               "    - id: review\n"
+               "      kind: cli-agent\n"
+               "      provider: claude-code\n"
+               "      prompt: \"Review {{greeting}}\"\n"
+               "      output_format: json\n"
+               "      reads: [greeting]\n"
+               "      writes: [findings]\n"
+               "      schema: { type: object, required: [findings], properties: "
+               "{ findings: { type: array, minItems: 1 } } }\n");
+  draft_json["experience_yaml"] = yaml;
+  script("synthesize", draft_json);
+  script("critique", critique(90));
+  // No `claude` anywhere on PATH: a started CLI would fail the smoke run.
+  auto e = env();
+  e["PATH"] = "/usr/bin:/bin";
+  auto r = oe({"ultra", kTask, "--draft-root", root().string(), "--json"}, e);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(json::parse(r.out)["check"]["smoke"]["status"], "success");
+  EXPECT_EQ(phasesSeen(), (std::vector<std::string>{"analyze", "synthesize", "critique"}));
+}
+
 TEST_F(UltraTest, ARecordedSessionReplaysOfflineToTheSameDraft) {
   serve(Protocol::kOpenAi);
   script("analyze", analysis());

@@ -62,7 +62,18 @@ TEST(StandIn, ResponseCallsTheFirstToolOrAnswersText) {
   const Json text = standInResponse(Json::parse(R"({"messages":[]})"));
   EXPECT_FALSE(text.contains("tool_calls"));
   EXPECT_FALSE(text["text"].get<std::string>().empty());
-  EXPECT_EQ(standInCliOutcome()["exit_code"], 0);
+  EXPECT_EQ(standInCliOutcome("{}")["exit_code"], 0);
+}
+
+TEST(StandIn, CliStdoutFollowsTheNodesOutputFormatAndSchema) {
+  EXPECT_EQ(standInCliStdout(Json::parse(R"({"writes":["notes"]})")), "stand-in answer");
+  EXPECT_EQ(Json::parse(standInCliStdout(Json::parse(
+                R"({"output_format":"json","writes":["a"],"schema":{"type":"object",
+                "required":["a"],"properties":{"a":{"type":"array","minItems":1}}}})"))),
+            Json::parse(R"({"a":[null]})"));
+  EXPECT_EQ(
+      Json::parse(standInCliStdout(Json::parse(R"({"output_format":"json","writes":["a","b"]})"))),
+      Json::parse(R"({"a":null,"b":null})"));
 }
 
 }  // namespace

@@ -291,7 +291,10 @@ Answer LlmService::beginCli(const Site& site, std::string_view request_json) {
                 nodeTag(site) + refused->message + "; the " + provider + " CLI was not started");
   }
   if (settings_.stand_in) {
-    return Answer{OE_OK, standInCliOutcome().dump()};
+    const auto it = settings_.stand_in_cli_stdout.find(site.node_id);
+    return Answer{OE_OK,
+                  standInCliOutcome(it != settings_.stand_in_cli_stdout.end() ? it->second : "{}")
+                      .dump()};
   }
   if (!replayer_) {
     return Answer{OE_OK, {}};

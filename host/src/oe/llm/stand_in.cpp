@@ -186,8 +186,27 @@ Json standInResponse(const Json& request) {
   return response;
 }
 
-Json standInCliOutcome() {
-  return Json{{"exit_code", 0}, {"stdout", "{}"}, {"stderr_head", ""}, {"stderr_tail", ""}};
+Json standInCliOutcome(std::string_view stdout_text) {
+  return Json{{"exit_code", 0},
+              {"stdout", std::string(stdout_text)},
+              {"stderr_head", ""},
+              {"stderr_tail", ""}};
+}
+
+std::string standInCliStdout(const Json& node_spec) {
+  if (!node_spec.is_object() || node_spec.value("output_format", "text") != "json") {
+    return "stand-in answer";
+  }
+  if (auto schema = node_spec.find("schema"); schema != node_spec.end() && schema->is_object()) {
+    return standInInstance(*schema).dump();
+  }
+  Json out = Json::object();
+  for (const auto& field : node_spec.value("writes", Json::array())) {
+    if (field.is_string()) {
+      out[field.get<std::string>()] = nullptr;
+    }
+  }
+  return out.dump();
 }
 
 }  // namespace oe::llm

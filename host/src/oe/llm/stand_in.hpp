@@ -5,6 +5,9 @@
 // edges, for_each sources, `when`), not what a model would say.
 #pragma once
 
+#include <string>
+#include <string_view>
+
 #include "oe/common/json.hpp"
 
 namespace oe::llm {
@@ -20,7 +23,12 @@ namespace oe::llm {
 // stand-in of its input_schema, or, without tools, a short text. Usage is zero.
 [[nodiscard]] Json standInResponse(const Json& request);
 
-// The outcome of a coding CLI run that was never started: exit code 0, stdout "{}".
-[[nodiscard]] Json standInCliOutcome();
+// The outcome of a coding CLI run that was never started: exit code 0 and `stdout_text`.
+[[nodiscard]] Json standInCliOutcome(std::string_view stdout_text);
+
+// What the stand-in CLI prints for a cli-agent node (its spec as JSON): text mode, a short
+// text; `output_format: json`, the stand-in of its `schema`, else an object with each `writes`
+// field null.
+[[nodiscard]] std::string standInCliStdout(const Json& node_spec);
 
 }  // namespace oe::llm

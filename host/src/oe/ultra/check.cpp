@@ -1,6 +1,7 @@
 // See check.hpp.
 #include "oe/ultra/check.hpp"
 
+#include "oe/llm/stand_in.hpp"
 #include "oe/run/run.hpp"
 #include "oe/spec/loader.hpp"
 
@@ -46,6 +47,11 @@ DraftCheck checkDraft(const Synthesis& synthesis, const fs::path& scratch,
   if (check.errors.empty() && options.smoke && loaded.experience) {
     run::RunOptions run_options;
     run_options.llm.stand_in = true;
+    for (const auto& node : loaded.experience->nodes) {
+      if (node.kind == "cli-agent") {
+        run_options.llm.stand_in_cli_stdout[node.id] = llm::standInCliStdout(node.raw);
+      }
+    }
     run_options.llm.env = options.env;
     run_options.use_cache = false;
     auto summary = run::runExperience(*loaded.experience, registry, run_options);
