@@ -256,6 +256,7 @@ TEST_F(UltraTest, AnInvalidFirstDraftIsRevisedWithItsValidationErrors) {
   const json out = json::parse(r.out);
   EXPECT_EQ(out["validation"], json({{"valid", true}, {"errors", json::array()}}));
   EXPECT_EQ(out["loop"]["rounds_run"], 1);
+  EXPECT_EQ(out["loop"]["final_score"], 40) << "the revision is scored with its critic's score";
   EXPECT_EQ(out["draft_dir"], draft().string());
   EXPECT_EQ(out["synthesis"]["file_paths"], json({"tools/greet.mjs", "./prompts/summarize.md"}));
   EXPECT_NE(draftFile("experience.yaml").find("description: fixed"), std::string::npos);

@@ -74,7 +74,9 @@ void printPhase(const ultra::PhaseEvent& e) {
   }
   char seconds[32];
   std::snprintf(seconds, sizeof seconds, "%.1f s", static_cast<double>(e.duration_ms) / 1000.0);
-  const char* mark = e.status == "done" ? "✓" : e.status == "rejected" ? "↺" : "✗";
+  const char* mark = e.status == "done"       ? "✓"
+                     : e.status == "rejected" ? "↺"
+                                              : "✗";  // failed, invalid
   std::cerr << "  " << mark << ' ' << e.phase << round;
   if (e.status != "rejected") {
     std::cerr << " " << seconds;

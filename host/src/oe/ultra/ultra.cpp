@@ -26,6 +26,7 @@ struct Candidate {
   DraftCheck check;
   std::optional<Critique> critique;
   double composite = 0;
+  bool critiqued = false;  // `composite` comes from a critic's score (its own, or its parent's)
   int round = 0;
   [[nodiscard]] Scored scored() const { return {check.valid, composite}; }
 };
@@ -185,7 +186,7 @@ class Session {
     const int64_t ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                            std::chrono::steady_clock::now() - start)
                            .count();
-    emit({"check", "done", ms, round,
+    emit({"check", c.check.valid ? "done" : "invalid", ms, round,
           c.check.valid
               ? (c.check.smoke_ran ? "valid, smoke run " + c.check.smoke_status
                                    : std::string("valid"))
@@ -197,7 +198,7 @@ class Session {
 
   // The critic soft-fails: any failure is "no critique" (upstream returns null).
   std::optional<Critique> critique(const std::string& task, const Json& analysis,
-                                   const Candidate& c) {
+                                   const Candidate& c, int round) {
     Json u = Json::object();
     u["task"] = task;
     u["analysis"] = analysis;
@@ -206,7 +207,7 @@ class Session {
     u["validation"] = c.check.validationJson();
     addExemplars(u);
     auto answer = phase(
-        "critique", c.round,
+        "critique", round,
         [&] {
           return ask("critique", context_.prompts.critic, orderedUser(u), critiqueSchema(),
                      kCritiqueTokens,
@@ -277,10 +278,11 @@ class Session {
       }
       std::optional<Critique> critic;
       if (critique_round) {
-        critic = critique(task, analysis, current);
+        critic = critique(task, analysis, current, round);
         if (critic) {
           current.critique = critic;
           current.composite = composite(current.check, &*critic);
+          current.critiqued = true;
           Json record = critic->toJson();
           record["round"] = round;
           report_.critiques.push_back(std::move(record));
@@ -311,6 +313,7 @@ class Session {
       if (critic) {
         const Critique clean{critic->score, {}};
         next.composite = composite(next.check, &clean);
+        next.critiqued = true;
       }
       if (best.check.valid && !next.check.valid) {
         // The monotonicity gate: an invalid revision of a valid draft is not accepted.
@@ -328,7 +331,7 @@ class Session {
       }
       current = std::move(next);
     }
-    if (best.critique) {
+    if (best.critiqued) {
       report_.final_score = best.composite;
     }
     return best;

@@ -38,8 +38,10 @@ struct Prompts {
 
 // One phase starting or ending (upstream's onPhase: {phase, status, duration_ms, round?}).
 struct PhaseEvent {
-  std::string phase;   // analyze | exemplars | synthesize | check | critique | revise | write
-  std::string status;  // start | done | failed
+  std::string phase;  // analyze | exemplars | synthesize | check | critique | revise | write
+  // start | done | failed (the phase itself failed) | invalid (a check found the draft invalid)
+  // | rejected (a revision that was not kept)
+  std::string status;
   int64_t duration_ms = 0;
   int round = 0;       // 0: the first draft
   std::string detail;  // e.g. "valid", "score 72, 2 findings"
