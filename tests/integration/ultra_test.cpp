@@ -305,6 +305,17 @@ TEST_F(UltraTest, ADraftWhoseSmokeRunFailsIsRevisedWithTheFailure) {
   EXPECT_EQ(draftFile("tools/greet.mjs"), kGoodTool);
 }
 
+TEST_F(UltraTest, NoSmokeChecksValidationOnly) {
+  serve(Protocol::kOpenAi);
+  script("analyze", analysis());
+  script("synthesize", synthesis(kBrokenTool));
+  script("critique", critique(95));
+  auto r = ultra({"--no-smoke", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(json::parse(r.out)["check"]["smoke"]["ran"], false);
+  EXPECT_TRUE(requestsOf("revise").empty());
+}
+
 TEST_F(UltraTest, ADraftThatStaysInvalidIsWrittenAndExitsTwo) {
   serve(Protocol::kOpenAi);
   script("analyze", analysis());
