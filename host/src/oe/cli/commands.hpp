@@ -27,5 +27,7 @@ void addInstallCommand(CLI::App& app, int& exit_code);
 void addInstalledCommand(CLI::App& app, int& exit_code);
 void addSubmitCommand(CLI::App& app, int& exit_code);
 void addDemoCommand(CLI::App& app, int& exit_code);
+void addUltraCommand(CLI::App& app, int& exit_code);
+void addUltraReviseCommand(CLI::App& app, int& exit_code);
 
 }  // namespace oe::cli

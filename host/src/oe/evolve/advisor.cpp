@@ -4,45 +4,11 @@
 
 #include <map>
 
+#include "oe/llm/host_call.hpp"
 #include "oe/state/state_store.hpp"
 
 namespace oe::evolve {
 namespace {
-
-// The host context of the advisor's single call: logs and node.* events go to the sink (there
-// is no run log to append them to), oe.llm/1 to the LlmService; there is no state to read.
-class AdvisorCall final : public oe_host_ctx {
- public:
-  AdvisorCall(llm::LlmService& llm, std::string node_id, plugins::LogSink& sink)
-      : llm_(llm), node_id_(std::move(node_id)), sink_(sink) {}
-
-  void log(oe_log_level level, std::string_view message) override {
-    sink_.write(level, node_id_, message);
-  }
-  oe_status emitEvent(std::string_view type, std::string_view fields_json) override {
-    if (type == "node.activity") {
-      const Json fields = Json::parse(fields_json, nullptr, false);
-      if (fields.is_object() && fields.contains("message") && fields["message"].is_string()) {
-        sink_.write(OE_LOG_INFO, node_id_, fields["message"].get<std::string>());
-      }
-      return OE_OK;
-    }
-    // node.tokens is accounted by the service itself (usage below); other types have no log.
-    return type == "node.tokens" ? OE_OK : OE_FAILED_PRECONDITION;
-  }
-  oe_status llmComplete(std::string_view request_json, std::string& out) override {
-    llm::Answer answer = llm_.complete(llm::Site{this, node_id_, &usage_}, request_json);
-    out = std::move(answer.body);
-    return answer.status;
-  }
-  [[nodiscard]] const llm::Usage& usage() const { return usage_.usage; }
-
- private:
-  llm::LlmService& llm_;
-  std::string node_id_;
-  plugins::LogSink& sink_;
-  llm::CallUsage usage_;
-};
 
 std::string jsonString(std::string_view text) { return Json(std::string(text)).dump(); }
 
@@ -107,7 +73,7 @@ Result<AdvisorResult> askAdvisor(const plugins::PluginRegistry& registry, llm::L
         "install oe with its evolution plugin");
   }
   const std::string node_id = node_spec.value("id", "evolution");
-  AdvisorCall call(llm, node_id, sink);
+  llm::HostCall call(llm, node_id, sink);
   const std::string dir_json = jsonString(experience_dir.string());
   const std::string config =
       "{\"experience_dir\":" + dir_json + ",\"node\":" + node_spec.dump() + "}";

@@ -3,6 +3,7 @@
 
 #include <cstring>
 
+#include "oe/llm/stand_in.hpp"
 #include "oe/plugins/host_context.hpp"
 
 namespace oe::llm {
@@ -148,6 +149,11 @@ Answer LlmService::complete(const Site& site, std::string_view request_json) {
     return fail(OE_INVALID_ARGUMENT,
                 nodeTag(site) + "oe.llm/1 request is not a JSON object with a \"messages\" array");
   }
+  if (settings_.stand_in) {
+    const Json answer = standInResponse(request);
+    account(site, "stand-in", answer["model"].get<std::string>(), answer, Ledger::Reservation{});
+    return Answer{OE_OK, answer.dump()};
+  }
   const std::string key = requestKey(request);
 
   if (replayer_) {
@@ -284,6 +290,12 @@ Answer LlmService::beginCli(const Site& site, std::string_view request_json) {
     return fail(OE_RESOURCE_EXHAUSTED,
                 nodeTag(site) + refused->message + "; the " + provider + " CLI was not started");
   }
+  if (settings_.stand_in) {
+    const auto it = settings_.stand_in_cli_stdout.find(site.node_id);
+    return Answer{OE_OK,
+                  standInCliOutcome(it != settings_.stand_in_cli_stdout.end() ? it->second : "{}")
+                      .dump()};
+  }
   if (!replayer_) {
     return Answer{OE_OK, {}};
   }
@@ -316,7 +328,7 @@ Answer LlmService::finishCli(const Site& site, std::string_view request_json,
   if (auto usage = outcome.find("usage"); usage != outcome.end() && usage->is_object()) {
     accountCli(site, provider, *usage);
   }
-  if (recorder_) {
+  if (recorder_ && !settings_.stand_in) {
     if (auto recorded = recorder_->appendCli(cliRequestKey(*request), site.node_id, provider,
                                              *request, outcome);
         !recorded && site.ctx != nullptr) {

@@ -53,6 +53,12 @@ struct Settings {
   std::map<std::string, Price, std::less<>> prices;  // model -> price; shipped defaults + YAML
   std::optional<std::filesystem::path> record_file;  // --llm-record
   std::optional<std::filesystem::path> replay_file;  // --llm-replay
+  // Every call answered by a schema-shaped stand-in (stand_in.hpp), with no provider: `oe
+  // ultra`'s smoke run of a draft. Wins over replay; nothing is recorded.
+  bool stand_in = false;
+  // With stand_in: what the stand-in coding CLI prints for a cli-agent node (by node id), so a
+  // node with `output_format: json` and a schema gets an object that passes it; "{}" otherwise.
+  std::map<std::string, std::string, std::less<>> stand_in_cli_stdout;
   Environment env;
 };
 
