@@ -13,6 +13,8 @@
 
 namespace oe::llm {
 
+class CallObserver;  // llm_service.hpp
+
 // One `runtime.limits` entry. Absent members do not limit.
 struct Limit {
   std::optional<int> max_in_flight;
@@ -54,6 +56,9 @@ struct Settings {
   std::optional<std::filesystem::path> record_file;  // --llm-record
   std::optional<std::filesystem::path> replay_file;  // --llm-replay
   Environment env;
+  // Sees every oe.llm/1 call when set (oe run --otel, docs/telemetry.md); not owned, outlives
+  // the run. Null costs a completion one branch.
+  CallObserver* observer = nullptr;
 };
 
 // The shipped list prices (USD per million tokens, as published by the providers).
