@@ -36,30 +36,85 @@ std::string randomHex(size_t bytes) {
   return out;
 }
 
-Json encodeValue(const AttributeValue& value) {
+// The encoding is written out directly rather than built as a JSON tree: a run exports a span
+// per node, and the tree's allocations were most of the exporter thread's time.
+// Strings go through jsonQuoted: error messages come from plugins and programs, and invalid
+// UTF-8 is replaced, not thrown on.
+void appendValue(std::string& out, const AttributeValue& value) {
   struct Visit {
-    Json operator()(const std::string& s) const { return {{"stringValue", s}}; }
+    std::string& out;
+    void operator()(const std::string& s) const {
+      out += "{\"stringValue\":";
+      out += jsonQuoted(s);
+      out += '}';
+    }
     // OTLP JSON: int64 is a decimal string, so a 53-bit JSON reader loses nothing.
-    Json operator()(int64_t i) const { return {{"intValue", std::to_string(i)}}; }
-    Json operator()(double d) const { return {{"doubleValue", d}}; }
-    Json operator()(bool b) const { return {{"boolValue", b}}; }
-    Json operator()(const std::vector<std::string>& list) const {
-      Json values = Json::array();
-      for (const auto& s : list) {
-        values.push_back({{"stringValue", s}});
+    void operator()(int64_t i) const {
+      out += "{\"intValue\":\"";
+      out += std::to_string(i);
+      out += "\"}";
+    }
+    void operator()(double d) const {
+      out += "{\"doubleValue\":";
+      out += Json(d).dump();  // shortest round-trip form; NaN and infinities become null
+      out += '}';
+    }
+    void operator()(bool b) const { out += b ? "{\"boolValue\":true}" : "{\"boolValue\":false}"; }
+    void operator()(const std::vector<std::string>& list) const {
+      out += "{\"arrayValue\":{\"values\":[";
+      for (size_t i = 0; i < list.size(); ++i) {
+        if (i > 0) {
+          out += ',';
+        }
+        (*this)(list[i]);
       }
-      return {{"arrayValue", {{"values", std::move(values)}}}};
+      out += "]}}";
     }
   };
-  return std::visit(Visit{}, value);
+  std::visit(Visit{out}, value);
 }
 
-Json encodeAttributes(const Attributes& attributes) {
-  Json out = Json::array();
-  for (const auto& attribute : attributes) {
-    out.push_back({{"key", attribute.key}, {"value", encodeValue(attribute.value)}});
+void appendAttributes(std::string& out, const Attributes& attributes) {
+  out += '[';
+  for (size_t i = 0; i < attributes.size(); ++i) {
+    if (i > 0) {
+      out += ',';
+    }
+    out += "{\"key\":";
+    out += jsonQuoted(attributes[i].key);
+    out += ",\"value\":";
+    appendValue(out, attributes[i].value);
+    out += '}';
   }
-  return out;
+  out += ']';
+}
+
+void appendSpan(std::string& out, const Span& span) {
+  out += "{\"traceId\":";
+  out += jsonQuoted(span.trace_id);
+  out += ",\"spanId\":";
+  out += jsonQuoted(span.span_id);
+  if (!span.parent_span_id.empty()) {  // a root span has none, not an empty string
+    out += ",\"parentSpanId\":";
+    out += jsonQuoted(span.parent_span_id);
+  }
+  out += ",\"name\":";
+  out += jsonQuoted(span.name);
+  out += ",\"kind\":";
+  out += std::to_string(static_cast<int>(span.kind));
+  out += ",\"startTimeUnixNano\":\"";
+  out += std::to_string(span.start_ns);
+  out += "\",\"endTimeUnixNano\":\"";
+  out += std::to_string(span.end_ns);
+  out += "\",\"attributes\":";
+  appendAttributes(out, span.attributes);
+  out += ",\"status\":{\"code\":";
+  out += std::to_string(static_cast<int>(span.status));
+  if (!span.status_message.empty()) {
+    out += ",\"message\":";
+    out += jsonQuoted(span.status_message);
+  }
+  out += "}}";
 }
 
 }  // namespace
@@ -75,33 +130,21 @@ uint64_t nowUnixNanos() {
 
 std::string encodeTraces(const Attributes& resource, std::string_view scope_version,
                          const std::vector<Span>& spans) {
-  Json encoded = Json::array();
-  for (const Span& span : spans) {
-    Json s = {{"traceId", span.trace_id},
-              {"spanId", span.span_id},
-              {"name", span.name},
-              {"kind", static_cast<int>(span.kind)},
-              {"startTimeUnixNano", std::to_string(span.start_ns)},
-              {"endTimeUnixNano", std::to_string(span.end_ns)},
-              {"attributes", encodeAttributes(span.attributes)}};
-    if (!span.parent_span_id.empty()) {
-      s["parentSpanId"] = span.parent_span_id;
+  std::string out;
+  out.reserve(512 + spans.size() * 768);
+  out += "{\"resourceSpans\":[{\"resource\":{\"attributes\":";
+  appendAttributes(out, resource);
+  out += "},\"scopeSpans\":[{\"scope\":{\"name\":\"oe\",\"version\":";
+  out += jsonQuoted(scope_version);
+  out += "},\"spans\":[";
+  for (size_t i = 0; i < spans.size(); ++i) {
+    if (i > 0) {
+      out += ',';
     }
-    Json status = {{"code", static_cast<int>(span.status)}};
-    if (!span.status_message.empty()) {
-      status["message"] = span.status_message;
-    }
-    s["status"] = std::move(status);
-    encoded.push_back(std::move(s));
+    appendSpan(out, spans[i]);
   }
-  Json body = {
-      {"resourceSpans",
-       Json::array(
-           {{{"resource", {{"attributes", encodeAttributes(resource)}}},
-             {"scopeSpans", Json::array({{{"scope", {{"name", "oe"}, {"version", scope_version}}},
-                                          {"spans", std::move(encoded)}}})}}})}};
-  // Error messages come from plugins and programs: invalid UTF-8 is replaced, not thrown on.
-  return body.dump(-1, ' ', false, Json::error_handler_t::replace);
+  out += "]}]}]}";
+  return out;
 }
 
 }  // namespace oe::telemetry
