@@ -18,9 +18,10 @@ using test::FakeLlmServer;
 using test::FakeResponse;
 
 Span spanNamed(const std::string& name) {
+  IdGenerator ids;
   Span span;
-  span.trace_id = newTraceId();
-  span.span_id = newSpanId();
+  span.trace_id = ids.traceId();
+  span.span_id = ids.spanId();
   span.name = name;
   span.start_ns = nowUnixNanos();
   span.end_ns = span.start_ns + 1;

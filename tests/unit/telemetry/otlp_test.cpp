@@ -17,9 +17,12 @@ TEST(OtlpIds, AreLowercaseHexOfTheRightLengthAndDiffer) {
   static const std::regex kTrace("^[0-9a-f]{32}$");
   static const std::regex kSpan("^[0-9a-f]{16}$");
   std::set<std::string> seen;
+  IdGenerator ids;
+  IdGenerator other;  // seeded apart: two runs' ids differ too
   for (int i = 0; i < 100; ++i) {
-    const std::string trace = newTraceId();
-    const std::string span = newSpanId();
+    const std::string trace = ids.traceId();
+    const std::string span = ids.spanId();
+    EXPECT_TRUE(seen.insert(other.spanId()).second);
     EXPECT_TRUE(std::regex_match(trace, kTrace)) << trace;
     EXPECT_TRUE(std::regex_match(span, kSpan)) << span;
     EXPECT_TRUE(seen.insert(trace).second);

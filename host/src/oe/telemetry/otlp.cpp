@@ -11,31 +11,6 @@
 namespace oe::telemetry {
 namespace {
 
-std::string randomHex(size_t bytes) {
-  unsigned char b[16] = {};
-  if (RAND_bytes(b, static_cast<int>(bytes)) != 1) {
-    std::random_device dev;  // OpenSSL failing is near impossible; the kernel's is as good
-    for (size_t i = 0; i < bytes; ++i) {
-      b[i] = static_cast<unsigned char>(dev());
-    }
-  }
-  bool zero = true;
-  for (size_t i = 0; i < bytes; ++i) {
-    zero = zero && b[i] == 0;
-  }
-  if (zero) {
-    b[bytes - 1] = 1;  // all-zero ids are invalid in OTLP
-  }
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(bytes * 2);
-  for (size_t i = 0; i < bytes; ++i) {
-    out += kHex[b[i] >> 4];
-    out += kHex[b[i] & 0x0F];
-  }
-  return out;
-}
-
 // The encoding is written out directly rather than built as a JSON tree: a run exports a span
 // per node, and the tree's allocations were most of the exporter thread's time.
 // Strings go through jsonQuoted: error messages come from plugins and programs, and invalid
@@ -119,8 +94,38 @@ void appendSpan(std::string& out, const Span& span) {
 
 }  // namespace
 
-std::string newTraceId() { return randomHex(16); }
-std::string newSpanId() { return randomHex(8); }
+IdGenerator::IdGenerator() {
+  uint32_t seed[8] = {};
+  if (RAND_bytes(reinterpret_cast<unsigned char*>(seed), sizeof seed) != 1) {
+    std::random_device dev;  // OpenSSL failing is near impossible; the kernel's is as good
+    for (uint32_t& word : seed) {
+      word = dev();
+    }
+  }
+  std::seed_seq sequence(std::begin(seed), std::end(seed));
+  engine_.seed(sequence);
+}
+
+std::string IdGenerator::hex(size_t words) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out(words * 16, '0');
+  bool zero = true;
+  for (size_t w = 0; w < words; ++w) {
+    uint64_t value = engine_();
+    zero = zero && value == 0;
+    for (size_t i = 0; i < 16; ++i) {
+      out[w * 16 + 15 - i] = kHex[value & 0x0F];
+      value >>= 4;
+    }
+  }
+  if (zero) {
+    out.back() = '1';  // all-zero ids are invalid in OTLP
+  }
+  return out;
+}
+
+std::string IdGenerator::traceId() { return hex(2); }
+std::string IdGenerator::spanId() { return hex(1); }
 
 uint64_t nowUnixNanos() {
   return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <random>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -39,9 +40,20 @@ struct Span {
   std::string status_message;  // with kError
 };
 
-// Random ids from OpenSSL's generator, never all zero (an invalid id to OTLP).
-[[nodiscard]] std::string newTraceId();
-[[nodiscard]] std::string newSpanId();
+// Trace and span ids: random, never all zero (an invalid id to OTLP). A 64-bit generator seeded
+// once from OpenSSL: ids must be unique and unpredictable enough for a trace, not secret, and
+// RAND_bytes per span was half of the tracer's cost per node. Not thread-safe: one per owner,
+// used under the owner's lock.
+class IdGenerator {
+ public:
+  IdGenerator();
+  [[nodiscard]] std::string traceId();  // 32 lowercase hex digits
+  [[nodiscard]] std::string spanId();   // 16 lowercase hex digits
+
+ private:
+  std::string hex(size_t words);
+  std::mt19937_64 engine_;
+};
 
 // Nanoseconds since the Unix epoch, now.
 [[nodiscard]] uint64_t nowUnixNanos();

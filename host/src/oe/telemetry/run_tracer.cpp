@@ -61,8 +61,8 @@ RunTracer::RunTracer(Sink sink, std::string experience_name,
     : sink_(std::move(sink)),
       experience_name_(std::move(experience_name)),
       kinds_(std::move(kinds)),
-      trace_id_(newTraceId()),
-      run_span_id_(newSpanId()) {}
+      trace_id_(ids_.traceId()),
+      run_span_id_(ids_.spanId()) {}
 
 uint64_t RunTracer::spans() const {
   std::lock_guard lock(mutex_);
@@ -93,7 +93,8 @@ void RunTracer::onEvent(const Json& event) {
   }
   const std::string node_id = stringOf(event, "node_id");
   if (type == "node.started") {
-    open_[node_id].push_back(Attempt{newSpanId(), nowUnixNanos(), 1, stringOf(event, "phase"), {}});
+    open_[node_id].push_back(
+        Attempt{ids_.spanId(), nowUnixNanos(), 1, stringOf(event, "phase"), {}});
   } else if (type == "node.retry") {
     // The failed attempt ends now; the next one starts after the backoff (the engine emits no
     // event when it does).
@@ -105,7 +106,7 @@ void RunTracer::onEvent(const Json& event) {
       phase = it->second.front().phase;
     }
     endAttempt(node_id, event, StatusCode::kError, stringOf(event, "error"));
-    open_[node_id].push_back(Attempt{newSpanId(),
+    open_[node_id].push_back(Attempt{ids_.spanId(),
                                      nowUnixNanos() + static_cast<uint64_t>(delay_ms) * 1000000,
                                      attempt + 1,
                                      std::move(phase),
@@ -115,7 +116,7 @@ void RunTracer::onEvent(const Json& event) {
       // A replay from the node cache: no attempt ran; a span of no length says it was served.
       const uint64_t now = nowUnixNanos();
       Span span =
-          nodeSpan(node_id, Attempt{newSpanId(), now, 0, stringOf(event, "phase"), {}}, now);
+          nodeSpan(node_id, Attempt{ids_.spanId(), now, 0, stringOf(event, "phase"), {}}, now);
       span.attributes.push_back({"oe.cache.hit", true});
       emit(std::move(span));
       return;
@@ -141,7 +142,7 @@ void RunTracer::onLlmCall(const llm::CallRecord& call) {
   }
   Span span;
   span.trace_id = trace_id_;
-  span.span_id = newSpanId();
+  span.span_id = ids_.spanId();
   span.parent_span_id = run_span_id_;
   if (auto it = open_.find(call.node_id); it != open_.end() && !it->second.empty()) {
     span.parent_span_id = it->second.front().span_id;
@@ -232,10 +233,12 @@ Span RunTracer::nodeSpan(const std::string& node_id, const Attempt& attempt,
 void RunTracer::endAttempt(const std::string& node_id, const Json& event, StatusCode status,
                            std::string message) {
   const uint64_t now = nowUnixNanos();
-  Attempt attempt{newSpanId(), now, 1, stringOf(event, "phase"), {}};
+  Attempt attempt;
   if (auto it = open_.find(node_id); it != open_.end() && !it->second.empty()) {
     attempt = std::move(it->second.front());
     it->second.pop_front();
+  } else {
+    attempt = Attempt{ids_.spanId(), now, 1, stringOf(event, "phase"), {}};
   }
   Span span = nodeSpan(node_id, attempt, now);
   span.status = status;

@@ -55,6 +55,7 @@ class RunTracer final : public llm::CallObserver {
   Sink sink_;
   std::string experience_name_;
   std::map<std::string, std::string, std::less<>> kinds_;
+  IdGenerator ids_;  // under mutex_ (the constructor uses it before any other thread can)
   const std::string trace_id_;
   const std::string run_span_id_;
 
