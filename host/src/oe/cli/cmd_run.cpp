@@ -18,6 +18,7 @@
 #include "oe/events/event_log.hpp"
 #include "oe/llm/llm_service.hpp"
 #include "oe/run/run.hpp"
+#include "oe/telemetry/run_telemetry.hpp"
 
 namespace oe::cli {
 namespace {
@@ -44,6 +45,7 @@ struct RunArgs {
   bool last = false;   // resume: the newest run
 
   bool evolve = false;  // run: `oe evolve` the run after it succeeded
+  bool otel = false;    // export the run's trace over OTLP (docs/telemetry.md)
 };
 
 // What the runs a resumed run continues already spent on LLM calls: the chain's earlier total
@@ -304,9 +306,19 @@ int execute(const RunArgs& a, const std::string& path, Json run_args,
   if (!resumed_from.empty()) {
     changes = definitionChanges(*experience, resumed_from);
   }
+  auto otel = telemetry::RunTelemetry::start(a.otel, telemetry::processEnvironment(), *experience,
+                                             std::cerr);
+  if (otel) {
+    options.on_event = otel->listener(std::move(options.on_event));
+    options.llm.observer = otel->observer();
+  }
   const auto start = std::chrono::steady_clock::now();
   auto summary = run::runExperience(*experience, sinked, options);
   progress.reset();  // no "still running" line after the summary
+  if (otel) {
+    otel->finish(summary ? run::toString(summary->status) : "failed");
+    options.llm.observer = nullptr;  // --evolve's calls are not part of the run's trace
+  }
   if (!summary) {
     std::cerr << "oe: " << summary.error().message << '\n';
     return kExitFailed;
@@ -419,6 +431,9 @@ void addCommonFlags(CLI::App& cmd, RunArgs& a) {
                  "Token budget of the run (overrides runtime.budget.max_tokens)");
   cmd.add_option("--max-cost-usd", a.max_cost_usd,
                  "Cost budget of the run in USD (overrides runtime.budget.max_cost_usd)");
+  cmd.add_flag("--otel", a.otel,
+               "Export the run's trace (a span per node attempt and LLM call) over OTLP/HTTP "
+               "to OTEL_EXPORTER_OTLP_ENDPOINT, else http://localhost:4318");
   cmd.add_flag("--wait", a.wait,
                "If another run is using this experience's state, wait for it to end instead of "
                "refusing to start");

@@ -143,6 +143,25 @@ Result<const LlmService::Provider*> LlmService::provider() {
 }
 
 Answer LlmService::complete(const Site& site, std::string_view request_json) {
+  CallObserver* observer = settings_.observer;
+  if (observer == nullptr) {
+    return completeCall(site, request_json, nullptr);
+  }
+  CallRecord record;
+  record.node_id = site.node_id;
+  record.start = std::chrono::system_clock::now();
+  Answer answer = completeCall(site, request_json, &record);
+  record.end = std::chrono::system_clock::now();
+  record.status = answer.status;
+  if (answer.status != OE_OK) {
+    record.error = answer.body;
+  }
+  observer->onLlmCall(record);
+  return answer;
+}
+
+Answer LlmService::completeCall(const Site& site, std::string_view request_json,
+                                CallRecord* record) {
   Json request = Json::parse(request_json, nullptr, false);
   if (request.is_discarded() || !request.is_object() || !request.contains("messages") ||
       !request["messages"].is_array()) {
@@ -167,6 +186,11 @@ Answer LlmService::complete(const Site& site, std::string_view request_json) {
                       replayer_->path().string());
     }
     const std::string model = found->response.value("model", request.value("model", ""));
+    if (record != nullptr) {
+      record->replayed = true;
+      record->provider = found->provider;
+      record->request_model = request.value("model", model);
+    }
     Usage used = Usage::fromJson(found->response.value("usage", Json::object()));
     Ledger::Reservation exact{used.tokens(), 0};
     if (const Price* price = findPrice(settings_, model)) {
@@ -180,7 +204,7 @@ Answer LlmService::complete(const Site& site, std::string_view request_json) {
       }
       return fail(OE_RESOURCE_EXHAUSTED, nodeTag(site) + refused->message);
     }
-    account(site, found->provider, model, found->response, exact);
+    account(site, found->provider, model, found->response, exact, record);
     return Answer{OE_OK, found->response.dump()};
   }
 
@@ -195,6 +219,10 @@ Answer LlmService::complete(const Site& site, std::string_view request_json) {
     sent["model"] = p.default_model;
   }
   const std::string model = sent["model"].get<std::string>();
+  if (record != nullptr) {
+    record->provider = p.name;
+    record->request_model = model;
+  }
 
   // The most this call can spend: every input byte a token, plus the full max_tokens answer.
   const int64_t max_out = sent.value("max_tokens", kDefaultMaxTokens);
@@ -250,7 +278,7 @@ Answer LlmService::complete(const Site& site, std::string_view request_json) {
   if (!answer.contains("model")) {
     answer["model"] = model;
   }
-  account(site, p.name, model, answer, need);
+  account(site, p.name, model, answer, need, record);
   if (recorder_) {
     if (auto recorded = recorder_->append(key, site.node_id, p.name, request, answer);
         !recorded && site.ctx != nullptr) {
@@ -401,7 +429,8 @@ void LlmService::giveBack(const RateLimiter::Ticket& ticket, int64_t actual_toke
 }
 
 void LlmService::account(const Site& site, std::string_view provider, const std::string& model,
-                         const Json& response, const Ledger::Reservation& reserved) {
+                         const Json& response, const Ledger::Reservation& reserved,
+                         CallRecord* record) {
   Usage used = Usage::fromJson(response.value("usage", Json::object()));
   used.calls = 1;
   const std::string& used_model = response.contains("model") && response["model"].is_string()
@@ -419,6 +448,15 @@ void LlmService::account(const Site& site, std::string_view provider, const std:
   ledger_.settle(reserved, used);
   if (site.usage != nullptr) {
     site.usage->usage += used;
+  }
+  if (record != nullptr) {
+    record->usage = used;
+    record->priced = price != nullptr;
+    record->response_model = used_model;
+    if (auto reason = response.find("stop_reason");
+        reason != response.end() && reason->is_string()) {
+      record->finish_reason = reason->get<std::string>();
+    }
   }
   if (site.ctx != nullptr && response.contains("usage")) {
     // Upstream's fields in upstream's order, then oe's.

@@ -6,6 +6,7 @@
 
 #include <oe/ext/llm.h>
 
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -38,6 +39,30 @@ struct Site {
 struct Answer {
   oe_status status = OE_OK;
   std::string body;  // the response JSON on OE_OK, else the message
+};
+
+// One oe.llm/1 call as the service saw it, for telemetry (docs/telemetry.md).
+struct CallRecord {
+  std::string node_id;
+  std::string provider;        // "openai", "anthropic"; empty when none could be chosen
+  std::string request_model;   // the model asked for (the provider's default when none was)
+  std::string response_model;  // the model that answered (empty when none did)
+  Usage usage;                 // tokens; cost_usd when `priced`
+  bool priced = false;
+  std::string finish_reason;  // the response's stop_reason
+  bool replayed = false;      // answered from --llm-replay's recording
+  oe_status status = OE_OK;
+  std::string error;  // the node's error message when status is not OE_OK
+  std::chrono::system_clock::time_point start;
+  std::chrono::system_clock::time_point end;
+};
+
+// Told about every completion after it ended. [any worker thread, concurrently] Must not block:
+// it runs on the node's thread, inside its attempt.
+class CallObserver {
+ public:
+  virtual ~CallObserver() = default;
+  virtual void onLlmCall(const CallRecord& call) = 0;
 };
 
 // Provider and default model as reference §7 picks them.
@@ -90,9 +115,10 @@ class LlmService {
   };
   LlmService(Settings settings, const plugins::PluginRegistry& registry, Usage prior);
   Result<const Provider*> provider();  // resolved on the first live call, then cached
-  Answer call(const Site& site, const Json& request, const std::string& key);
+  // complete() without the observer; `record` (may be null) receives what the call was.
+  Answer completeCall(const Site& site, std::string_view request_json, CallRecord* record);
   void account(const Site& site, std::string_view provider, const std::string& model,
-               const Json& response, const Ledger::Reservation& reserved);
+               const Json& response, const Ledger::Reservation& reserved, CallRecord* record);
   // A CLI run's usage ({input_tokens, output_tokens, model, cost_usd}), known only afterwards:
   // settled without a reservation, priced from the CLI's own cost, else runtime.prices.
   void accountCli(const Site& site, std::string_view provider, const Json& usage);

@@ -13,6 +13,8 @@
 
 namespace oe::llm {
 
+class CallObserver;  // llm_service.hpp
+
 // One `runtime.limits` entry. Absent members do not limit.
 struct Limit {
   std::optional<int> max_in_flight;
@@ -60,6 +62,9 @@ struct Settings {
   // node with `output_format: json` and a schema gets an object that passes it; "{}" otherwise.
   std::map<std::string, std::string, std::less<>> stand_in_cli_stdout;
   Environment env;
+  // Sees every oe.llm/1 call when set (oe run --otel, docs/telemetry.md); not owned, outlives
+  // the run. Null costs a completion one branch.
+  CallObserver* observer = nullptr;
 };
 
 // The shipped list prices (USD per million tokens, as published by the providers).
