@@ -37,6 +37,7 @@ int main(int argc, char** argv) {
   addInstalledCommand(app, exit_code);
   addSubmitCommand(app, exit_code);
   addDemoCommand(app, exit_code);
+  addMcpCommand(app, exit_code);
   // CLI11 would call an unknown command a missing one ("A subcommand is required"). The top
   // level takes no positional argument, so the first one is the command.
   for (int i = 1; i < argc; ++i) {

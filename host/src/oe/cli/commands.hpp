@@ -27,5 +27,6 @@ void addInstallCommand(CLI::App& app, int& exit_code);
 void addInstalledCommand(CLI::App& app, int& exit_code);
 void addSubmitCommand(CLI::App& app, int& exit_code);
 void addDemoCommand(CLI::App& app, int& exit_code);
+void addMcpCommand(CLI::App& app, int& exit_code);
 
 }  // namespace oe::cli
