@@ -46,7 +46,7 @@ struct RunArgs {
   bool fresh = false;  // run: start from an empty state
   bool wait = false;   // wait for a run that holds the state store
   bool last = false;   // resume: the newest run
-  int events_fd = -1;  // hidden --events-fd N: each event as a JSON line on fd N (`oe mcp`)
+  int events_fd = -1;  // hidden --events-fd N: run and node-end events as JSON lines (`oe mcp`)
 
   bool evolve = false;  // run: `oe evolve` the run after it succeeded
 };
@@ -244,7 +244,17 @@ std::function<void(const Json&)> eventsToFd(int fd, std::function<void(const Jso
     if (next) {
       next(event);
     }
-    out->write(event);  // a reader gone away turns it off; the run goes on
+    // Only what oe mcp reads crosses (the run's start and end, each node's end): the other
+    // events of a node would cost a dump and a write each for nothing (docs/mcp.md).
+    const auto type = event.find("type");
+    if (type == event.end() || !type->is_string()) {
+      return;
+    }
+    const auto& name = type->get_ref<const std::string&>();
+    if (name.starts_with("run.") || name == "node.finished" || name == "node.failed" ||
+        name == "node.skipped") {
+      out->write(event);  // a reader gone away turns it off; the run goes on
+    }
   };
 }
 
