@@ -77,19 +77,26 @@ void addMcpCommand(CLI::App& app, int& exit_code) {
     std::signal(SIGPIPE, SIG_IGN);
 
     auto context = std::make_shared<McpContext>(McpContext{std::move(*guard), exe});
-    mcp::LineWriter out(rpc_fd);
     mcp::ServerInfo info;
     info.version = OE_VERSION_STRING;
     info.instructions = kInstructions;
-    mcp::Server server(info, mcpTools(context), mcpResources(context), out);
-    std::thread([&server, stop_signals] {
+    // Shared with the signal thread, which outlives this callback (it is never joined): a
+    // signal during the process's exit must not find the server gone.
+    struct Session {
+      Session(int fd, mcp::ServerInfo info, std::shared_ptr<const McpContext> context)
+          : out(fd), server(std::move(info), mcpTools(context), mcpResources(context), out) {}
+      mcp::LineWriter out;
+      mcp::Server server;
+    };
+    auto session = std::make_shared<Session>(rpc_fd, std::move(info), context);
+    std::thread([session, stop_signals] {
       int signal_number = 0;
       sigwait(&stop_signals, &signal_number);
-      server.shutdown();
+      session->server.shutdown();
       std::_Exit(128 + signal_number);
     }).detach();
     mcp::LineReader in(STDIN_FILENO);
-    exit_code = server.serve(in);
+    exit_code = session->server.serve(in);
   });
 }
 
