@@ -220,12 +220,21 @@ try {
               async () => {
     const controller = new AbortController();
     const progress = [];
+    // Cancelled once `wait` is running (its node.started is in the run's log): a SIGINT in the
+    // instant between two nodes is the engine's to order, not what this test is about.
+    const runs_dir = join(work, "slow", ".openexpertise", "runs");
+    const waitStarted = () => readdirSync(runs_dir).filter((f) => f.endsWith(".jsonl")).some(
+        (f) => readFileSync(join(runs_dir, f), "utf8").split("\n").some(
+            (line) => line.includes('"node.started"') && line.includes('"node_id":"wait"')));
+    let aborting = false;
     const pending = call("oe_run", { experience_path: "slow" }, {
       signal: controller.signal,
       onprogress: (p) => {
         progress.push(p);
-        if (/node quick/.test(p.message ?? "")) {
-          controller.abort("the test cancels");
+        if (/node quick/.test(p.message ?? "") && !aborting) {
+          aborting = true;
+          eventually("the wait node to start", async () => waitStarted())
+              .then(() => controller.abort("the test cancels"));
         }
       },
     });
