@@ -205,6 +205,15 @@ try {
     expect(out.mermaid.startsWith("flowchart LR"), out.mermaid);
   });
 
+  await check("oe_evolve without an API key is an error naming the keys", async () => {
+    // The SDKs pass the server only a safe environment (HOME, PATH, ...): no API key.
+    const result = await call("oe_evolve", { experience_path: "hello-tool", run_id });
+    expect(result.isError === true, `an error: ${JSON.stringify(result)}`);
+    expect(/ANTHROPIC_API_KEY|OPENAI_API_KEY/.test(result.content[0].text),
+           result.content[0].text);
+    expect(result.content[0].text.startsWith("error in oe_evolve: "), result.content[0].text);
+  });
+
   await check("the run's log and the state are resources", async () => {
     const { resources } = await client.listResources();
     const log = resources.find((r) => r.uri.startsWith("oe://runs/") && r.uri.endsWith(run_id));
