@@ -1,4 +1,6 @@
 // `oe run [path]` and `oe resume <run-id>`: execute an experience and print its final state.
+#include <fcntl.h>
+
 #include <algorithm>
 #include <cctype>
 #include <chrono>
@@ -6,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <memory>
 
@@ -17,6 +20,7 @@
 #include "oe/cli/run_history.hpp"
 #include "oe/events/event_log.hpp"
 #include "oe/llm/llm_service.hpp"
+#include "oe/mcp/framing.hpp"
 #include "oe/run/run.hpp"
 #include "oe/telemetry/run_telemetry.hpp"
 
@@ -43,6 +47,7 @@ struct RunArgs {
   bool fresh = false;  // run: start from an empty state
   bool wait = false;   // wait for a run that holds the state store
   bool last = false;   // resume: the newest run
+  int events_fd = -1;  // hidden --events-fd N: run and node-end events as JSON lines (`oe mcp`)
 
   bool evolve = false;  // run: `oe evolve` the run after it succeeded
   bool otel = false;    // export the run's trace over OTLP (docs/telemetry.md)
@@ -233,6 +238,28 @@ void printFinalState(const spec::Experience& experience, const Json& state,
   }
 }
 
+// --events-fd: `oe mcp` reads the events of the run it started from this fd, for its progress
+// notifications. The fd is not passed on to the programs the run starts.
+std::function<void(const Json&)> eventsToFd(int fd, std::function<void(const Json&)> next) {
+  ::fcntl(fd, F_SETFD, FD_CLOEXEC);
+  return [next = std::move(next), out = std::make_shared<mcp::LineWriter>(fd)](const Json& event) {
+    if (next) {
+      next(event);
+    }
+    // Only what oe mcp reads crosses (the run's start and end, each node's end): the other
+    // events of a node would cost a dump and a write each for nothing (docs/mcp.md).
+    const auto type = event.find("type");
+    if (type == event.end() || !type->is_string()) {
+      return;
+    }
+    const auto& name = type->get_ref<const std::string&>();
+    if (name.starts_with("run.") || name == "node.finished" || name == "node.failed" ||
+        name == "node.skipped") {
+      out->write(event);  // a reader gone away turns it off; the run goes on
+    }
+  };
+}
+
 int exitCodeOf(const run::RunSummary& s) {
   switch (s.status) {
     case run::RunStatus::kSuccess:
@@ -290,6 +317,9 @@ int execute(const RunArgs& a, const std::string& path, Json run_args,
   if (!a.quiet && !a.json) {
     progress = std::make_unique<Progress>();
     options.on_event = [p = progress.get()](const Json& event) { p->onEvent(event); };
+  }
+  if (a.events_fd >= 0) {
+    options.on_event = eventsToFd(a.events_fd, std::move(options.on_event));
   }
   StderrLog log_sink;
   plugins::PluginRegistry sinked(&log_sink);
@@ -434,6 +464,7 @@ void addCommonFlags(CLI::App& cmd, RunArgs& a) {
   cmd.add_flag("--otel", a.otel,
                "Export the run's trace (a span per node attempt and LLM call) over OTLP/HTTP "
                "to OTEL_EXPORTER_OTLP_ENDPOINT, else http://localhost:4318");
+  cmd.add_option("--events-fd", a.events_fd)->group("");  // for `oe mcp`, not for users
   cmd.add_flag("--wait", a.wait,
                "If another run is using this experience's state, wait for it to end instead of "
                "refusing to start");

@@ -46,23 +46,6 @@ std::optional<std::pair<std::string, std::string>> githubRepo(std::string url) {
   return std::nullopt;
 }
 
-std::string percentEncode(std::string_view text) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (const char c : text) {
-    const auto byte = static_cast<unsigned char>(c);
-    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
-        c == '_' || c == '.' || c == '~') {
-      out += c;
-    } else {
-      out += '%';
-      out += kHex[byte >> 4U];
-      out += kHex[byte & 0x0FU];
-    }
-  }
-  return out;
-}
-
 std::vector<std::string> splitTags(const std::string& text) {
   std::vector<std::string> tags;
   std::stringstream in(text);

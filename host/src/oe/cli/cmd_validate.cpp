@@ -22,28 +22,20 @@ void addValidateCommand(CLI::App& app, int& exit_code) {
   cmd->callback([a, &exit_code] {
     StderrLog sink;
     plugins::PluginRegistry registry(&sink);
-    const auto yaml_path = spec::resolveExperiencePath(a->path);
-    const spec::LoadResult loaded = spec::loadExperience(yaml_path);
-    const spec::Experience* experience = loaded.experience ? &*loaded.experience
-                                         : loaded.partial  ? &*loaded.partial
-                                                           : nullptr;
-    spec::KindCatalog catalog;
-    if (experience != nullptr) {
-      // Plugins only when there is something to check against them (not for a YAML error).
-      loadPlugins(registry, experience->dir);
-      reportPluginProblems(registry);
-      catalog = kindCatalog(registry);
-    }
-    const std::vector<Diagnostic> diagnostics = spec::checkLoaded(loaded, catalog, a->strict);
+    const Checked checked = checkExperience(a->path, registry, a->strict);
+    const std::vector<Diagnostic>& diagnostics = checked.diagnostics;
+    const spec::Experience* experience = checked.model();
     printDiagnostics(diagnostics);
-    if (!loaded.experience || hasErrors(diagnostics)) {
+    if (!checked.valid()) {
       printErrorCount(diagnostics, experience);
       exit_code = kExitFailed;
       return;
     }
-    std::cout << "experience valid: " << experience->file.string() << " (" << experience->nodes.size()
-              << (experience->nodes.size() == 1 ? " node, " : " nodes, ") << experience->edges.size()
-              << (experience->edges.size() == 1 ? " edge)" : " edges)") << '\n';
+    std::cout << "experience valid: " << experience->file.string() << " ("
+              << experience->nodes.size()
+              << (experience->nodes.size() == 1 ? " node, " : " nodes, ")
+              << experience->edges.size() << (experience->edges.size() == 1 ? " edge)" : " edges)")
+              << '\n';
     exit_code = kExitOk;
   });
 }

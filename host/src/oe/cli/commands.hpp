@@ -29,5 +29,6 @@ void addSubmitCommand(CLI::App& app, int& exit_code);
 void addDemoCommand(CLI::App& app, int& exit_code);
 void addUltraCommand(CLI::App& app, int& exit_code);
 void addUltraReviseCommand(CLI::App& app, int& exit_code);
+void addMcpCommand(CLI::App& app, int& exit_code);
 
 }  // namespace oe::cli

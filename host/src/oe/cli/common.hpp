@@ -49,6 +49,25 @@ void printErrorCount(const std::vector<Diagnostic>& diagnostics, const spec::Exp
 // Loads the yaml only (state/inspect/reset-state need the folder and the schema, not plugins).
 std::optional<spec::Experience> loadOnly(const std::filesystem::path& path_arg);
 
+// What `oe validate` checks, as values (`oe mcp`'s oe_validate and oe_graph return them rather
+// than print them): the load, and every diagnostic once the plugins are loaded into `registry`
+// (only when there is a model to check them against).
+struct Checked {
+  spec::LoadResult loaded;
+  std::vector<Diagnostic> diagnostics;
+  // The model checked: the experience, or the partial one of a structural error; null for a YAML
+  // error or a missing file.
+  [[nodiscard]] const spec::Experience* model() const;
+  [[nodiscard]] bool valid() const { return loaded.experience && !hasErrors(diagnostics); }
+};
+Checked checkExperience(const std::filesystem::path& path_arg, plugins::PluginRegistry& registry,
+                        bool strict);
+
+// RFC 3986 percent-encoding of everything but the unreserved characters, and its inverse
+// (nullopt for a malformed escape).
+std::string percentEncode(std::string_view text);
+std::optional<std::string> percentDecode(std::string_view text);
+
 // The folder of the experience that `arg` names (a folder with experience.yaml, or the yaml
 // file); nullopt, after saying why on stderr, when there is none there: `oe runs`, `oe inspect`
 // and `oe resume` of a wrong folder are bad invocations (exit 2), not empty histories.

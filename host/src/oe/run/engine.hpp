@@ -240,6 +240,10 @@ class Run {
   std::mutex inline_mutex_;
   Call* inline_call_ = nullptr;
   bool signalled_ = false;
+  // The SIGINT/SIGTERM that came (guarded by inline_mutex_), set before the inline call is
+  // cancelled: that call's completion can be queued ahead of the signal's cancelAll and finish the
+  // run, which must still be `interrupted` (finishRun reads it).
+  int pending_signal_ = 0;
   bool cancelling_ = false;
   bool main_done_ = false;
   bool finished_ = false;

@@ -180,6 +180,7 @@ RunSummary Run::execute() {
     {
       std::lock_guard lock(inline_mutex_);
       signalled_ = true;
+      pending_signal_ = signal_number;
       if (inline_call_ != nullptr) {
         inline_call_->requestCancel();
       }
@@ -208,6 +209,13 @@ RunSummary Run::execute() {
 void Run::finishRun() {
   if (finished_) {
     return;
+  }
+  {
+    // A signal whose cancelAll is still queued behind the completion that ended the run.
+    std::lock_guard lock(inline_mutex_);
+    if (summary_.signal == 0 && !cancelling_) {
+      summary_.signal = pending_signal_;
+    }
   }
   // D6, plus D7: a run stopped by fail_run (or a signal) is `failed`.
   summary_.status = decideStatus(cancelling_, any_success_, any_failure_, summary_.signal);
