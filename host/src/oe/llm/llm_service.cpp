@@ -170,7 +170,8 @@ Answer LlmService::completeCall(const Site& site, std::string_view request_json,
   }
   if (settings_.stand_in) {
     const Json answer = standInResponse(request);
-    account(site, "stand-in", answer["model"].get<std::string>(), answer, Ledger::Reservation{});
+    account(site, "stand-in", answer["model"].get<std::string>(), answer, Ledger::Reservation{},
+            record);
     return Answer{OE_OK, answer.dump()};
   }
   const std::string key = requestKey(request);
