@@ -32,12 +32,14 @@ Dashboard::Dashboard(const std::vector<NodeInfo>& nodes) {
     if (inserted) {
       GroupState group;
       group.phase = info.phase;
-      group.title = info.phase_title.empty() ? info.phase : info.phase_title;
+      // Names from the experience are shown as safe lines too: YAML strings can hold escapes.
+      group.title = safeLine(info.phase_title.empty() ? info.phase : info.phase_title);
       groups_.push_back(std::move(group));
     }
     NodeState node;
     node.id = info.id;
-    node.kind = info.kind;
+    node.label = safeLine(info.id);
+    node.kind = safeLine(info.kind);
     node.group = it->second;
     node.for_each = info.for_each;
     GroupState& group = groups_[node.group];
@@ -63,7 +65,7 @@ void Dashboard::apply(const Json& event) {
   }
   const std::string type = stringField(event, "type");
   if (type == "run.started") {
-    run_id_ = stringField(event, "run_id");
+    run_id_ = safeLine(stringField(event, "run_id"));
     run_status_ = "running";
     ++version_;
     return;
@@ -105,7 +107,7 @@ void Dashboard::apply(const Json& event) {
     } else {
       setStatus(index, from_cache ? NodeStatus::kCached : NodeStatus::kDone);
     }
-    addFeed((from_cache ? "cached  " : "ok      ") + node.id);
+    addFeed((from_cache ? "cached  " : "ok      ") + node.label);
   } else if (type == "node.failed") {
     node.error = safeLine(stringField(event, "error"));
     callEnded(index);
@@ -114,10 +116,10 @@ void Dashboard::apply(const Json& event) {
     } else {
       setStatus(index, NodeStatus::kFailed);
     }
-    addFeed("FAILED  " + node.id + ": " + node.error);
+    addFeed("FAILED  " + node.label + ": " + node.error);
   } else if (type == "node.skipped") {
     setStatus(index, NodeStatus::kSkipped);
-    addFeed("skipped " + node.id + " (" + safeLine(stringField(event, "reason")) + ")");
+    addFeed("skipped " + node.label + " (" + safeLine(stringField(event, "reason")) + ")");
   } else if (type == "node.items") {
     // Live only (the engine's on_event, not the log): a for_each's item count as it starts.
     node.items = intField(event, "count");
@@ -128,7 +130,7 @@ void Dashboard::apply(const Json& event) {
     }
   } else if (type == "node.activity") {
     node.activity = safeLine(stringField(event, "activity"));
-    addFeed("        " + node.id + ": " + node.activity);
+    addFeed("        " + node.label + ": " + node.activity);
   } else if (type == "node.tokens") {
     const int64_t in = intField(event, "input_tokens");
     const int64_t out = intField(event, "output_tokens");
@@ -143,9 +145,9 @@ void Dashboard::apply(const Json& event) {
   } else if (type == "node.retry") {
     node.activity = "retry after attempt " + std::to_string(intField(event, "attempt")) + ": " +
                     safeLine(stringField(event, "error"));
-    addFeed("retry   " + node.id + " " + node.activity);
+    addFeed("retry   " + node.label + " " + node.activity);
   } else if (type == "node.log") {
-    addFeed("log     " + node.id + ": " + safeLine(stringField(event, "message")));
+    addFeed("log     " + node.label + ": " + safeLine(stringField(event, "message")));
   } else {
     return;  // node.ready, state.write, ...: no change (reference §10)
   }
@@ -216,11 +218,11 @@ void Dashboard::callEnded(uint32_t index) {
   node.calls = std::max<int64_t>(0, node.calls - 1);  // a cache replay never started a call
 }
 
-void Dashboard::addFeed(std::string line) {
+void Dashboard::addFeed(const std::string& line) {
   if (feed_.size() == kFeedSize) {
     feed_.pop_front();
   }
-  feed_.push_back(std::move(line));
+  feed_.push_back(safeLine(line));  // node ids are the experience's, unchecked
 }
 
 }  // namespace oe::view

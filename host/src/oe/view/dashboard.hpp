@@ -30,7 +30,8 @@ struct NodeInfo {
 };
 
 struct NodeState {
-  std::string id;
+  std::string id;     // as the experience spells it (events name it so)
+  std::string label;  // the id as a safe line, for the screen
   std::string kind;
   uint32_t group = 0;
   NodeStatus status = NodeStatus::kPending;
@@ -90,7 +91,7 @@ class Dashboard {
   void unlinkRunning(uint32_t index);
   void itemSettled(uint32_t index, bool ok);
   void callEnded(uint32_t index);
-  void addFeed(std::string line);
+  void addFeed(const std::string& line);
 
   std::vector<NodeState> nodes_;
   std::vector<GroupState> groups_;

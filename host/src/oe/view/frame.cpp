@@ -73,7 +73,7 @@ std::string groupLine(const GroupState& g) {
 }
 
 std::string nodeRow(const NodeState& n, size_t id_columns) {
-  std::string line = "  " + std::string(statusTag(n.status)) + " " + padWidth(n.id, id_columns) +
+  std::string line = "  " + std::string(statusTag(n.status)) + " " + padWidth(n.label, id_columns) +
                      " " + padWidth(n.kind, kKindColumns);
   if (n.for_each) {
     line += " " + std::to_string(n.items_done + n.items_failed);
@@ -99,7 +99,7 @@ std::string nodeRow(const NodeState& n, size_t id_columns) {
 size_t idColumns(const Dashboard& d, const std::vector<uint32_t>& shown) {
   size_t widest = 4;
   for (uint32_t i : shown) {
-    widest = std::max(widest, displayWidth(d.nodes()[i].id));
+    widest = std::max(widest, displayWidth(d.nodes()[i].label));
   }
   return std::min(widest, kMaxIdColumns);
 }
