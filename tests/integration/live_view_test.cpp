@@ -48,8 +48,8 @@ class LiveViewTest : public OeTest {
   // Starts `oe <args>` in a detached session of `cols` x `rows`, under `script`, whose raw output
   // goes to raw.log. TERM is tmux's ("screen").
   void start(const std::string& args, int cols = 100, int rows = 30) {
-    const std::string command = std::string("env -u OE_PLUGIN_PATH script -qfec '") + OE_EXE +
-                                " " + args + "' " + (dir_.path() / "raw.log").string();
+    const std::string command = std::string("env -u OE_PLUGIN_PATH script -qfec '") + OE_EXE + " " +
+                                args + "' " + (dir_.path() / "raw.log").string();
     auto r = tmux({"new-session", "-d", "-s", "oe", "-x", std::to_string(cols), "-y",
                    std::to_string(rows), command});
     ASSERT_EQ(r.exit_code, 0) << "tmux new-session failed (install tmux: .ci/deps): " << r.err;

@@ -3,17 +3,12 @@
 
 #include <gtest/gtest.h>
 
+#include "unit/view/run_event.hpp"
+
 namespace oe::view {
 namespace {
 
-Json ev(std::string type, std::string node = {}, Json extra = Json::object()) {
-  Json e = {{"type", std::move(type)}, {"run_id", "r1"}};
-  if (!node.empty()) {
-    e["node_id"] = std::move(node);
-  }
-  e.update(extra);
-  return e;
-}
+using test::runEvent;
 
 Dashboard threeNodes() {
   return Dashboard({{"seed", "tool", "prep", "Preparation", false},
@@ -33,25 +28,25 @@ TEST(Dashboard, GroupsNodesByPhaseInOrderOfFirstNode) {
 
 TEST(Dashboard, FollowsARunThroughItsStatuses) {
   Dashboard d = threeNodes();
-  d.apply(ev("run.started"));
+  d.apply(runEvent("run.started"));
   EXPECT_EQ(d.runStatus(), "running");
-  EXPECT_EQ(d.runId(), "r1");
-  d.apply(ev("node.started", "seed"));
+  EXPECT_EQ(d.runId(), "0123456789abcdef");
+  d.apply(runEvent("node.started", "seed"));
   EXPECT_EQ(d.nodes()[0].status, NodeStatus::kRunning);
   EXPECT_EQ(d.groups()[0].running_head, 0u);
-  d.apply(ev("node.activity", "seed", {{"activity", "reading\x1b[31m files\nsecond line"}}));
+  d.apply(runEvent("node.activity", "seed", {{"activity", "reading\x1b[31m files\nsecond line"}}));
   EXPECT_EQ(d.nodes()[0].activity, "reading [31m files ...");  // no escape reaches the terminal
-  d.apply(ev("node.finished", "seed"));
+  d.apply(runEvent("node.finished", "seed"));
   EXPECT_EQ(d.nodes()[0].status, NodeStatus::kDone);
   EXPECT_EQ(d.groups()[0].running_head, kNoNode);
-  d.apply(ev("node.failed", "sum", {{"error", "boom"}}));
+  d.apply(runEvent("node.failed", "sum", {{"error", "boom"}}));
   EXPECT_EQ(d.nodes()[2].status, NodeStatus::kFailed);
   EXPECT_EQ(d.nodes()[2].error, "boom");
   EXPECT_EQ(d.groups()[1].failed, std::vector<uint32_t>{2});
   EXPECT_EQ(d.settled(), 2u);
-  d.apply(ev("node.skipped", "each", {{"reason", "predecessor failed or skipped"}}));
+  d.apply(runEvent("node.skipped", "each", {{"reason", "predecessor failed or skipped"}}));
   EXPECT_EQ(d.nodes()[1].status, NodeStatus::kSkipped);
-  d.apply(ev("run.finished", "", {{"status", "partial"}}));
+  d.apply(runEvent("run.finished", "", {{"status", "partial"}}));
   EXPECT_EQ(d.runStatus(), "finished: partial");
   EXPECT_TRUE(d.finished());
   EXPECT_EQ(d.settled(), 3u);
@@ -61,7 +56,7 @@ TEST(Dashboard, FollowsARunThroughItsStatuses) {
 
 TEST(Dashboard, ACacheReplayIsCachedNotDone) {
   Dashboard d = threeNodes();
-  d.apply(ev("node.finished", "seed", {{"cached", true}}));
+  d.apply(runEvent("node.finished", "seed", {{"cached", true}}));
   EXPECT_EQ(d.nodes()[0].status, NodeStatus::kCached);
   EXPECT_EQ(d.nodes()[0].calls, 0);  // never started: no negative count of calls
   EXPECT_EQ(d.feed().back(), "cached  seed");
@@ -69,10 +64,12 @@ TEST(Dashboard, ACacheReplayIsCachedNotDone) {
 
 TEST(Dashboard, TokensAddUpPerNodeAndInTotal) {
   Dashboard d = threeNodes();
-  d.apply(ev("node.tokens", "seed", {{"input_tokens", 100}, {"output_tokens", 20}, {"cost_usd", 0.5}}));
-  d.apply(ev("node.tokens", "seed", {{"input_tokens", 5}, {"output_tokens", 1}}));
-  d.apply(ev("node.tokens", "sum", {{"input_tokens", 7}, {"output_tokens", 3}, {"cost_usd", 0.25}}));
-  d.apply(ev("node.tokens", "ghost", {{"input_tokens", 1000}}));  // unknown nodes are ignored
+  d.apply(runEvent("node.tokens", "seed",
+                   {{"input_tokens", 100}, {"output_tokens", 20}, {"cost_usd", 0.5}}));
+  d.apply(runEvent("node.tokens", "seed", {{"input_tokens", 5}, {"output_tokens", 1}}));
+  d.apply(runEvent("node.tokens", "sum",
+                   {{"input_tokens", 7}, {"output_tokens", 3}, {"cost_usd", 0.25}}));
+  d.apply(runEvent("node.tokens", "ghost", {{"input_tokens", 1000}}));  // unknown nodes are ignored
   EXPECT_EQ(d.nodes()[0].input_tokens, 105);
   EXPECT_EQ(d.nodes()[0].output_tokens, 21);
   EXPECT_DOUBLE_EQ(d.nodes()[0].cost_usd, 0.5);
@@ -83,16 +80,16 @@ TEST(Dashboard, TokensAddUpPerNodeAndInTotal) {
 
 TEST(Dashboard, ForEachCountsItemsAndSettlesWithTheLast) {
   Dashboard d = threeNodes();
-  d.apply(ev("node.items", "each", {{"count", 3}}));
-  d.apply(ev("node.started", "each"));
-  d.apply(ev("node.started", "each"));
+  d.apply(runEvent("node.items", "each", {{"count", 3}}));
+  d.apply(runEvent("node.started", "each"));
+  d.apply(runEvent("node.started", "each"));
   EXPECT_EQ(d.nodes()[1].status, NodeStatus::kRunning);
   EXPECT_EQ(d.nodes()[1].calls, 2);
-  d.apply(ev("node.finished", "each"));
-  d.apply(ev("node.finished", "each", {{"cached", true}}));
+  d.apply(runEvent("node.finished", "each"));
+  d.apply(runEvent("node.finished", "each", {{"cached", true}}));
   EXPECT_EQ(d.nodes()[1].items_done, 2);
   EXPECT_EQ(d.nodes()[1].status, NodeStatus::kRunning);
-  d.apply(ev("node.failed", "each", {{"error", "item 2 broke"}}));
+  d.apply(runEvent("node.failed", "each", {{"error", "item 2 broke"}}));
   EXPECT_EQ(d.nodes()[1].items_failed, 1);
   EXPECT_EQ(d.nodes()[1].status, NodeStatus::kFailed);  // any failed item fails the node
   EXPECT_EQ(d.groups()[1].count(NodeStatus::kRunning), 0u);
@@ -100,15 +97,15 @@ TEST(Dashboard, ForEachCountsItemsAndSettlesWithTheLast) {
 
 TEST(Dashboard, AnEmptyForEachIsDone) {
   Dashboard d = threeNodes();
-  d.apply(ev("node.items", "each", {{"count", 0}}));
+  d.apply(runEvent("node.items", "each", {{"count", 0}}));
   EXPECT_EQ(d.nodes()[1].status, NodeStatus::kDone);
 }
 
 TEST(Dashboard, ReadyAndStateWritesChangeNothing) {
   Dashboard d = threeNodes();
   const uint64_t before = d.version();
-  d.apply(ev("node.ready", "seed"));
-  d.apply(ev("state.write", "seed", {{"field", "x"}}));
+  d.apply(runEvent("node.ready", "seed"));
+  d.apply(runEvent("state.write", "seed", {{"field", "x"}}));
   d.apply(Json::array());  // not an event at all
   EXPECT_EQ(d.version(), before);
   EXPECT_EQ(d.nodes()[0].status, NodeStatus::kPending);
@@ -121,11 +118,11 @@ TEST(Dashboard, RunningListKeepsStartOrderAcrossRemovals) {
   }
   Dashboard d(infos);
   for (int i = 0; i < 5; ++i) {
-    d.apply(ev("node.started", "n" + std::to_string(i)));
+    d.apply(runEvent("node.started", "n" + std::to_string(i)));
   }
-  d.apply(ev("node.finished", "n0"));
-  d.apply(ev("node.finished", "n2"));
-  d.apply(ev("node.finished", "n4"));
+  d.apply(runEvent("node.finished", "n0"));
+  d.apply(runEvent("node.finished", "n2"));
+  d.apply(runEvent("node.finished", "n4"));
   std::vector<uint32_t> running;
   for (uint32_t i = d.groups()[0].running_head; i != kNoNode; i = d.nodes()[i].next_running) {
     running.push_back(i);
@@ -138,7 +135,7 @@ TEST(Dashboard, TheFeedKeepsOnlyTheNewest) {
   std::vector<NodeInfo> infos{{"a", "tool", "", "", false}};
   Dashboard d(infos);
   for (size_t i = 0; i < Dashboard::kFeedSize + 10; ++i) {
-    d.apply(ev("node.activity", "a", {{"activity", "step " + std::to_string(i)}}));
+    d.apply(runEvent("node.activity", "a", {{"activity", "step " + std::to_string(i)}}));
   }
   EXPECT_EQ(d.feed().size(), Dashboard::kFeedSize);
   EXPECT_EQ(d.feed().back(), "        a: step " + std::to_string(Dashboard::kFeedSize + 9));

@@ -4,18 +4,12 @@
 #include <gtest/gtest.h>
 
 #include "oe/view/text.hpp"
+#include "unit/view/run_event.hpp"
 
 namespace oe::view {
 namespace {
 
-Json frameEvent(std::string type, std::string node = {}, Json extra = Json::object()) {
-  Json e = {{"type", std::move(type)}, {"run_id", "0123456789abcdef"}};
-  if (!node.empty()) {
-    e["node_id"] = std::move(node);
-  }
-  e.update(extra);
-  return e;
-}
+using test::runEvent;
 
 std::string joined(const std::vector<std::string>& lines) {
   std::string all;
@@ -36,14 +30,15 @@ TEST(Frame, ASmallRunShowsEveryNodeByPhase) {
   Dashboard d({{"seed", "tool", "prep", "Preparation", false},
                {"each", "agent", "work", "Work", true},
                {"sum", "tool", "work", "Work", false}});
-  d.apply(frameEvent("run.started"));
-  d.apply(frameEvent("node.finished", "seed"));
-  d.apply(frameEvent("node.items", "each", {{"count", 5}}));
-  d.apply(frameEvent("node.started", "each"));
-  d.apply(frameEvent("node.finished", "each"));
-  d.apply(frameEvent("node.finished", "each"));
-  d.apply(frameEvent("node.activity", "each", {{"activity", "asking the model"}}));
-  d.apply(frameEvent("node.tokens", "each", {{"input_tokens", 120}, {"output_tokens", 30}, {"cost_usd", 0.0123}}));
+  d.apply(runEvent("run.started"));
+  d.apply(runEvent("node.finished", "seed"));
+  d.apply(runEvent("node.items", "each", {{"count", 5}}));
+  d.apply(runEvent("node.started", "each"));
+  d.apply(runEvent("node.finished", "each"));
+  d.apply(runEvent("node.finished", "each"));
+  d.apply(runEvent("node.activity", "each", {{"activity", "asking the model"}}));
+  d.apply(runEvent("node.tokens", "each",
+                   {{"input_tokens", 120}, {"output_tokens", 30}, {"cost_usd", 0.0123}}));
   const FrameSize size{100, 30};
   const auto lines = renderFrame(d, size, 12'345);
   expectFits(lines, size);
@@ -62,10 +57,10 @@ TEST(Frame, ASmallRunShowsEveryNodeByPhase) {
 
 TEST(Frame, NoPhaseMeansNoGroupLine) {
   Dashboard d({{"greet", "tool", "", "", false}});
-  d.apply(frameEvent("run.started"));
-  d.apply(frameEvent("node.started", "greet"));
-  d.apply(frameEvent("node.finished", "greet"));
-  d.apply(frameEvent("run.finished", "", {{"status", "success"}}));
+  d.apply(runEvent("run.started"));
+  d.apply(runEvent("node.started", "greet"));
+  d.apply(runEvent("node.finished", "greet"));
+  d.apply(runEvent("run.finished", "", {{"status", "success"}}));
   const auto lines = renderFrame(d, {80, 24}, 400);
   ASSERT_GE(lines.size(), 2u);
   EXPECT_EQ(lines[0], "oe run 01234567  finished: success  0.4s  1/1 nodes");
@@ -78,14 +73,14 @@ TEST(Frame, ManyNodesCollapseToCountsAndWhatRuns) {
     infos.push_back({"node-" + std::to_string(i), "tool", i < 5000 ? "a" : "b", "", false});
   }
   Dashboard d(infos);
-  d.apply(frameEvent("run.started"));
+  d.apply(runEvent("run.started"));
   for (int i = 0; i < 4000; ++i) {
-    d.apply(frameEvent("node.finished", "node-" + std::to_string(i)));
+    d.apply(runEvent("node.finished", "node-" + std::to_string(i)));
   }
   for (int i = 4000; i < 4004; ++i) {
-    d.apply(frameEvent("node.started", "node-" + std::to_string(i)));
+    d.apply(runEvent("node.started", "node-" + std::to_string(i)));
   }
-  d.apply(frameEvent("node.failed", "node-17", {{"error", "it broke"}}));
+  d.apply(runEvent("node.failed", "node-17", {{"error", "it broke"}}));
   const FrameSize size{100, 20};
   const auto lines = renderFrame(d, size, 61'000);
   expectFits(lines, size);
@@ -114,13 +109,13 @@ TEST(Frame, ManyPhasesSayHowManyMore) {
 TEST(Frame, EveryLineFitsAnySize) {
   Dashboard d({{"a-node-with-a-rather-long-identifier-indeed", "cli-agent", "", "", false},
                {"\xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e", "agent", "", "", false}});
-  d.apply(frameEvent("run.started"));
-  d.apply(frameEvent("node.started", "a-node-with-a-rather-long-identifier-indeed"));
-  d.apply(frameEvent("node.activity", "a-node-with-a-rather-long-identifier-indeed",
-             {{"activity", std::string(500, 'x') + "\xe6\x97\xa5\xe6\x97\xa5"}}));
-  d.apply(frameEvent("node.started", "\xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e"));
-  d.apply(frameEvent("node.activity", "\xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e",
-             {{"activity", "\xf0\x9f\x9a\x80\xf0\x9f\x9a\x80\xf0\x9f\x9a\x80 launching"}}));
+  d.apply(runEvent("run.started"));
+  d.apply(runEvent("node.started", "a-node-with-a-rather-long-identifier-indeed"));
+  d.apply(runEvent("node.activity", "a-node-with-a-rather-long-identifier-indeed",
+                   {{"activity", std::string(500, 'x') + "\xe6\x97\xa5\xe6\x97\xa5"}}));
+  d.apply(runEvent("node.started", "\xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e"));
+  d.apply(runEvent("node.activity", "\xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e",
+                   {{"activity", "\xf0\x9f\x9a\x80\xf0\x9f\x9a\x80\xf0\x9f\x9a\x80 launching"}}));
   for (size_t cols = 2; cols < 90; cols += 7) {
     for (size_t rows = 2; rows < 12; ++rows) {
       const auto lines = renderFrame(d, {cols, rows}, 5'000);

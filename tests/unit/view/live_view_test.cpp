@@ -10,9 +10,12 @@
 
 #include <regex>
 #include <thread>
+#include "unit/view/run_event.hpp"
 
 namespace oe::view {
 namespace {
+
+using test::runEvent;
 
 // A pty of `cols` x `rows` whose master side is read to the end by a thread.
 class Pty {
@@ -62,15 +65,6 @@ class Pty {
   std::string bytes_;
 };
 
-Json event(std::string type, std::string node = {}, Json extra = Json::object()) {
-  Json e = {{"type", std::move(type)}, {"run_id", "feedc0de00000000"}};
-  if (!node.empty()) {
-    e["node_id"] = std::move(node);
-  }
-  e.update(extra);
-  return e;
-}
-
 size_t count(const std::string& hay, std::string_view needle) {
   size_t n = 0;
   for (size_t at = hay.find(needle); at != std::string::npos; at = hay.find(needle, at + 1)) {
@@ -95,17 +89,17 @@ TEST(TerminalCaps, KnowsXtermAndRefusesDumb) {
 
 TEST(LiveView, RedrawsInPlaceAndLeavesTheFinalFrame) {
   Pty pty(60, 20);
-  auto view = LiveView::start(pty.slave(), Dashboard({{"greet", "tool", "", "", false},
-                                                      {"wave", "tool", "", "", false}}),
-                              "xterm");
+  auto view = LiveView::start(
+      pty.slave(), Dashboard({{"greet", "tool", "", "", false}, {"wave", "tool", "", "", false}}),
+      "xterm");
   ASSERT_TRUE(view) << view.error().message;
-  (*view)->onEvent(event("run.started"));
+  (*view)->onEvent(runEvent("run.started"));
   (*view)->redrawNow();  // 3 lines: header and two nodes
-  (*view)->onEvent(event("node.started", "greet"));
+  (*view)->onEvent(runEvent("node.started", "greet"));
   (*view)->printAbove("oe: warning: [tool] a line that stays");
-  (*view)->onEvent(event("node.finished", "greet"));
-  (*view)->onEvent(event("node.skipped", "wave", {{"reason", "when: condition false"}}));
-  (*view)->onEvent(event("run.finished", "", {{"status", "success"}}));
+  (*view)->onEvent(runEvent("node.finished", "greet"));
+  (*view)->onEvent(runEvent("node.skipped", "wave", {{"reason", "when: condition false"}}));
+  (*view)->onEvent(runEvent("run.finished", "", {{"status", "success"}}));
   (*view)->finish();
   (*view)->finish();  // idempotent
   view->reset();

@@ -7,9 +7,11 @@ namespace oe::view {
 namespace {
 
 TEST(Text, SafeLineReplacesControlsAndKeepsTheFirstLine) {
-  EXPECT_EQ(safeLine("a\tb\x1b[2J\x7f" "c"), "a b [2J c");
+  EXPECT_EQ(safeLine("a\tb\x1b[2J\x7f"
+                     "c"),
+            "a b [2J c");
   EXPECT_EQ(safeLine("first\r\nsecond"), "first ...");
-  EXPECT_EQ(safeLine("x\xc2\x9by"), "x y");         // C1 CSI as a character
+  EXPECT_EQ(safeLine("x\xc2\x9by"), "x y");  // C1 CSI as a character
   EXPECT_EQ(safeLine("bad \xff\xfe bytes"), "bad ?? bytes");
   EXPECT_EQ(safeLine("\xe2\x82"), "??");              // a truncated sequence
   EXPECT_EQ(safeLine("caf\xc3\xa9"), "caf\xc3\xa9");  // valid UTF-8 is kept
@@ -22,8 +24,8 @@ TEST(Text, SafeLineCutsOnACharacterBoundary) {
 
 TEST(Text, DisplayWidthCountsColumnsNotBytes) {
   EXPECT_EQ(displayWidth("hello"), 5u);
-  EXPECT_EQ(displayWidth("caf\xc3\xa9"), 4u);              // é: one column
-  EXPECT_EQ(displayWidth("e\xcc\x81"), 1u);                // e + combining acute
+  EXPECT_EQ(displayWidth("caf\xc3\xa9"), 4u);               // é: one column
+  EXPECT_EQ(displayWidth("e\xcc\x81"), 1u);                 // e + combining acute
   EXPECT_EQ(displayWidth("\xe6\x97\xa5\xe6\x9c\xac"), 4u);  // 日本: wide
   EXPECT_EQ(displayWidth("\xf0\x9f\x9a\x80"), 2u);          // 🚀
   EXPECT_EQ(codePointWidth(U'\u200b'), 0);

@@ -1,4 +1,6 @@
 // `oe run [path]` and `oe resume <run-id>`: execute an experience and print its final state.
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
 #include <chrono>
@@ -8,7 +10,6 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
-#include <unistd.h>
 
 #include "oe/cli/app.hpp"
 #include "oe/cli/commands.hpp"

@@ -159,8 +159,8 @@ std::vector<std::string> renderFrame(const Dashboard& d, FrameSize size, int64_t
     // Collapsed: a line per group with its counts, then its running and failed nodes while
     // lines are left (a few kept for the feed). A group line is always shown for the groups
     // that fit; "... N more phases" says what did not.
-    const size_t feed_lines = feed_wanted > 0 && budget >= 8 ? std::min<size_t>(feed_wanted, 3) + 1
-                                                             : 0;
+    const size_t feed_lines =
+        feed_wanted > 0 && budget >= 8 ? std::min<size_t>(feed_wanted, 3) + 1 : 0;
     size_t left = budget - feed_lines;
     size_t shown_groups = std::min(groups.size(), std::max<size_t>(1, left / 2));
     const bool more_groups = shown_groups < groups.size();
@@ -214,8 +214,8 @@ std::vector<std::string> renderFrame(const Dashboard& d, FrameSize size, int64_t
       ++groups_listed;
       lines.push_back(fitWidth(groupLine(groups[row.group]), width));
     } else {
-      lines.push_back(fitWidth(
-          "... " + std::to_string(groups.size() - groups_listed) + " more phases", width));
+      lines.push_back(
+          fitWidth("... " + std::to_string(groups.size() - groups_listed) + " more phases", width));
     }
   }
   if (feed_wanted > 0 && budget >= 2) {

@@ -13,7 +13,6 @@
 
 #include "oe/view/text.hpp"
 
-
 namespace oe::view {
 
 namespace {
@@ -122,8 +121,8 @@ void LiveView::draw(bool final_frame, bool forced) {
     // never of the run; the terminal is written without it.
     std::lock_guard lock(mutex_);
     const int64_t tenths = elapsed_ms / 100;
-    if (!final_frame && !forced && !resized && above_.empty() && dashboard_.version() == drawn_version_ &&
-        tenths == drawn_tenths_) {
+    if (!final_frame && !forced && !resized && above_.empty() &&
+        dashboard_.version() == drawn_version_ && tenths == drawn_tenths_) {
       return;
     }
     drawn_version_ = dashboard_.version();

@@ -4,9 +4,9 @@
 // terminal. The final frame stays in the scrollback; the scrollback is never cleared.
 #pragma once
 
-#include <csignal>
 #include <chrono>
 #include <condition_variable>
+#include <csignal>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -23,12 +23,12 @@ namespace oe::view {
 
 // The control sequences a redraw needs, from terminfo (ncurses' libtinfo).
 struct TerminalCaps {
-  std::string up_many;      // cuu: up %d lines
-  std::string up_one;  // cuu1, repeated when cuu is missing
+  std::string up_many;          // cuu: up %d lines
+  std::string up_one;           // cuu1, repeated when cuu is missing
   std::string erase_to_eol;     // el: to the end of the line
   std::string erase_to_eos;     // ed: to the end of the screen (never the scrollback: no E3)
-  std::string cursor_hide;    // civis, optional
-  std::string cursor_show;    // cnorm, optional
+  std::string cursor_hide;      // civis, optional
+  std::string cursor_show;      // cnorm, optional
   size_t default_columns = 80;  // terminfo's, for when the tty cannot say
   size_t default_rows = 24;
 
