@@ -174,6 +174,36 @@ TEST_F(LiveViewTest, CtrlCLeavesAResumableRun) {
   EXPECT_EQ(out["final_state"]["second"], "released");
 }
 
+TEST_F(LiveViewTest, AResizeRedrawsTheFrameForTheNewSize) {
+  const fs::path exp = copyExperience("tests/integration/live_view/slow", "slow");
+  start("run " + exp.string() + " --tui");
+  ASSERT_TRUE(waitForFile(exp / "waiting")) << screen();
+  ASSERT_TRUE(waitUntil([&] { return screen().find("  run    wait") != std::string::npos; }))
+      << screen();
+  ASSERT_EQ(tmux({"resize-window", "-t", "oe", "-x", "40", "-y", "12"}).exit_code, 0);
+  // One frame on the screen, redrawn for 40 columns: no line reaches the last column. (tmux
+  // reflows the old frame's longer lines as it narrows; what it pushes into the scrollback there
+  // is out of any program's reach, so only the screen is asserted.)
+  const auto fits = [&] {
+    const std::string visible = screen();
+    if (occurrences(visible, "oe run ") != 1 ||
+        visible.find("  run    wait") == std::string::npos) {
+      return false;
+    }
+    size_t start = 0;
+    for (size_t nl = visible.find('\n'); nl != std::string::npos; nl = visible.find('\n', start)) {
+      if (nl - start >= 40) {
+        return false;
+      }
+      start = nl + 1;
+    }
+    return true;
+  };
+  EXPECT_TRUE(waitUntil(fits)) << screen();
+  ASSERT_EQ(tmux({"send-keys", "-t", "oe", "C-c"}).exit_code, 0);
+  EXPECT_EQ(waitForExit(), 130);
+}
+
 TEST_F(LiveViewTest, NoTuiKeepsThePlainLinesOnATerminal) {
   const fs::path exp = copyExperience("examples/hello-tool", "hello");
   start("run " + exp.string() + " --no-tui");
