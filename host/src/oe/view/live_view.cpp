@@ -58,12 +58,17 @@ void LiveView::onEvent(const Json& event) {
 }
 
 void LiveView::printAbove(std::string line) {
-  std::lock_guard lock(mutex_);
-  if (finished_) {
-    writeAll(line + "\n");  // after the final frame: just below it
-    return;
+  {
+    std::lock_guard lock(mutex_);
+    if (!finished_) {
+      above_.push_back(std::move(line));
+      return;
+    }
   }
-  above_.push_back(std::move(line));
+  // After the final frame, just below it: once its bytes are out (draw holds draw_mutex_ while
+  // writing; taken without mutex_, the order draw takes them in).
+  std::lock_guard drawing(draw_mutex_);
+  writeAll(line + "\n");
 }
 
 void LiveView::finish() {
@@ -78,11 +83,9 @@ void LiveView::finish() {
   if (thread_.joinable()) {
     thread_.join();
   }
-  draw(/*final_frame=*/true);
+  draw(/*final_frame=*/true);  // sets finished_ with the model's last lines taken
   writeAll(caps_.cursor_show);
   sigaction(SIGWINCH, &previous_winch_, nullptr);
-  std::lock_guard lock(mutex_);
-  finished_ = true;
 }
 
 FrameSize LiveView::size() const {
@@ -129,6 +132,7 @@ void LiveView::draw(bool final_frame, bool forced) {
     drawn_tenths_ = tenths;
     lines = renderFrame(dashboard_, now_size, elapsed_ms);
     above.swap(above_);
+    finished_ = finished_ || final_frame;  // later lines go below the final frame
   }
   // Where the live region starts. A terminal that reflows on resize (tmux, VTE) rewraps the old
   // lines to the new width, so each old line may now take several rows.
