@@ -129,5 +129,46 @@ TEST(LiveView, RedrawsInPlaceAndLeavesTheFinalFrame) {
   }
 }
 
+TEST(LiveView, EventsFromManyThreadsWhileItDraws) {
+  Pty pty(80, 24);
+  std::vector<NodeInfo> nodes;
+  for (int i = 0; i < 4; ++i) {
+    nodes.push_back({"n" + std::to_string(i), "tool", "", "", true});
+  }
+  auto view = LiveView::start(pty.slave(), Dashboard(nodes), "xterm");
+  ASSERT_TRUE(view) << view.error().message;
+  LiveView& live = **view;
+  static constexpr int kItems = 500;
+  std::vector<std::thread> workers;
+  for (int w = 0; w < 4; ++w) {
+    workers.emplace_back([&live, w] {
+      const std::string id = "n" + std::to_string(w);
+      live.onEvent(runEvent("node.items", id, {{"count", kItems}}));
+      for (int i = 0; i < kItems; ++i) {
+        live.onEvent(runEvent("node.started", id));
+        live.onEvent(runEvent("node.activity", id, {{"activity", "item " + std::to_string(i)}}));
+        live.onEvent(runEvent("node.finished", id));
+        if (i % 100 == 0) {
+          live.printAbove("a note from " + id);
+        }
+      }
+    });
+  }
+  for (int i = 0; i < 20; ++i) {
+    live.redrawNow();  // beside the redraw thread's own frames
+  }
+  for (auto& worker : workers) {
+    worker.join();
+  }
+  live.finish();
+  view->reset();
+  const std::string& out = pty.drain();
+  const size_t final_frame = out.rfind(std::string(kSyncBegin));
+  EXPECT_NE(out.find("4/4 nodes", final_frame), std::string::npos);
+  EXPECT_NE(out.find("  ok     n3   tool       500/500", final_frame), std::string::npos)
+      << out.substr(final_frame);
+  EXPECT_EQ(count(out, "a note from n2"), 5u);
+}
+
 }  // namespace
 }  // namespace oe::view
