@@ -129,6 +129,20 @@ TEST(LiveView, RedrawsInPlaceAndLeavesTheFinalFrame) {
   }
 }
 
+TEST(LiveView, ARunThatNeverStartedLeavesNoFrame) {
+  Pty pty(60, 20);
+  auto view = LiveView::start(pty.slave(), Dashboard({{"greet", "tool", "", "", false}}), "xterm");
+  ASSERT_TRUE(view) << view.error().message;
+  (*view)->redrawNow();
+  (*view)->finish();
+  view->reset();
+  const std::string& out = pty.drain();
+  const size_t final_frame = out.rfind(std::string(kSyncBegin));
+  EXPECT_NE(out.find("oe  starting"), std::string::npos);  // drawn while it waited
+  EXPECT_EQ(out.find("greet", final_frame), std::string::npos);
+  EXPECT_NE(out.find("\r\x1b[2A\x1b[J", final_frame), std::string::npos);  // and erased
+}
+
 TEST(LiveView, EventsFromManyThreadsWhileItDraws) {
   Pty pty(80, 24);
   std::vector<NodeInfo> nodes;
@@ -138,6 +152,7 @@ TEST(LiveView, EventsFromManyThreadsWhileItDraws) {
   auto view = LiveView::start(pty.slave(), Dashboard(nodes), "xterm");
   ASSERT_TRUE(view) << view.error().message;
   LiveView& live = **view;
+  live.onEvent(runEvent("run.started"));
   static constexpr int kItems = 500;
   std::vector<std::thread> workers;
   for (int w = 0; w < 4; ++w) {

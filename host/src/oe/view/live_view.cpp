@@ -130,7 +130,11 @@ void LiveView::draw(bool final_frame, bool forced) {
     }
     drawn_version_ = dashboard_.version();
     drawn_tenths_ = tenths;
-    lines = renderFrame(dashboard_, now_size, elapsed_ms);
+    // A run that never started (refused: a held state store, a bad budget) leaves no frame
+    // behind, only its error message.
+    if (!(final_frame && dashboard_.runId().empty())) {
+      lines = renderFrame(dashboard_, now_size, elapsed_ms);
+    }
     above.swap(above_);
     finished_ = finished_ || final_frame;  // later lines go below the final frame
   }
