@@ -50,14 +50,14 @@ class LiveViewTest : public OeTest {
   void start(const std::string& args, int cols = 100, int rows = 30) {
     const std::string command = std::string("env -u OE_PLUGIN_PATH script -qfec '") + OE_EXE + " " +
                                 args + "' " + (dir_.path() / "raw.log").string();
-    auto r = tmux({"new-session", "-d", "-s", "oe", "-x", std::to_string(cols), "-y",
+    auto r = tmux({"new-session", "-d", "-s", session_, "-x", std::to_string(cols), "-y",
                    std::to_string(rows), command});
     ASSERT_EQ(r.exit_code, 0) << "tmux new-session failed (install tmux: .ci/deps): " << r.err;
   }
 
   // The pane's text; with the scrollback when `history`.
   std::string screen(bool history = false) {
-    std::vector<std::string> args = {"capture-pane", "-p", "-t", "oe"};
+    std::vector<std::string> args = {"capture-pane", "-p", "-t", session_};
     if (history) {
       args.insert(args.end(), {"-S", "-"});
     }
@@ -80,7 +80,7 @@ class LiveViewTest : public OeTest {
   // Waits for oe to exit; its exit status.
   int waitForExit() {
     const auto field = [this](const char* format) {
-      std::string out = tmux({"display-message", "-p", "-t", "oe", format}).out;
+      std::string out = tmux({"display-message", "-p", "-t", session_, format}).out;
       while (!out.empty() && out.back() == '\n') {
         out.pop_back();
       }
@@ -93,6 +93,8 @@ class LiveViewTest : public OeTest {
   }
 
   std::string raw() { return readFile(dir_.path() / "raw.log"); }
+
+  std::string session_ = "oe";  // the session the helpers act on
 
   // What every run's output must satisfy: one final frame (earlier frames were redrawn in place,
   // not scrolled away), the summary below it, and raw bytes that never clear the scrollback.
@@ -159,7 +161,7 @@ TEST_F(LiveViewTest, CtrlCLeavesARunThatResumeCompletes) {
   // The live view shows the node that waits before Ctrl-C arrives.
   ASSERT_TRUE(waitUntil([&] { return screen().find("  run    wait") != std::string::npos; }))
       << screen();
-  ASSERT_EQ(tmux({"send-keys", "-t", "oe", "C-c"}).exit_code, 0);
+  ASSERT_EQ(tmux({"send-keys", "-t", session_, "C-c"}).exit_code, 0);
   EXPECT_EQ(waitForExit(), 130);  // 128 + SIGINT, as a shell reports it
   const std::string history = screen(true);
   expectCleanEnd(history, "interrupted");
@@ -167,7 +169,9 @@ TEST_F(LiveViewTest, CtrlCLeavesARunThatResumeCompletes) {
 
   // `oe resume` shows the live view too: the finished node replays from the cache.
   dir_.write("slow/release", "");
-  ASSERT_EQ(tmux({"kill-session", "-t", "oe"}).exit_code, 0);
+  // A second session on the same server: killing the last one would stop the server while the
+  // next new-session connects to it.
+  session_ = "resume";
   start("resume --last --experience " + exp.string() + " --tui");
   EXPECT_EQ(waitForExit(), 0);
   const std::string resumed = screen(true);
@@ -183,7 +187,7 @@ TEST_F(LiveViewTest, AResizeRedrawsTheFrameForTheNewSize) {
   ASSERT_TRUE(waitForFile(exp / "waiting")) << screen();
   ASSERT_TRUE(waitUntil([&] { return screen().find("  run    wait") != std::string::npos; }))
       << screen();
-  ASSERT_EQ(tmux({"resize-window", "-t", "oe", "-x", "40", "-y", "12"}).exit_code, 0);
+  ASSERT_EQ(tmux({"resize-window", "-t", session_, "-x", "40", "-y", "12"}).exit_code, 0);
   // One frame on the screen, redrawn for 40 columns: no line reaches the last column. (tmux
   // reflows the old frame's longer lines as it narrows; what it pushes into the scrollback there
   // is out of any program's reach, so only the screen is asserted.)
@@ -203,7 +207,7 @@ TEST_F(LiveViewTest, AResizeRedrawsTheFrameForTheNewSize) {
     return true;
   };
   EXPECT_TRUE(waitUntil(fits)) << screen();
-  ASSERT_EQ(tmux({"send-keys", "-t", "oe", "C-c"}).exit_code, 0);
+  ASSERT_EQ(tmux({"send-keys", "-t", session_, "C-c"}).exit_code, 0);
   EXPECT_EQ(waitForExit(), 130);
 }
 
