@@ -1,5 +1,6 @@
 // `oe run [path]` and `oe resume <run-id>`: execute an experience and print its final state.
 #include <fcntl.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
@@ -23,6 +24,7 @@
 #include "oe/mcp/framing.hpp"
 #include "oe/run/run.hpp"
 #include "oe/telemetry/run_telemetry.hpp"
+#include "oe/view/live_view.hpp"
 
 namespace oe::cli {
 namespace {
@@ -34,6 +36,8 @@ struct RunArgs {
   bool no_cache = false;
   bool json = false;
   bool quiet = false;
+  bool tui = false;     // the live view even when stderr does not look like a terminal
+  bool no_tui = false;  // plain progress lines even on a terminal
   bool strict = false;
   std::string run_id;  // resume: the run to continue
   std::string from_node;
@@ -260,6 +264,24 @@ std::function<void(const Json&)> eventsToFd(int fd, std::function<void(const Jso
   };
 }
 
+// The live view's nodes: the experience's, with their phases' titles (reference §10 groups the
+// dashboard by phase).
+std::vector<view::NodeInfo> viewNodes(const spec::Experience& experience) {
+  std::vector<view::NodeInfo> nodes;
+  nodes.reserve(experience.nodes.size());
+  for (const auto& node : experience.nodes) {
+    view::NodeInfo info{node.id, node.kind, node.phase.value_or(""), "", node.for_each.has_value()};
+    for (const auto& phase : experience.phases) {
+      if (phase.id == info.phase) {
+        info.phase_title = phase.title.value_or(phase.id);
+        break;
+      }
+    }
+    nodes.push_back(std::move(info));
+  }
+  return nodes;
+}
+
 int exitCodeOf(const run::RunSummary& s) {
   switch (s.status) {
     case run::RunStatus::kSuccess:
@@ -313,14 +335,6 @@ int execute(const RunArgs& a, const std::string& path, Json run_args,
     }
     options.concurrency = value;
   }
-  std::unique_ptr<Progress> progress;
-  if (!a.quiet && !a.json) {
-    progress = std::make_unique<Progress>();
-    options.on_event = [p = progress.get()](const Json& event) { p->onEvent(event); };
-  }
-  if (a.events_fd >= 0) {
-    options.on_event = eventsToFd(a.events_fd, std::move(options.on_event));
-  }
   StderrLog log_sink;
   plugins::PluginRegistry sinked(&log_sink);
   // A replay answers the CLIs of cli-agent nodes from the recording: they need not be installed.
@@ -336,6 +350,31 @@ int execute(const RunArgs& a, const std::string& path, Json run_args,
   if (!resumed_from.empty()) {
     changes = definitionChanges(*experience, resumed_from);
   }
+  // Progress on stderr: the live view on a terminal (or under --tui), else a line per event.
+  std::unique_ptr<view::LiveView> live;
+  std::unique_ptr<Progress> progress;
+  if (!a.quiet && !a.json && !a.no_tui && (a.tui || view::LiveView::wanted(STDERR_FILENO))) {
+    auto started = view::LiveView::start(STDERR_FILENO, view::Dashboard(viewNodes(*experience)));
+    if (started) {
+      live = std::move(*started);
+    } else if (a.tui) {
+      std::cerr << "oe: warning: --tui: " << started.error().message
+                << "; showing plain progress lines\n";
+    }
+  }
+  if (live) {
+    options.on_event = [v = live.get()](const Json& event) { v->onEvent(event); };
+    log_sink.divertTo([v = live.get()](std::string line) { v->printAbove(std::move(line)); });
+    options.on_lock_wait = [v = live.get()](const std::string& holder) {
+      v->printAbove("oe: waiting for " + holder + " to finish with this state store (--wait)");
+    };
+  } else if (!a.quiet && !a.json) {
+    progress = std::make_unique<Progress>();
+    options.on_event = [p = progress.get()](const Json& event) { p->onEvent(event); };
+  }
+  if (a.events_fd >= 0) {
+    options.on_event = eventsToFd(a.events_fd, std::move(options.on_event));
+  }
   auto otel = telemetry::RunTelemetry::start(a.otel, telemetry::processEnvironment(), *experience,
                                              std::cerr);
   if (otel) {
@@ -344,6 +383,10 @@ int execute(const RunArgs& a, const std::string& path, Json run_args,
   }
   const auto start = std::chrono::steady_clock::now();
   auto summary = run::runExperience(*experience, sinked, options);
+  if (live) {
+    live->finish();  // the final frame stays above the summary
+    log_sink.divertTo(nullptr);
+  }
   progress.reset();  // no "still running" line after the summary
   if (otel) {
     otel->finish(summary ? run::toString(summary->status) : "failed");
@@ -448,6 +491,11 @@ void addCommonFlags(CLI::App& cmd, RunArgs& a) {
   cmd.add_flag("--no-cache", a.no_cache, "Run every node; neither read nor write the node cache");
   cmd.add_flag("--json", a.json, "Print {run_id, status, final_state} as JSON, no progress");
   cmd.add_flag("-q,--quiet", a.quiet, "No per-node progress on stderr");
+  auto* tui = cmd.add_flag("--tui", a.tui,
+                           "Live dashboard on stderr even when it does not look like a terminal "
+                           "(the default on a terminal)");
+  cmd.add_flag("--no-tui", a.no_tui, "Plain progress lines on stderr, even on a terminal")
+      ->excludes(tui);
   cmd.add_flag("--strict", a.strict, "Treat validation warnings (unknown keys) as errors");
   cmd.add_option("--llm", a.llm,
                  "LLM provider: anthropic or openai (default: from the API keys set)");

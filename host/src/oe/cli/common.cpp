@@ -18,7 +18,13 @@ void StderrLog::write(oe_log_level level, std::string_view source, std::string_v
   if (level < OE_LOG_INFO) {
     return;
   }
-  std::cerr << "oe: " << tag << ": [" << source << "] " << message << '\n';
+  std::string line = "oe: " + std::string(tag) + ": [" + std::string(source) + "] ";
+  line += message;
+  if (divert_) {
+    divert_(std::move(line));
+    return;
+  }
+  std::cerr << line << '\n';
 }
 
 void loadPlugins(plugins::PluginRegistry& registry,

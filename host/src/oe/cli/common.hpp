@@ -3,6 +3,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <iosfwd>
 #include <optional>
 #include <string>
@@ -19,6 +20,12 @@ namespace oe::cli {
 class StderrLog final : public plugins::LogSink {
  public:
   void write(oe_log_level level, std::string_view source, std::string_view message) override;
+  // While a live view owns the terminal, lines go to it (printed above its region) instead of
+  // straight to stderr, which would tear its frame. Set before a run starts, reset after.
+  void divertTo(std::function<void(std::string)> to) { divert_ = std::move(to); }
+
+ private:
+  std::function<void(std::string)> divert_;
 };
 
 // Loads the plugins an experience can use (its own plugins/ folder included).

@@ -46,7 +46,12 @@ void Run::startNode(NodeRuntime& node) {
   ready_.started();
   if (node.spec->for_each) {
     std::optional<Json> items = resolveItems(node.spec->for_each->source, store_);
-    if (!items || !items->is_array() || items->empty()) {
+    const size_t count = items && items->is_array() ? items->size() : 0;
+    if (options_.on_event) {
+      // Live only, not in the log (whose lines are upstream's): the live view shows k/n.
+      emitLocal(Json{{"type", "node.items"}, {"node_id", node.spec->id}, {"count", count}});
+    }
+    if (count == 0) {
       // Not an array: zero iterations, successors run (reference §3.5).
       if (auto warning = notAListWarning("node \"" + node.spec->id + "\": for_each",
                                          node.spec->for_each->source, items)) {

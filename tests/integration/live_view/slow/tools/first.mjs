@@ -1,0 +1,3 @@
+export default async function first() {
+  return { state_delta: { first: "done" } };
+}
