@@ -8,6 +8,8 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
+import { checks, connect, expect, structured } from "./mcp_client.mjs";
+
 const [oe, flavour] = process.argv.slice(2);
 if (!oe || !["v1", "v2", "v2-auto"].includes(flavour)) {
   console.error("usage: node mcp_server_test.mjs <oe> <v1|v2|v2-auto>");
@@ -25,51 +27,11 @@ for (const name of ["slow", "noisy", "broken"]) {
 const outside = mkdtempSync(join(tmpdir(), "oe-mcp-outside-"));
 symlinkSync(outside, join(work, "escape"));
 
+const { check, counts, summary } = checks(flavour);
+let session;
 let client;
-let transport;
-let stderr = "";
-if (flavour === "v1") {
-  const { Client } = await import("@modelcontextprotocol/sdk/client/index.js");
-  const { StdioClientTransport } = await import("@modelcontextprotocol/sdk/client/stdio.js");
-  client = new Client({ name: "oe-mcp-test", version: "1.0.0" });
-  transport = new StdioClientTransport({ command: oe, args: ["mcp"], cwd: work, stderr: "pipe" });
-} else {
-  const { Client } = await import("@modelcontextprotocol/client");
-  const { StdioClientTransport } = await import("@modelcontextprotocol/client/stdio");
-  const options = flavour === "v2-auto" ? { versionNegotiation: { mode: "auto" } } : {};
-  client = new Client({ name: "oe-mcp-test", version: "2.0.0" }, options);
-  transport = new StdioClientTransport({ command: oe, args: ["mcp"], cwd: work, stderr: "pipe" });
-}
-transport.stderr?.on("data", (chunk) => { stderr += chunk; });
+let call;
 
-// The two lines differ in where callTool takes its options.
-const call = (name, args, options = {}) =>
-  flavour === "v1" ? client.callTool({ name, arguments: args }, undefined, options)
-                   : client.callTool({ name, arguments: args }, options);
-const structured = (result) => {
-  if (result.isError) {
-    throw new Error(`tool error: ${result.content?.[0]?.text}`);
-  }
-  return result.structuredContent;
-};
-
-let passed = 0;
-let failed = 0;
-async function check(name, body) {
-  try {
-    await body();
-    passed += 1;
-    console.log(`ok   ${flavour}: ${name}`);
-  } catch (error) {
-    failed += 1;
-    console.log(`FAIL ${flavour}: ${name}: ${error?.stack ?? error}`);
-  }
-}
-function expect(condition, what) {
-  if (!condition) {
-    throw new Error(`expected ${what}`);
-  }
-}
 // Waits for a condition that another process brings about, with a deadline (not a timing
 // assertion: the deadline only turns a hang into a failure).
 async function eventually(what, probe, deadline_ms = 60000) {
@@ -125,7 +87,8 @@ function leftovers(server_pid) {
 }
 
 try {
-  await client.connect(transport);
+  session = await connect(oe, flavour, { cwd: work });
+  ({ client, call } = session);
 
   await check("the server names itself and offers tools and resources", async () => {
     expect(client.getServerVersion()?.name === "oe", "serverInfo.name oe");
@@ -137,7 +100,8 @@ try {
     const { tools } = await client.listTools();
     const names = tools.map((t) => t.name);
     for (const name of ["oe_validate", "oe_state", "oe_inspect", "oe_run", "oe_evolve",
-                        "oe_graph", "oe_resume", "oe_runs", "oe_init", "oe_diff"]) {
+                        "oe_ultra", "oe_ultra_revise", "oe_graph", "oe_resume", "oe_runs",
+                        "oe_init", "oe_diff"]) {
       expect(names.includes(name), `${name} in ${names}`);
     }
     const run = tools.find((t) => t.name === "oe_run");
@@ -261,8 +225,8 @@ try {
     });
     expect(runs[0].status === "interrupted", `interrupted: ${JSON.stringify(runs[0])}`);
     await eventually("no process left by the cancelled run",
-                     async () => leftovers(transport.pid).length === 0, 30000)
-        .catch(() => { throw new Error(`left running: ${leftovers(transport.pid)}`); });
+                     async () => leftovers(session.transport.pid).length === 0, 30000)
+        .catch(() => { throw new Error(`left running: ${leftovers(session.transport.pid)}`); });
     writeFileSync(join(work, "slow", "release"), "");
     const out = structured(await call("oe_resume", { experience_path: "slow",
                                                       run_id: runs[0].run_id }));
@@ -305,16 +269,16 @@ try {
     expect(Array.isArray(diff.proposals) && diff.proposals.length === 0, JSON.stringify(diff));
   });
 } catch (error) {
-  failed += 1;
+  counts.failed += 1;
   console.log(`FAIL ${flavour}: session: ${error?.stack ?? error}`);
 } finally {
-  await client.close().catch(() => {});
+  await client?.close().catch(() => {});
 }
 
-if (failed > 0) {
-  console.log(`--- oe mcp stderr ---\n${stderr}`);
+if (counts.failed > 0) {
+  console.log(`--- oe mcp stderr ---\n${session?.stderr ?? ""}`);
 }
 rmSync(work, { recursive: true, force: true });
 rmSync(outside, { recursive: true, force: true });
-console.log(`${passed} passed, ${failed} failed`);
-process.exit(failed > 0 ? 1 : 0);
+console.log(summary());
+process.exit(counts.failed > 0 ? 1 : 0);

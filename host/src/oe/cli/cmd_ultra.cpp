@@ -3,16 +3,23 @@
 // summary on stdout (or the result as JSON with --json), and upstream's exit codes: 0 a valid
 // draft, 1 no provider / bad flags / a failed LLM phase, 2 a draft that is invalid or a
 // revision that was not accepted (the files are still written).
+#include <fcntl.h>
+#include <pthread.h>
+
+#include <atomic>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
 #include <memory>
+#include <thread>
 
 #include "oe/cli/app.hpp"
 #include "oe/cli/commands.hpp"
 #include "oe/cli/common.hpp"
 #include "oe/cli/progress.hpp"
 #include "oe/cli/registry.hpp"
+#include "oe/mcp/framing.hpp"
 #include "oe/ultra/ultra.hpp"
 
 namespace oe::cli {
@@ -35,6 +42,7 @@ struct UltraArgs {
   int fix_rounds = 2;
   bool no_smoke = false;
   bool json = false;
+  int events_fd = -1;  // hidden --events-fd N: each phase event as a JSON line (`oe mcp`)
 };
 
 void addCommonOptions(CLI::App& cmd, UltraArgs& a) {
@@ -62,6 +70,52 @@ void addCommonOptions(CLI::App& cmd, UltraArgs& a) {
   cmd.add_option("--max-cost-usd", a.max_cost_usd, "Budget: US dollars for every call")
       ->check(CLI::NonNegativeNumber);
   cmd.add_flag("--json", a.json, "Print the result as JSON on stdout");
+  cmd.add_option("--events-fd", a.events_fd)->group("");  // for `oe mcp`, not for users
+}
+
+// Ctrl-C (or SIGTERM) asks the phases to stop at the next LLM call or phase boundary, so no
+// half-written draft and no smoke-run scratch folder is left behind; a second one ends oe at
+// once. The signals go to a thread of their own (blocked here, before any other thread exists,
+// so the smoke run's engine does not take them either).
+struct Interruption {
+  std::atomic<bool> cancelled{false};  // what the phases watch
+  std::atomic<int> signal{0};          // which signal asked: exit 128 + it, as a shell reports
+};
+std::shared_ptr<Interruption> cancelOnSignal() {
+  auto stop = std::make_shared<Interruption>();
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  std::thread([stop, stop_signals] {
+    int signal_number = 0;
+    sigwait(&stop_signals, &signal_number);
+    std::cerr << "oe: stopping at the next phase boundary (again to stop at once)\n";
+    stop->signal.store(signal_number);
+    stop->cancelled.store(true);
+    sigwait(&stop_signals, &signal_number);
+    std::_Exit(128 + signal_number);
+  }).detach();
+  return stop;
+}
+
+// The phase events as JSON lines on --events-fd (closed to the programs a smoke run starts).
+std::function<void(const ultra::PhaseEvent&)> phasesToFd(
+    int fd, std::function<void(const ultra::PhaseEvent&)> next) {
+  ::fcntl(fd, F_SETFD, FD_CLOEXEC);
+  return [next = std::move(next),
+          out = std::make_shared<mcp::LineWriter>(fd)](const ultra::PhaseEvent& e) {
+    if (next) {
+      next(e);
+    }
+    out->write(Json{{"type", "ultra.phase"},
+                    {"phase", e.phase},
+                    {"status", e.status},
+                    {"round", e.round},
+                    {"duration_ms", e.duration_ms},
+                    {"detail", e.detail}});
+  };
 }
 
 // Progress on stderr, one line per finished phase (upstream's spinner lines, without the
@@ -182,6 +236,9 @@ std::optional<Setup> prepare(const UltraArgs& a, StderrLog& sink, int& exit_code
   if (!a.json) {
     o.on_phase = printPhase;
   }
+  if (a.events_fd >= 0) {
+    o.on_phase = phasesToFd(a.events_fd, std::move(o.on_phase));
+  }
   exit_code = kExitOk;
   return setup;
 }
@@ -276,6 +333,7 @@ void addUltraCommand(CLI::App& app, int& exit_code) {
                   "oe's shipped examples)");
   addCommonOptions(*cmd, a->common);
   cmd->callback([a, &exit_code] {
+    const auto stop = cancelOnSignal();  // first: every thread made later inherits the mask
     StderrLog sink;
     auto setup = prepare(a->common, sink, exit_code);
     if (!setup) {
@@ -284,13 +342,14 @@ void addUltraCommand(CLI::App& app, int& exit_code) {
     if (!a->common.json) {
       std::cerr << "ultraexpertise: starting analyze phase\n";
     }
+    setup->options.cancel = &stop->cancelled;
     std::error_code ec;
     const fs::path root = fs::absolute(a->draft_root, ec);
     auto result =
         ultra::author(setup->context(sink), a->task, root, a->slug, a->dry_run, setup->options);
     if (!result) {
       std::cerr << "oe: ultra: " << result.error().message << '\n';
-      exit_code = kExitFailed;
+      exit_code = stop->cancelled.load() ? 128 + stop->signal.load() : kExitFailed;
       return;
     }
     if (result->stopped) {
@@ -323,17 +382,19 @@ void addUltraReviseCommand(CLI::App& app, int& exit_code) {
   cmd->add_option("feedback", a->feedback, "What to change, in plain words")->required();
   addCommonOptions(*cmd, a->common);
   cmd->callback([a, &exit_code] {
+    const auto stop = cancelOnSignal();  // first: every thread made later inherits the mask
     StderrLog sink;
     auto setup = prepare(a->common, sink, exit_code);
     if (!setup) {
       return;
     }
+    setup->options.cancel = &stop->cancelled;
     std::error_code ec;
     const fs::path dir = fs::absolute(a->draft, ec).lexically_normal();
     auto result = ultra::reviseDraft(setup->context(sink), dir, a->feedback, setup->options);
     if (!result) {
       std::cerr << "oe: ultra-revise: " << result.error().message << '\n';
-      exit_code = kExitFailed;
+      exit_code = stop->cancelled.load() ? 128 + stop->signal.load() : kExitFailed;
       return;
     }
     exit_code = report(*result, a->common.json, /*revise=*/true);

@@ -1,10 +1,13 @@
 // `oe mcp`'s tools and resources. The read-only tools run in-process on the functions the
-// commands use; the long ones (run, resume, evolve) and those that write (init, and diff for
+// commands use; the long ones (run, resume, evolve, ultra) and those that write (init, and diff for
 // symmetry with the CLI's JSON) run a child `oe` (mcp/child_process.hpp), whose events become
 // progress notifications and which a cancellation interrupts.
 #include "oe/cli/mcp_tools.hpp"
 
 #include <algorithm>
+#include <functional>
+#include <memory>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -220,16 +223,18 @@ class NodeProgress {
 
 // Runs `oe <args...>` for the call; its JSON stdout (the last document in it, after any stray
 // line a plugin printed) is the result.
+// With `on_event`, the child is asked for its events (--events-fd) and each one is passed on.
 Result<mcp::ChildResult> runOe(const McpContext& context, mcp::ToolCall& call,
-                               std::vector<std::string> args, NodeProgress* progress) {
+                               std::vector<std::string> args,
+                               std::function<void(const Json&)> on_event) {
   mcp::ChildOptions options;
   options.argv = {context.oe_exe.string()};
   options.argv.insert(options.argv.end(), args.begin(), args.end());
   options.cwd = context.guard.base();
-  if (progress != nullptr) {
+  if (on_event) {
     options.argv.push_back("--events-fd");
     options.argv.push_back(std::to_string(mcp::kChildEventsFd));
-    options.on_event = [progress](const Json& event) { progress->onEvent(event); };
+    options.on_event = std::move(on_event);
   }
   auto result = mcp::runChild(options, call.cancel());
   if (result && result->cancelled) {
@@ -284,7 +289,8 @@ Result<std::vector<std::string>> runFlags(const mcp::ToolCall& call) {
 Result<Json> runLike(const McpContext& context, mcp::ToolCall& call, const std::string& verb,
                      std::vector<std::string> args, const fs::path& path) {
   NodeProgress progress(call, path);
-  auto child = runOe(context, call, std::move(args), &progress);
+  auto child = runOe(context, call, std::move(args),
+                     [&progress](const Json& event) { progress.onEvent(event); });
   if (!child) {
     return std::move(child).error();
   }
@@ -416,6 +422,76 @@ Result<Json> initTool(const McpContext& context, mcp::ToolCall& call) {
   return Json{{"experience_path", path->string()}, {"template", name}, {"files", files}};
 }
 
+// "ultra synthesize done (round 0)" per finished phase of oe ultra, as progress of the call
+// (an LLM phase takes a while: the progress also keeps a client's request timeout from expiring).
+std::function<void(const Json&)> phaseProgress(mcp::ToolCall& call) {
+  return [&call, count = std::make_shared<int>(0)](const Json& event) {
+    const std::string status = event.value("status", "");
+    if (event.value("type", "") != "ultra.phase" || status == "start") {
+      return;
+    }
+    *count += 1;
+    call.progress(*count, std::nullopt,
+                  "ultra " + event.value("phase", std::string()) + " " + status + " (round " +
+                      std::to_string(event.value("round", 0)) + ")");
+  };
+}
+
+// oe ultra and oe ultra-revise print their result as JSON (upstream's oe_ultra / oe_ultra_revise
+// shapes) also when the draft is invalid (exit 2): that is a result, as upstream returns it.
+Result<Json> ultraResult(const std::string& verb, const mcp::ChildResult& child) {
+  Json doc = lastJsonDocument(child.stdout_text);
+  if (!doc.is_object() || !doc.contains("draft_dir")) {
+    return makeError(childFailure(verb, child));
+  }
+  return doc;
+}
+
+Result<Json> ultraTool(const McpContext& context, mcp::ToolCall& call) {
+  auto task = call.stringArg("task", true);
+  auto root_arg = call.stringArg("draft_root", false);
+  if (!task || !root_arg) {
+    return !task ? std::move(task).error() : std::move(root_arg).error();
+  }
+  auto root = context.guard.resolve(root_arg->empty() ? ".openexpertise/drafts" : *root_arg);
+  if (!root) {
+    return std::move(root).error();
+  }
+  std::vector<std::string> args = {"ultra", *task, "--draft-root", root->string(), "--json"};
+  auto llm = call.stringArg("llm", false);
+  if (!llm) {
+    return std::move(llm).error();
+  }
+  if (!llm->empty()) {
+    args.insert(args.end(), {"--llm", *llm});
+  }
+  auto child = runOe(context, call, std::move(args), phaseProgress(call));
+  if (!child) {
+    return std::move(child).error();
+  }
+  return ultraResult("ultra", *child);
+}
+
+Result<Json> ultraReviseTool(const McpContext& context, mcp::ToolCall& call) {
+  auto dir = experienceArg(context, call, "draft_dir");
+  auto feedback = call.stringArg("feedback", true);
+  if (!dir || !feedback) {
+    return !dir ? std::move(dir).error() : std::move(feedback).error();
+  }
+  std::vector<std::string> args = {"ultra-revise", dir->string(), *feedback, "--json"};
+  if (const auto it = call.args().find("max_rounds"); it != call.args().end()) {
+    if (!it->is_number_integer() || it->get<int64_t>() < 0) {
+      return makeError("max_rounds must be an integer, 0 or more");
+    }
+    args.insert(args.end(), {"--max-rounds", std::to_string(it->get<int64_t>())});
+  }
+  auto child = runOe(context, call, std::move(args), phaseProgress(call));
+  if (!child) {
+    return std::move(child).error();
+  }
+  return ultraResult("ultra-revise", *child);
+}
+
 struct ToolEntry {
   const char* name;
   const char* title;
@@ -454,6 +530,20 @@ constexpr ToolEntry kTools[] = {
      "proposal_count}. Needs ANTHROPIC_API_KEY or OPENAI_API_KEY in oe mcp's environment.",
      R"({"type":"object","properties":{"experience_path":{"type":"string"},"run_id":{"type":"string"},"llm":{"type":"string","enum":["anthropic","openai"]}},"required":["experience_path","run_id"]})",
      false, false, evolveTool},
+    {"oe_ultra", "Draft a new experience",
+     "Draft an experience from a task description with an LLM (analyze, synthesize, critique, "
+     "revise); the draft is kept only when it validates and passes a smoke run. Returns {slug, "
+     "draft_dir, analysis, synthesis:{file_paths, next_steps}, validation, files_written}. "
+     "Reports progress per phase; needs ANTHROPIC_API_KEY or OPENAI_API_KEY in oe mcp's "
+     "environment.",
+     R"({"type":"object","properties":{"task":{"type":"string","description":"What the experience should do, in plain words"},"draft_root":{"type":"string","description":"Where the draft folder is created; default: .openexpertise/drafts"},"llm":{"type":"string","enum":["anthropic","openai"]}},"required":["task"]})",
+     false, false, ultraTool},
+    {"oe_ultra_revise", "Revise a drafted experience",
+     "Revise an oe_ultra draft with feedback; the revision replaces the draft only when it "
+     "validates, passes its smoke run and scores no worse. Returns {draft_dir, analysis, "
+     "synthesis, validation, files_written, loop}.",
+     R"({"type":"object","properties":{"draft_dir":{"type":"string"},"feedback":{"type":"string"},"max_rounds":{"type":"integer","minimum":0}},"required":["draft_dir","feedback"]})",
+     false, false, ultraReviseTool},
     {"oe_graph", "Draw an experience's graph",
      "The experience's graph as a Mermaid flowchart: {mermaid}, and {html} with html: true.",
      R"({"type":"object","properties":{"experience_path":{"type":"string"},"direction":{"type":"string","enum":["TD","LR"]},"html":{"type":"boolean"}},"required":["experience_path"]})",
