@@ -35,6 +35,25 @@ std::vector<uint32_t> FileTable::idsOf(const spec::NodeSpec& node) {
     }
     ids.push_back(it->second);
   }
+  for (const std::string& text : node.read_files) {
+    auto it = read_by_text_.find(text);
+    if (it == read_by_text_.end()) {
+      std::filesystem::path path(text);
+      if (path.is_relative()) {
+        path = dir_ / path;
+      }
+      // Missing has its own digest, so creating the file later changes the key.
+      std::error_code ec;
+      std::string sha256 = "missing";
+      if (std::filesystem::exists(path, ec)) {
+        auto digest = cache::fileDigest(path);
+        sha256 = digest ? *digest : std::string("unreadable");
+      }
+      files_.push_back(cache::FileDigest{text, std::move(sha256)});
+      it = read_by_text_.emplace(text, static_cast<uint32_t>(files_.size() - 1)).first;
+    }
+    ids.push_back(it->second);
+  }
   return ids;
 }
 
