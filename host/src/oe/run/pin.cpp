@@ -12,8 +12,7 @@ std::vector<uint32_t> FileTable::idsOf(const spec::NodeSpec& node) {
   // A run's nodes carry their candidates (spec::compactNodes); others have their DOM.
   const std::vector<std::string> from_dom =
       node.raw.is_null() ? std::vector<std::string>() : spec::pathCandidates(node.raw);
-  const std::vector<std::string>& candidates = node.raw.is_null() ? node.path_candidates
-                                                                  : from_dom;
+  const std::vector<std::string>& candidates = node.raw.is_null() ? node.path_candidates : from_dom;
   std::vector<uint32_t> ids;
   for (const std::string& candidate : candidates) {
     const std::string* text = &candidate;
@@ -70,9 +69,8 @@ std::vector<cache::FileDigest> FileTable::filesOf(const std::vector<uint32_t>& i
 
 Json definitionPin(const spec::Experience& experience) {
   engine::FileTable table(experience.dir);
-  return engine::buildPin(experience, [&](size_t i) {
-    return table.filesOf(table.idsOf(experience.nodes[i]));
-  });
+  return engine::buildPin(
+      experience, [&](size_t i) { return table.filesOf(table.idsOf(experience.nodes[i])); });
 }
 
 Json diffPins(const Json& before, const Json& after) {

@@ -112,7 +112,7 @@ struct NodeSpec {
   // Files the node's kind reads that the definition does not name (x-oe-reads-file, relative
   // to dir): part of its key and pin even when missing. Set by attachReadFiles (loader.hpp).
   std::vector<std::string> read_files;
-  Mark mark;                          // position of the node's mapping
+  Mark mark;  // position of the node's mapping
 };
 
 struct EdgeSpec {

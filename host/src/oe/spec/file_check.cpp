@@ -274,10 +274,10 @@ class Walker {
             quoted + " does not exist (looked for " + path.string() + ")" +
                 (has_predecessors_
                      ? "; the node fails when it runs unless an earlier node writes it"
-                     : read_by_kind
-                         ? "; nothing runs before this node, so it would fail. Create the file"
-                         : "; nothing runs before this node, so it would fail. Create the file, "
-                           "or fix the path (relative to the experience folder)"),
+                 : read_by_kind
+                     ? "; nothing runs before this node, so it would fail. Create the file"
+                     : "; nothing runs before this node, so it would fail. Create the file, "
+                       "or fix the path (relative to the experience folder)"),
             severity});
         return;
       }
