@@ -141,6 +141,52 @@ graph:
             nlohmann::json::parse(R"([{"id":1,"name":"ada"},{"id":2,"name":"grace"}])"));
 }
 
+// mcp.json is not named by the node, but the dataset schema's x-oe-reads-file puts it in the
+// node's cache key: an edited server env is a new key (the server runs again and the state has
+// the new value), an unchanged mcp.json replays from the cache.
+TEST_F(DatasetExampleTest, EditingMcpJsonRunsTheMcpResourceNodeAgain) {
+  dir_.write("experience.yaml", R"(name: mcp-key
+version: 0.1.0
+state:
+  schema:
+    env: { type: array }
+graph:
+  nodes:
+    - id: greet
+      kind: dataset
+      source: { type: mcp-resource, server: env, uri: "test://env" }
+      writes: [env]
+  edges: []
+)");
+  auto write_mcp_json = [this](const std::string& greeting) {
+    dir_.write("mcp.json", nlohmann::json{{"servers",
+                                           {{"env",
+                                             {{"command", "node"},
+                                              {"args", {OE_MCP_RESOURCE_SERVER}},
+                                              {"env", {{"OE_TEST_GREETING", greeting}}}}}}}}
+                               .dump(2));
+  };
+  auto run = [this] {
+    const ProcessResult r = oe({"run", dir_.path().string(), "--json", "-q"});
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    return nlohmann::json::parse(r.out, nullptr, false);
+  };
+  write_mcp_json("hello");
+  const nlohmann::json first = run();
+  EXPECT_EQ(first["nodes"]["cached"], 0) << first.dump();
+  EXPECT_EQ(first["final_state"]["env"][0]["greeting"], "hello") << first.dump();
+
+  const nlohmann::json unchanged = run();
+  EXPECT_EQ(unchanged["nodes"]["cached"], 1) << unchanged.dump();
+  EXPECT_EQ(unchanged["final_state"]["env"][0]["greeting"], "hello");
+
+  write_mcp_json("bonjour");
+  const nlohmann::json edited = run();
+  EXPECT_EQ(edited["nodes"]["cached"], 0) << edited.dump();
+  EXPECT_EQ(edited["final_state"]["env"][0]["greeting"], "bonjour") << edited.dump();
+  EXPECT_EQ(stateField("env")[0]["greeting"], "bonjour");
+}
+
 // Enable once the host's cache key covers nested file references (plugins/dataset report):
 // today namedFiles() digests only top-level strings, so `source.uri` is not part of the key and
 // an edited CSV replays the old rows from the cache.
