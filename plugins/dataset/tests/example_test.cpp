@@ -187,6 +187,48 @@ graph:
   EXPECT_EQ(stateField("env")[0]["greeting"], "bonjour");
 }
 
+// The pin covers mcp.json too (oe resume names the node), and oe validate reports it missing.
+TEST_F(DatasetExampleTest, ResumeAndValidateSeeMcpJson) {
+  dir_.write("experience.yaml", R"(name: mcp-pin
+version: 0.1.0
+state:
+  schema:
+    people: { type: array }
+graph:
+  nodes:
+    - id: people
+      kind: dataset
+      source: { type: mcp-resource, server: directory, uri: "test://rows" }
+      writes: [people]
+  edges: []
+)");
+  const ProcessResult missing = oe({"validate", dir_.path().string()});
+  EXPECT_EQ(missing.exit_code, 1) << missing.out << missing.err;
+  EXPECT_NE(missing.err.find("node \"people\": source: the node reads \"mcp.json\", which does "
+                             "not exist"),
+            std::string::npos)
+      << missing.err;
+
+  auto write_mcp_json = [this](const nlohmann::json& args) {
+    dir_.write(
+        "mcp.json",
+        nlohmann::json{{"servers", {{"directory", {{"command", "node"}, {"args", args}}}}}}.dump(
+            2));
+  };
+  write_mcp_json({OE_MCP_RESOURCE_SERVER});
+  const ProcessResult first = oe({"run", dir_.path().string(), "--json", "-q"});
+  ASSERT_EQ(first.exit_code, 0) << first.out << first.err;
+  const std::string run_id = nlohmann::json::parse(first.out)["run_id"].get<std::string>();
+  // Another command line for the same server: no longer the pinned definition.
+  write_mcp_json({"--no-warnings", OE_MCP_RESOURCE_SERVER});
+  const ProcessResult resumed =
+      oe({"resume", run_id, "--experience", dir_.path().string(), "--json"});
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.out << resumed.err;
+  const auto summary = nlohmann::json::parse(resumed.out, nullptr, false);
+  EXPECT_EQ(summary["definition_changes"]["changed"], nlohmann::json({"people"})) << resumed.out;
+  EXPECT_EQ(summary["nodes"]["ran"], 1) << resumed.out;
+}
+
 // Enable once the host's cache key covers nested file references (plugins/dataset report):
 // today namedFiles() digests only top-level strings, so `source.uri` is not part of the key and
 // an edited CSV replays the old rows from the cache.
