@@ -19,6 +19,21 @@ namespace {
 using oe::test::ProcessResult;
 using oe::test::TempDir;
 
+// One mcp-resource dataset node reading test://rows from the server "directory" of mcp.json.
+constexpr const char* kPeopleFromMcp = R"(name: from-mcp
+version: 0.1.0
+state:
+  schema:
+    people: { type: array }
+graph:
+  nodes:
+    - id: people
+      kind: dataset
+      source: { type: mcp-resource, server: directory, uri: "test://rows" }
+      writes: [people]
+  edges: []
+)";
+
 class DatasetExampleTest : public ::testing::Test {
  protected:
   // `oe <args...>` in the temp dir, with OE_PLUGIN_PATH unset so the build's plugins are used.
@@ -115,19 +130,7 @@ graph:
 }
 
 TEST_F(DatasetExampleTest, AnMcpResourceDatasetReadsFromARealMcpServer) {
-  dir_.write("experience.yaml", R"(name: from-mcp
-version: 0.1.0
-state:
-  schema:
-    people: { type: array }
-graph:
-  nodes:
-    - id: people
-      kind: dataset
-      source: { type: mcp-resource, server: directory, uri: "test://rows" }
-      writes: [people]
-  edges: []
-)");
+  dir_.write("experience.yaml", kPeopleFromMcp);
   dir_.write(
       "mcp.json",
       nlohmann::json{
@@ -189,19 +192,7 @@ graph:
 
 // The pin covers mcp.json too (oe resume names the node), and oe validate reports it missing.
 TEST_F(DatasetExampleTest, ResumeAndValidateSeeMcpJson) {
-  dir_.write("experience.yaml", R"(name: mcp-pin
-version: 0.1.0
-state:
-  schema:
-    people: { type: array }
-graph:
-  nodes:
-    - id: people
-      kind: dataset
-      source: { type: mcp-resource, server: directory, uri: "test://rows" }
-      writes: [people]
-  edges: []
-)");
+  dir_.write("experience.yaml", kPeopleFromMcp);
   const ProcessResult missing = oe({"validate", dir_.path().string()});
   EXPECT_EQ(missing.exit_code, 1) << missing.out << missing.err;
   EXPECT_NE(missing.err.find("node \"people\": source: the node reads \"mcp.json\", which does "
