@@ -1,5 +1,7 @@
 // The JSON Schema (draft-07) of a dataset node's own fields, which `oe validate` checks: the one
-// `writes` field, and `source` with the keys each source type requires.
+// `writes` field, and `source` with the keys each source type requires. An mcp-resource source
+// reads <experience>/mcp.json, which the node does not name: x-oe-reads-file puts it in the
+// node's cache key and pin (host/src/oe/spec/file_check.hpp).
 #pragma once
 
 namespace oe::dataset {
@@ -49,6 +51,6 @@ inline constexpr const char* kDatasetSpecSchema =
     R"j("then":{"required":["url"]}},)j"
     R"j({"description":"mcp-resource: a resource of an MCP server started over stdio",)j"
     R"j("if":{"properties":{"type":{"const":"mcp-resource"}},"required":["type"]},)j"
-    R"j("then":{"required":["server","uri"]}}]}}})j";
+    R"j("then":{"required":["server","uri"],"x-oe-reads-file":"mcp.json"}}]}}})j";
 
 }  // namespace oe::dataset

@@ -19,6 +19,21 @@ namespace {
 using oe::test::ProcessResult;
 using oe::test::TempDir;
 
+// One mcp-resource dataset node reading test://rows from the server "directory" of mcp.json.
+constexpr const char* kPeopleFromMcp = R"(name: from-mcp
+version: 0.1.0
+state:
+  schema:
+    people: { type: array }
+graph:
+  nodes:
+    - id: people
+      kind: dataset
+      source: { type: mcp-resource, server: directory, uri: "test://rows" }
+      writes: [people]
+  edges: []
+)";
+
 class DatasetExampleTest : public ::testing::Test {
  protected:
   // `oe <args...>` in the temp dir, with OE_PLUGIN_PATH unset so the build's plugins are used.
@@ -115,19 +130,7 @@ graph:
 }
 
 TEST_F(DatasetExampleTest, AnMcpResourceDatasetReadsFromARealMcpServer) {
-  dir_.write("experience.yaml", R"(name: from-mcp
-version: 0.1.0
-state:
-  schema:
-    people: { type: array }
-graph:
-  nodes:
-    - id: people
-      kind: dataset
-      source: { type: mcp-resource, server: directory, uri: "test://rows" }
-      writes: [people]
-  edges: []
-)");
+  dir_.write("experience.yaml", kPeopleFromMcp);
   dir_.write(
       "mcp.json",
       nlohmann::json{
@@ -139,6 +142,82 @@ graph:
   ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
   EXPECT_EQ(stateField("people"),
             nlohmann::json::parse(R"([{"id":1,"name":"ada"},{"id":2,"name":"grace"}])"));
+}
+
+// mcp.json is not named by the node, but the dataset schema's x-oe-reads-file puts it in the
+// node's cache key: an edited server env is a new key (the server runs again and the state has
+// the new value), an unchanged mcp.json replays from the cache.
+TEST_F(DatasetExampleTest, EditingMcpJsonRunsTheMcpResourceNodeAgain) {
+  dir_.write("experience.yaml", R"(name: mcp-key
+version: 0.1.0
+state:
+  schema:
+    env: { type: array }
+graph:
+  nodes:
+    - id: greet
+      kind: dataset
+      source: { type: mcp-resource, server: env, uri: "test://env" }
+      writes: [env]
+  edges: []
+)");
+  auto write_mcp_json = [this](const std::string& greeting) {
+    dir_.write("mcp.json", nlohmann::json{{"servers",
+                                           {{"env",
+                                             {{"command", "node"},
+                                              {"args", {OE_MCP_RESOURCE_SERVER}},
+                                              {"env", {{"OE_TEST_GREETING", greeting}}}}}}}}
+                               .dump(2));
+  };
+  auto run = [this] {
+    const ProcessResult r = oe({"run", dir_.path().string(), "--json", "-q"});
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    return nlohmann::json::parse(r.out, nullptr, false);
+  };
+  write_mcp_json("hello");
+  const nlohmann::json first = run();
+  EXPECT_EQ(first["nodes"]["cached"], 0) << first.dump();
+  EXPECT_EQ(first["final_state"]["env"][0]["greeting"], "hello") << first.dump();
+
+  const nlohmann::json unchanged = run();
+  EXPECT_EQ(unchanged["nodes"]["cached"], 1) << unchanged.dump();
+  EXPECT_EQ(unchanged["final_state"]["env"][0]["greeting"], "hello");
+
+  write_mcp_json("bonjour");
+  const nlohmann::json edited = run();
+  EXPECT_EQ(edited["nodes"]["cached"], 0) << edited.dump();
+  EXPECT_EQ(edited["final_state"]["env"][0]["greeting"], "bonjour") << edited.dump();
+  EXPECT_EQ(stateField("env")[0]["greeting"], "bonjour");
+}
+
+// The pin covers mcp.json too (oe resume names the node), and oe validate reports it missing.
+TEST_F(DatasetExampleTest, ResumeAndValidateSeeMcpJson) {
+  dir_.write("experience.yaml", kPeopleFromMcp);
+  const ProcessResult missing = oe({"validate", dir_.path().string()});
+  EXPECT_EQ(missing.exit_code, 1) << missing.out << missing.err;
+  EXPECT_NE(missing.err.find("node \"people\": source: the node reads \"mcp.json\", which does "
+                             "not exist"),
+            std::string::npos)
+      << missing.err;
+
+  auto write_mcp_json = [this](const nlohmann::json& args) {
+    dir_.write(
+        "mcp.json",
+        nlohmann::json{{"servers", {{"directory", {{"command", "node"}, {"args", args}}}}}}.dump(
+            2));
+  };
+  write_mcp_json({OE_MCP_RESOURCE_SERVER});
+  const ProcessResult first = oe({"run", dir_.path().string(), "--json", "-q"});
+  ASSERT_EQ(first.exit_code, 0) << first.out << first.err;
+  const std::string run_id = nlohmann::json::parse(first.out)["run_id"].get<std::string>();
+  // Another command line for the same server: no longer the pinned definition.
+  write_mcp_json({"--no-warnings", OE_MCP_RESOURCE_SERVER});
+  const ProcessResult resumed =
+      oe({"resume", run_id, "--experience", dir_.path().string(), "--json"});
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.out << resumed.err;
+  const auto summary = nlohmann::json::parse(resumed.out, nullptr, false);
+  EXPECT_EQ(summary["definition_changes"]["changed"], nlohmann::json({"people"})) << resumed.out;
+  EXPECT_EQ(summary["nodes"]["ran"], 1) << resumed.out;
 }
 
 // Enable once the host's cache key covers nested file references (plugins/dataset report):

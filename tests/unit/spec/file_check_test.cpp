@@ -212,5 +212,86 @@ TEST_F(FileChecks, AKindSchemaNamesTheProgramsItsNodesRun) {
   EXPECT_EQ(checkPrograms(schema, Json{{"cli", "b"}}, dir_.path(), cache).size(), 1u);
 }
 
+// x-oe-reads-file: the file a node reads without naming it (a dataset's mcp.json), under the
+// `then` whose `if` holds, at any depth; each file once.
+const Json& readsFileSchema() {
+  static const Json schema = Json::parse(R"({"type": "object", "properties": {
+      "source": {"type": "object", "allOf": [
+        {"if": {"properties": {"type": {"const": "mcp-resource"}}, "required": ["type"]},
+         "then": {"x-oe-reads-file": "mcp.json"}},
+        {"if": {"properties": {"type": {"const": "both"}}, "required": ["type"]},
+         "then": {"x-oe-reads-file": ["mcp.json", "conf/extra.json", 7, ""]}}]}},
+      "x-oe-reads-file": "always.txt"})");
+  return schema;
+}
+
+TEST(ReadFiles, TheAnnotationUnderAThenWhoseIfHolds) {
+  const Json& schema = readsFileSchema();
+  EXPECT_TRUE(marksReadFiles(schema));
+  EXPECT_FALSE(marksReadFiles(annotatedKinds()["dataset"].schema.value()));
+  using Files = std::vector<std::string>;
+  EXPECT_EQ(readFiles(schema, Json{{"source", {{"type", "mcp-resource"}}}}),
+            (Files{"always.txt", "mcp.json"}));
+  EXPECT_EQ(readFiles(schema, Json{{"source", {{"type", "file"}}}}), (Files{"always.txt"}));
+  EXPECT_EQ(readFiles(schema, Json::object()), (Files{"always.txt"}));
+  // A list; not-a-string and empty entries are ignored, a file named twice counts once.
+  EXPECT_EQ(readFiles(schema, Json{{"source", {{"type", "both"}}}}),
+            (Files{"always.txt", "mcp.json", "conf/extra.json"}));
+  EXPECT_TRUE(readFiles(schema, Json("not a node")).empty());
+}
+
+TEST_F(FileChecks, AFileTheKindReadsIsCheckedLikeAnInputFile) {
+  KindCatalog kinds = annotatedKinds();
+  kinds["dataset"].schema = readsFileSchema();
+  dir_.write("always.txt", "x");
+  auto ds = validate(
+      R"(    - {id: first, kind: dataset, writes: [rows], source: {type: mcp-resource}}
+    - {id: later, kind: dataset, writes: [rows], source: {type: mcp-resource}}
+    - {id: plain, kind: dataset, writes: [rows], source: {type: file}}
+)",
+      "[{from: first, to: later}]", kinds);
+  ASSERT_EQ(ds.size(), 2u) << dump(ds);
+  EXPECT_EQ(ds[0].node_id, "first");
+  EXPECT_EQ(ds[0].field, "source");
+  EXPECT_EQ(ds[0].severity, Severity::kError);  // nothing runs before it: it would fail
+  EXPECT_EQ(ds[0].message.rfind("the node reads \"mcp.json\", which does not exist (looked for " +
+                                    (dir_.path() / "mcp.json").string() + "); nothing runs",
+                                0),
+            0u)
+      << ds[0].message;
+  EXPECT_EQ(ds[1].node_id, "later");
+  EXPECT_EQ(ds[1].severity, Severity::kWarning);  // "first" may write it
+  dir_.write("mcp.json", "{}");
+  EXPECT_TRUE(
+      validate("    - {id: n, kind: dataset, writes: [rows], source: {type: mcp-resource}}\n", "[]",
+               kinds)
+          .empty());
+}
+
+TEST(AttachReadFiles, OnlyNodesOfAMarkingKindGetThem) {
+  TempDir dir;
+  const auto path = dir.write("experience.yaml", R"(name: t
+version: 0.1.0
+state: {schema: {rows: {type: array}}}
+graph:
+  nodes:
+    - {id: m, kind: dataset, writes: [rows], source: {type: mcp-resource}}
+    - {id: f, kind: dataset, writes: [rows], source: {type: file}}
+    - {id: t, kind: tool, impl: x.mjs}
+  edges: []
+)");
+  LoadResult loaded = loadExperience(path);
+  ASSERT_TRUE(loaded.experience) << dump(loaded.diagnostics);
+  KindCatalog kinds = annotatedKinds();
+  kinds["dataset"].schema = readsFileSchema();
+  Experience& exp = *loaded.experience;
+  compactNodes(exp);  // a run's nodes: their text, no DOM
+  attachReadFiles(exp, kinds);
+  using Files = std::vector<std::string>;
+  EXPECT_EQ(exp.nodes[0].read_files, (Files{"always.txt", "mcp.json"}));
+  EXPECT_EQ(exp.nodes[1].read_files, (Files{"always.txt"}));
+  EXPECT_TRUE(exp.nodes[2].read_files.empty());
+}
+
 }  // namespace
 }  // namespace oe::spec

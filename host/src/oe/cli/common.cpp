@@ -207,6 +207,7 @@ std::optional<spec::Experience> loadValidated(const std::filesystem::path& path_
     if (auto snapshot = spec::readSnapshot(yaml_path, digest, context);
         snapshot && !(starts_programs && programMissing(*snapshot, *catalog))) {
       reportPluginProblems(registry);
+      spec::attachReadFiles(*snapshot, *catalog);
       dropLoadOnlyParts(*snapshot);
       return snapshot;
     }
@@ -233,17 +234,22 @@ std::optional<spec::Experience> loadValidated(const std::filesystem::path& path_
   }
   // Before a run, a program a node needs and PATH lacks is an error (oe validate: a warning);
   // before a run that starts none, it does not matter.
+  spec::KindCatalog built;  // without a snapshot's catalog
   const spec::ProgramCheck missing_program =
       !for_run ? spec::ProgramCheck(Severity::kWarning)
                : (starts_programs ? spec::ProgramCheck(Severity::kError) : std::nullopt);
-  const auto diagnostics = spec::checkLoaded(
-      loaded, catalog ? *catalog : (model != nullptr ? kindCatalog(registry) : spec::KindCatalog{}),
-      strict, missing_program);
+  if (!catalog && model != nullptr) {
+    built = kindCatalog(registry);
+  }
+  const spec::KindCatalog& kinds = catalog ? *catalog : built;
+  const auto diagnostics = spec::checkLoaded(loaded, kinds, strict, missing_program);
   printDiagnostics(diagnostics);
   if (!loaded.experience || hasErrors(diagnostics)) {
     printErrorCount(diagnostics, model);
     return std::nullopt;
   }
+  // The files nodes read beyond those they name: part of their key and pin.
+  spec::attachReadFiles(*loaded.experience, kinds);
   if (for_run && catalog) {
     if (diagnostics.empty()) {
       // A cache: failing to save it only costs the next run the YAML parse.

@@ -130,6 +130,8 @@ Result<Evaluation> evaluate(const std::vector<FileChange>& changes, const fs::pa
   if (!loaded.experience) {
     return makeError("the candidate in " + folder.string() + " does not load");
   }
+  // The same keys as the original's runs (whose cache was copied), mcp.json and the like included.
+  spec::attachReadFiles(*loaded.experience, run::kindCatalog(registry));
   run::RunOptions options;
   options.args = baseline.args.is_object() ? baseline.args : Json::object();
   options.llm = llm;

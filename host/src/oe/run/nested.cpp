@@ -143,6 +143,8 @@ oe_status Run::subrunFromPlugin(Call& call, std::string_view request_text, std::
     }
     return OE_INVALID_ARGUMENT;
   }
+  // The files the child's nodes read beyond those they name (x-oe-reads-file): their keys.
+  spec::attachReadFiles(*loaded.experience, catalog());
   const spec::Experience& child_exp = *loaded.experience;
 
   const std::string sub_run_id = events::newRunId();

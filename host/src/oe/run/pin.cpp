@@ -12,8 +12,7 @@ std::vector<uint32_t> FileTable::idsOf(const spec::NodeSpec& node) {
   // A run's nodes carry their candidates (spec::compactNodes); others have their DOM.
   const std::vector<std::string> from_dom =
       node.raw.is_null() ? std::vector<std::string>() : spec::pathCandidates(node.raw);
-  const std::vector<std::string>& candidates = node.raw.is_null() ? node.path_candidates
-                                                                  : from_dom;
+  const std::vector<std::string>& candidates = node.raw.is_null() ? node.path_candidates : from_dom;
   std::vector<uint32_t> ids;
   for (const std::string& candidate : candidates) {
     const std::string* text = &candidate;
@@ -35,6 +34,25 @@ std::vector<uint32_t> FileTable::idsOf(const spec::NodeSpec& node) {
     }
     ids.push_back(it->second);
   }
+  for (const std::string& text : node.read_files) {
+    auto it = read_by_text_.find(text);
+    if (it == read_by_text_.end()) {
+      std::filesystem::path path(text);
+      if (path.is_relative()) {
+        path = dir_ / path;
+      }
+      // Missing has its own digest, so creating the file later changes the key.
+      std::error_code ec;
+      std::string sha256 = "missing";
+      if (std::filesystem::exists(path, ec)) {
+        auto digest = cache::fileDigest(path);
+        sha256 = digest ? *digest : std::string("unreadable");
+      }
+      files_.push_back(cache::FileDigest{text, std::move(sha256)});
+      it = read_by_text_.emplace(text, static_cast<uint32_t>(files_.size() - 1)).first;
+    }
+    ids.push_back(it->second);
+  }
   return ids;
 }
 
@@ -51,9 +69,8 @@ std::vector<cache::FileDigest> FileTable::filesOf(const std::vector<uint32_t>& i
 
 Json definitionPin(const spec::Experience& experience) {
   engine::FileTable table(experience.dir);
-  return engine::buildPin(experience, [&](size_t i) {
-    return table.filesOf(table.idsOf(experience.nodes[i]));
-  });
+  return engine::buildPin(
+      experience, [&](size_t i) { return table.filesOf(table.idsOf(experience.nodes[i])); });
 }
 
 Json diffPins(const Json& before, const Json& after) {

@@ -18,7 +18,8 @@ namespace oe::run::engine {
 // D4: the files a node names (impl, prompt, a dataset's source.uri, a skill folder) with their
 // content digests (fileDigest: a folder through its SKILL.md, else its files). The host knows no
 // kind, so any string of the node's definition, at any depth, that names an existing path
-// counts (not its args: see below). One table per run (or per pin): a file many nodes name is
+// counts (not its args: see below), and the files its kind reads (NodeSpec::read_files), which
+// count even when missing. One table per run (or per pin): a file many nodes name is
 // hashed once and stored once, and a node keeps only the indices of its files.
 class FileTable {
  public:
@@ -33,6 +34,9 @@ class FileTable {
   std::filesystem::path dir_;
   std::vector<cache::FileDigest> files_;
   std::unordered_map<std::string, uint32_t> by_text_;
+  // read_files, apart: they are in the table even when missing ("missing"), which a string
+  // that only may name a file must not be.
+  std::unordered_map<std::string, uint32_t> read_by_text_;
 };
 
 // The pin of an experience (see definitionPin), with each node's files from `files_of(i)`.

@@ -109,7 +109,10 @@ struct NodeSpec {
   std::string text;
   // With `text`: pathCandidates() of the definition, the strings that may name a file (D4).
   std::vector<std::string> path_candidates;
-  Mark mark;                          // position of the node's mapping
+  // Files the node's kind reads that the definition does not name (x-oe-reads-file, relative
+  // to dir): part of its key and pin even when missing. Set by attachReadFiles (loader.hpp).
+  std::vector<std::string> read_files;
+  Mark mark;  // position of the node's mapping
 };
 
 struct EdgeSpec {

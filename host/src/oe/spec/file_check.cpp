@@ -18,6 +18,32 @@ namespace fs = std::filesystem;
 constexpr int kMaxSchemaDepth = 16;
 
 constexpr const char* kProgram = "x-oe-program";
+constexpr const char* kReadsFile = "x-oe-reads-file";
+
+// What a walk looks at: everything (`oe validate`), the programs only (a spec snapshot's run),
+// or the files read (the cache key).
+enum class Mode { kAll, kPrograms, kReadFiles };
+
+// True when `schema` uses the annotation `name` anywhere.
+bool marks(const Json& schema, const char* name) {
+  if (schema.is_object()) {
+    if (schema.contains(name)) {
+      return true;
+    }
+    for (const auto& [key, value] : schema.items()) {
+      if (value.is_structured() && marks(value, name)) {
+        return true;
+      }
+    }
+  } else if (schema.is_array()) {
+    for (const Json& value : schema) {
+      if (marks(value, name)) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
 
 // Where `program` would run from: itself when it names a path (relative to `dir`), else the
 // first directory of `search_path` (`:`-separated; an empty entry is the working directory)
@@ -64,14 +90,15 @@ class Walker {
  public:
   Walker(const fs::path& dir, bool has_predecessors, std::vector<FileFinding>& out,
          const Json& node, ProgramCheck missing_program, ProgramCache& programs,
-         bool programs_only = false)
+         Mode mode = Mode::kAll, std::vector<std::string>* read_files = nullptr)
       : dir_(dir),
         has_predecessors_(has_predecessors),
         out_(out),
         node_(node),
         missing_program_(missing_program),
         programs_(programs),
-        programs_only_(programs_only) {}
+        mode_(mode),
+        read_files_(read_files) {}
 
   void walk(const Json& schema, const Json& value, const std::string& pointer, int depth) {
     if (depth > kMaxSchemaDepth || !schema.is_object()) {
@@ -122,10 +149,18 @@ class Walker {
   }
 
   void annotated(const Json& schema, const Json& value, const std::string& pointer) {
+    if (mode_ != Mode::kPrograms) {
+      if (auto reads = schema.find(kReadsFile); reads != schema.end()) {
+        readFile(*reads, pointer);
+      }
+    }
+    if (mode_ == Mode::kReadFiles) {
+      return;
+    }
     if (auto program = schema.find(kProgram); program != schema.end()) {
       checkProgram(*program, value, pointer);
     }
-    if (programs_only_) {
+    if (mode_ == Mode::kPrograms) {
       return;
     }
     if (auto unsupported = schema.find("x-oe-unsupported");
@@ -148,6 +183,30 @@ class Walker {
       return;
     }
     checkPath(kind->get<std::string>(), declared, pointer);
+  }
+
+  // x-oe-reads-file: collected for the key, or checked like an input-file for `oe validate`.
+  void readFile(const Json& annotation, const std::string& pointer) {
+    auto one = [&](const Json& entry) {
+      if (!entry.is_string() || entry.get_ref<const std::string&>().empty()) {
+        return;
+      }
+      const std::string& file = entry.get_ref<const std::string&>();
+      if (read_files_ != nullptr) {
+        if (std::find(read_files_->begin(), read_files_->end(), file) == read_files_->end()) {
+          read_files_->push_back(file);
+        }
+        return;
+      }
+      checkPath("input-file", file, pointer, /*read_by_kind=*/true);
+    };
+    if (annotation.is_array()) {
+      for (const Json& entry : annotation) {
+        one(entry);
+      }
+    } else {
+      one(annotation);
+    }
   }
 
   void checkProgram(const Json& annotation, const Json& value, const std::string& pointer) {
@@ -198,12 +257,15 @@ class Walker {
     out_.push_back(FileFinding{pointer, std::move(message), *missing_program_});
   }
 
-  void checkPath(const std::string& kind, const std::string& declared, const std::string& pointer) {
+  // `read_by_kind`: the kind reads the file (x-oe-reads-file) though the node does not name it.
+  void checkPath(const std::string& kind, const std::string& declared, const std::string& pointer,
+                 bool read_by_kind = false) {
     const fs::path given(declared);
     const fs::path path = (given.is_absolute() ? given : dir_ / given).lexically_normal();
     std::error_code ec;
     const fs::file_status status = fs::status(path, ec);
-    const std::string quoted = "\"" + declared + "\"";
+    const std::string quoted =
+        read_by_kind ? "the node reads \"" + declared + "\", which" : "\"" + declared + "\"";
     if (!fs::exists(status)) {
       if (kind == "input-file") {
         const Severity severity = has_predecessors_ ? Severity::kWarning : Severity::kError;
@@ -212,8 +274,10 @@ class Walker {
             quoted + " does not exist (looked for " + path.string() + ")" +
                 (has_predecessors_
                      ? "; the node fails when it runs unless an earlier node writes it"
-                     : "; nothing runs before this node, so it would fail. Create the file, or "
-                       "fix the path (relative to the experience folder)"),
+                 : read_by_kind
+                     ? "; nothing runs before this node, so it would fail. Create the file"
+                     : "; nothing runs before this node, so it would fail. Create the file, "
+                       "or fix the path (relative to the experience folder)"),
             severity});
         return;
       }
@@ -242,7 +306,8 @@ class Walker {
   const Json& node_;
   ProgramCheck missing_program_;
   ProgramCache& programs_;
-  bool programs_only_;
+  Mode mode_;
+  std::vector<std::string>* read_files_;  // Mode::kReadFiles: where the files go
   std::map<const Json*, std::unique_ptr<SchemaChecker>> conditions_;
 };
 
@@ -264,30 +329,25 @@ std::vector<FileFinding> checkPrograms(const Json& kind_schema, const Json& node
                                        const fs::path& dir, ProgramCache& programs) {
   std::vector<FileFinding> out;
   if (node.is_object()) {
-    Walker(dir, false, out, node, Severity::kError, programs, /*programs_only=*/true)
+    Walker(dir, false, out, node, Severity::kError, programs, Mode::kPrograms)
         .walk(kind_schema, node, "", 0);
   }
   return out;
 }
 
-bool marksPrograms(const Json& kind_schema) {
-  if (kind_schema.is_object()) {
-    if (kind_schema.contains(kProgram)) {
-      return true;
-    }
-    for (const auto& [key, value] : kind_schema.items()) {
-      if (value.is_structured() && marksPrograms(value)) {
-        return true;
-      }
-    }
-  } else if (kind_schema.is_array()) {
-    for (const Json& value : kind_schema) {
-      if (marksPrograms(value)) {
-        return true;
-      }
-    }
+bool marksPrograms(const Json& kind_schema) { return marks(kind_schema, kProgram); }
+
+std::vector<std::string> readFiles(const Json& kind_schema, const Json& node) {
+  std::vector<std::string> files;
+  if (node.is_object()) {
+    std::vector<FileFinding> unused;
+    ProgramCache no_programs;
+    Walker(fs::path(), false, unused, node, std::nullopt, no_programs, Mode::kReadFiles, &files)
+        .walk(kind_schema, node, "", 0);
   }
-  return false;
+  return files;
 }
+
+bool marksReadFiles(const Json& kind_schema) { return marks(kind_schema, kReadsFile); }
 
 }  // namespace oe::spec

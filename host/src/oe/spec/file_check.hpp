@@ -11,7 +11,13 @@
 //       program a node with that value runs (cli-agent's provider: claude-code -> claude) must
 //       be on PATH, or on the node's own value at `search_path` (a JSON pointer into the node,
 //       "/env/PATH"; optional) when the node sets one. The machine, not the experience, lacks
-//       it: an error before a run, a warning from `oe validate` (see missing_program below).
+//       it: an error before a run, a warning from `oe validate` (see missing_program below);
+//   "x-oe-reads-file": "<path>" | ["<path>", ...]  the node also reads that file (relative to
+//       the experience folder), which its definition does not name: a dataset's mcp-resource
+//       source reads mcp.json. Its content is part of the node's cache key and definition pin
+//       (readFiles below, spec::attachReadFiles); the kind needs it to run, so missing is
+//       reported as for "input-file". The annotation's place says when it applies (under a
+//       `then`), not which field: the value at that place is not read.
 // Annotations are found through `properties` and `allOf` (an entry's `if` is evaluated against
 // the value, so `then` can annotate `uri` only for `type: file`).
 #pragma once
@@ -60,5 +66,13 @@ struct FileFinding {
 
 // True when the schema uses x-oe-program anywhere (so nodes of other kinds cost nothing).
 [[nodiscard]] bool marksPrograms(const Json& kind_schema);
+
+// The files a node of that kind reads by x-oe-reads-file (as written, relative to the
+// experience folder), in schema order, each once. No stat: whether they exist is the key's
+// business (a missing file hashes as missing).
+[[nodiscard]] std::vector<std::string> readFiles(const Json& kind_schema, const Json& node);
+
+// True when the schema uses x-oe-reads-file anywhere.
+[[nodiscard]] bool marksReadFiles(const Json& kind_schema);
 
 }  // namespace oe::spec

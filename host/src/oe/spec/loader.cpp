@@ -15,12 +15,14 @@
 #include <fstream>
 #include <istream>
 #include <limits>
+#include <map>
 #include <memory>
 #include <stdexcept>
 #include <streambuf>
 
 #include "oe/common/file.hpp"
 #include "oe/expr/js_value.hpp"
+#include "oe/spec/file_check.hpp"
 #include "oe/spec/locate.hpp"
 #include "oe/spec/schema_check.hpp"
 
@@ -888,6 +890,26 @@ void compactNodes(Experience& exp) {
       node.path_candidates = pathCandidates(node.raw);
     }
     node.raw = Json();
+  }
+}
+
+void attachReadFiles(Experience& exp, const KindCatalog& kinds) {
+  std::map<std::string_view, const Json*, std::less<>> marked;  // kind -> schema, or nullptr
+  for (NodeSpec& node : exp.nodes) {
+    auto [mark, inserted] = marked.try_emplace(node.kind, nullptr);
+    if (inserted) {
+      auto kind = kinds.find(node.kind);
+      if (kind != kinds.end() && kind->second.schema && marksReadFiles(*kind->second.schema)) {
+        mark->second = &*kind->second.schema;
+      }
+    }
+    if (mark->second == nullptr) {
+      continue;
+    }
+    // A run's nodes keep their text only (compactNodes): parsed again, for these nodes only.
+    node.read_files = node.raw.is_object()
+                          ? readFiles(*mark->second, node.raw)
+                          : readFiles(*mark->second, Json::parse(node.text, nullptr, false));
   }
 }
 

@@ -79,6 +79,10 @@ std::string canonicalText(const Json& value);
 // NodeSpec::path_candidates.
 void compactNodes(Experience& exp);
 
+// Sets each node's read_files from its kind's schema (x-oe-reads-file, file_check.hpp), once
+// per load: nodes of kinds whose schema has no such annotation are not looked at again.
+void attachReadFiles(Experience& exp, const KindCatalog& kinds);
+
 // D4: the strings of a node's definition that may name a file the node depends on (impl,
 // prompt, a dataset's source.uri, a skill folder). The host knows no kind, so any string at any
 // depth counts, except under id, kind, phase, model, reads and writes (state field names) and
