@@ -172,7 +172,8 @@ TEST_F(EventLogTest, AnEventsFieldsAreThoseOfItsLine) {
     const Json& j = e.json();
     const std::string node_id = j.value("node_id", "");
     if (e.type() != j["type"].get<std::string>() || e.nodeId() != node_id ||
-        e.cached() != j.value("cached", false) || e.line() != readLines(path_)[seen]) {
+        e.cached() != j.value("cached", false) || e.phase() != j.value("phase", "") ||
+        e.line() != readLines(path_)[seen]) {
       mismatches.push_back(std::string(e.line()));
     }
     ++seen;
@@ -182,13 +183,14 @@ TEST_F(EventLogTest, AnEventsFieldsAreThoseOfItsLine) {
   log->nodeReady("a", std::string("p"));
   log->nodeStarted("a", std::nullopt);
   log->stateWrite("a", "f");
-  log->nodeFinished("a", std::nullopt, &metrics);
+  log->nodeFinished("a", std::string("p"), &metrics);
   log->nodeFinished("b", std::nullopt, nullptr, /*cached=*/true);
-  log->nodeFailed("c", "bad \"quote\"\n", std::nullopt);
+  log->nodeFailed("c", "bad \"quote\"\n", std::string("p"));
   log->nodeSkipped("d", "why", std::nullopt);
   ASSERT_TRUE(log->nodeEvent("node.activity", "e", "{\"activity\":\"x\"}").ok());
+  ASSERT_TRUE(log->nodeEvent("my.event", "e", R"({"phase":"plug"})").ok());
   log->runFinished("success");
-  EXPECT_EQ(seen, 10u);
+  EXPECT_EQ(seen, 11u);
   EXPECT_TRUE(mismatches.empty()) << mismatches.front();
 }
 

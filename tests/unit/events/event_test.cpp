@@ -16,6 +16,18 @@ TEST(EventTest, ALogEventGivesItsFieldsWithoutParsing) {
   EXPECT_TRUE(event.json().is_discarded());
 }
 
+TEST(EventTest, APhaseTheWriterKnewIsFreeAnUnknownOneIsRead) {
+  const std::optional<std::string> phase = "collect";
+  const std::optional<std::string> none;
+  EXPECT_EQ(Event("node.started", "n1", "{not json", false, &phase).phase(), "collect");
+  EXPECT_EQ(Event("node.started", "n1", "{not json", false, &none).phase(), "");
+  // A plugin's event: the writer does not know its fields.
+  const std::string line = R"({"type":"my.event","node_id":"n1","phase":"plug"})";
+  EXPECT_EQ(Event("my.event", "n1", line, false).phase(), "plug");
+  EXPECT_EQ(Event("my.event", "n1", "{not json", false).phase(), "");
+  EXPECT_EQ(Event(Json{{"type", "node.log"}, {"phase", "p"}}).phase(), "p");
+}
+
 TEST(EventTest, JsonIsParsedOnceAndKept) {
   const std::string line = R"({"type":"node.failed","run_id":"r","node_id":"n1","error":"boom"})";
   const Event event("node.failed", "n1", line, false);

@@ -23,8 +23,17 @@ Event::Event(Json event) : json_(std::move(event)) {
   node_id_ = stringView(*json_, "node_id");
   auto cached = json_->find("cached");
   cached_ = cached != json_->end() && cached->is_boolean() && cached->get<bool>();
+  phase_ = stringView(*json_, "phase");
   dumped_ = json_->dump(-1, ' ', false, Json::error_handler_t::replace);
   line_ = dumped_;
+}
+
+std::string_view Event::phase() const {
+  if (phase_known_) {
+    return phase_;
+  }
+  const Json& event = json();
+  return event.is_object() ? stringView(event, "phase") : std::string_view();
 }
 
 const Json& Event::json() const {

@@ -20,9 +20,16 @@ namespace oe::events {
 class Event {
  public:
   // An event of the log: views into the writer's strings, which outlive the Event. `line` is
-  // the JSONL line without its '\n'; `cached` is its "cached":true (node.finished only).
-  Event(std::string_view type, std::string_view node_id, std::string_view line, bool cached)
-      : type_(type), node_id_(node_id), line_(line), cached_(cached) {}
+  // the JSONL line without its '\n'; `cached` is its "cached":true (node.finished only);
+  // `phase` its phase when the writer knows it (the engine's node events), else null.
+  Event(std::string_view type, std::string_view node_id, std::string_view line, bool cached,
+        const std::optional<std::string>* phase = nullptr)
+      : type_(type),
+        node_id_(node_id),
+        line_(line),
+        cached_(cached),
+        phase_known_(phase != nullptr),
+        phase_(phase != nullptr && *phase ? std::string_view(**phase) : std::string_view()) {}
   // An event that exists only as JSON (the engine's live-only node.items, tests): type, node_id
   // and cached are read from it.
   explicit Event(Json event);
@@ -35,6 +42,9 @@ class Event {
   std::string_view nodeId() const { return node_id_; }
   // A node.finished replayed from the node cache.
   bool cached() const { return cached_; }
+  // The "phase" member, empty when there is none: free for the engine's node events, read from
+  // json() for the others (a plugin's event may carry one).
+  std::string_view phase() const;
   // The line as written to the log (for an event built from JSON, its dump).
   std::string_view line() const { return line_; }
   // The whole event; an unparseable line (never written by EventLog) gives a discarded value.
@@ -45,6 +55,8 @@ class Event {
   std::string_view node_id_;
   std::string_view line_;
   bool cached_ = false;
+  bool phase_known_ = true;
+  std::string_view phase_;
   mutable std::optional<Json> json_;
   std::string dumped_;  // the line of an event built from JSON
 };

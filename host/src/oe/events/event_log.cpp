@@ -123,6 +123,9 @@ void appendExtra(std::string& out, const Json& extra) {
   }
 }
 
+// The phase of the events that never have one (run.*, state.write), for their listeners.
+const std::optional<std::string> kNoPhase;
+
 bool isSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
 std::string shortText(std::string_view s) {
@@ -241,7 +244,7 @@ void EventLog::appendPhase(std::string& line, const std::optional<std::string>& 
 }
 
 void EventLog::commit(std::string& line, std::string_view type, std::string_view node_id,
-                      bool cached) {
+                      const std::optional<std::string>* phase, bool cached) {
   line += "}\n";
   // One write(2) per line: with O_APPEND each line lands whole and in order, even across
   // threads and processes; only a kill in the middle of this call can tear it.
@@ -265,7 +268,7 @@ void EventLog::commit(std::string& line, std::string_view type, std::string_view
     left -= static_cast<size_t>(n);
   }
   if (listeners_) {
-    notify(Event(type, node_id, std::string_view(line.data(), line.size() - 1), cached));
+    notify(Event(type, node_id, std::string_view(line.data(), line.size() - 1), cached, phase));
   }
 }
 
@@ -296,7 +299,7 @@ void EventLog::runStarted(const Json& args, const Json& extra) {
   line += ",\"args\":";
   appendJson(line, args);
   appendExtra(line, extra);
-  commit(line, kType, {});
+  commit(line, kType, {}, &kNoPhase);
 }
 
 void EventLog::runFinished(std::string_view status, const Json& extra) {
@@ -306,7 +309,7 @@ void EventLog::runFinished(std::string_view status, const Json& extra) {
   appendTs(line);
   appendMember(line, "status", status);
   appendExtra(line, extra);
-  commit(line, kType, {});
+  commit(line, kType, {}, &kNoPhase);
 }
 
 void EventLog::nodeReady(std::string_view node_id, const std::optional<std::string>& phase) {
@@ -315,7 +318,7 @@ void EventLog::nodeReady(std::string_view node_id, const std::optional<std::stri
   std::string line = head(kType, &node_id);
   appendTs(line);
   appendPhase(line, phase);
-  commit(line, kType, node_id);
+  commit(line, kType, node_id, &phase);
 }
 
 void EventLog::nodeStarted(std::string_view node_id, const std::optional<std::string>& phase) {
@@ -324,7 +327,7 @@ void EventLog::nodeStarted(std::string_view node_id, const std::optional<std::st
   std::string line = head(kType, &node_id);
   appendTs(line);
   appendPhase(line, phase);
-  commit(line, kType, node_id);
+  commit(line, kType, node_id, &phase);
 }
 
 void EventLog::nodeFinished(std::string_view node_id, const std::optional<std::string>& phase,
@@ -341,7 +344,7 @@ void EventLog::nodeFinished(std::string_view node_id, const std::optional<std::s
   if (cached) {
     line += ",\"cached\":true";
   }
-  commit(line, kType, node_id, cached);
+  commit(line, kType, node_id, &phase, cached);
 }
 
 void EventLog::nodeFailed(std::string_view node_id, std::string_view error,
@@ -352,7 +355,7 @@ void EventLog::nodeFailed(std::string_view node_id, std::string_view error,
   appendTs(line);
   appendMember(line, "error", error);
   appendPhase(line, phase);
-  commit(line, kType, node_id);
+  commit(line, kType, node_id, &phase);
 }
 
 void EventLog::nodeSkipped(std::string_view node_id, std::string_view reason,
@@ -363,7 +366,7 @@ void EventLog::nodeSkipped(std::string_view node_id, std::string_view reason,
   appendTs(line);
   appendMember(line, "reason", reason);
   appendPhase(line, phase);
-  commit(line, kType, node_id);
+  commit(line, kType, node_id, &phase);
 }
 
 void EventLog::stateWrite(std::string_view node_id, std::string_view field) {
@@ -372,7 +375,7 @@ void EventLog::stateWrite(std::string_view node_id, std::string_view field) {
   std::string line = head(kType, &node_id);
   appendMember(line, "field", field);  // upstream puts field before ts for this one type
   appendTs(line);
-  commit(line, kType, node_id);
+  commit(line, kType, node_id, &kNoPhase);
 }
 
 Result<void> EventLog::nodeEvent(std::string_view type, std::string_view node_id,

@@ -87,7 +87,7 @@ class EventLog {
   static void appendTs(std::string& line);
   static void appendPhase(std::string& line, const std::optional<std::string>& phase);
   void commit(std::string& line, std::string_view type, std::string_view node_id,
-              bool cached = false);
+              const std::optional<std::string>* phase = nullptr, bool cached = false);
   void notify(const Event& event);
 
   struct Subscriber {

@@ -98,7 +98,7 @@ void RunTracer::onEvent(const events::Event& live) {
   const std::string node_id(live.nodeId());
   if (type == "node.started") {
     open_[node_id].push_back(
-        Attempt{ids_.spanId(), nowUnixNanos(), 1, stringOf(live.json(), "phase"), {}});
+        Attempt{ids_.spanId(), nowUnixNanos(), 1, std::string(live.phase()), {}});
   } else if (type == "node.retry") {
     const Json& event = live.json();
     // The failed attempt ends now; the next one starts after the backoff (the engine emits no
@@ -120,8 +120,8 @@ void RunTracer::onEvent(const events::Event& live) {
     if (live.cached()) {
       // A replay from the node cache: no attempt ran; a span of no length says it was served.
       const uint64_t now = nowUnixNanos();
-      Span span = nodeSpan(node_id,
-                           Attempt{ids_.spanId(), now, 0, stringOf(live.json(), "phase"), {}}, now);
+      Span span =
+          nodeSpan(node_id, Attempt{ids_.spanId(), now, 0, std::string(live.phase()), {}}, now);
       span.attributes.push_back({"oe.cache.hit", true});
       emit(std::move(span));
       return;
@@ -243,7 +243,7 @@ void RunTracer::endAttempt(const std::string& node_id, const events::Event& even
     attempt = std::move(it->second.front());
     it->second.pop_front();
   } else {
-    attempt = Attempt{ids_.spanId(), now, 1, stringOf(event.json(), "phase"), {}};
+    attempt = Attempt{ids_.spanId(), now, 1, std::string(event.phase()), {}};
   }
   Span span = nodeSpan(node_id, attempt, now);
   span.status = status;

@@ -28,7 +28,7 @@ class RunTracer final : public llm::CallObserver {
 
   // [any thread] One event of the run (RunOptions::on_event): run.started, node.started,
   // node.retry, node.finished, node.failed, node.activity (a nested run's id), run.finished.
-  // Parses the event only for the fields it needs (not for a node.finished that ran).
+  // Parses the event only for the fields it needs (never node.started or node.finished).
   void onEvent(const events::Event& event);
   // [any worker thread] A `chat` span under the node's open attempt (the run span when none).
   void onLlmCall(const llm::CallRecord& call) override;
