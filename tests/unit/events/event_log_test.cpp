@@ -74,8 +74,8 @@ TEST(EventClockTest, RunIdsAreLowercaseUuidV4AndUnique) {
 TEST_F(EventLogTest, BusDeliversInOrderToEveryListener) {
   auto log = open();
   std::vector<std::string> got;
-  log->subscribe([&](const Json& e) { got.push_back("A:" + e["type"].get<std::string>()); });
-  log->subscribe([&](const Json& e) { got.push_back("B:" + e["type"].get<std::string>()); });
+  log->subscribe([&](const Event& e) { got.push_back("A:" + std::string(e.type())); });
+  log->subscribe([&](const Event& e) { got.push_back("B:" + std::string(e.type())); });
   log->runStarted(Json::object());
   log->nodeReady("x", std::nullopt);
   EXPECT_EQ(got, (std::vector<std::string>{"A:run.started", "B:run.started", "A:node.ready",
@@ -85,7 +85,7 @@ TEST_F(EventLogTest, BusDeliversInOrderToEveryListener) {
 TEST_F(EventLogTest, ListenerReceivesTheEventAsWritten) {
   auto log = open();
   std::vector<Json> got;
-  log->subscribe([&](const Json& e) { got.push_back(e); });
+  log->subscribe([&](const Event& e) { got.push_back(e.json()); });
   log->nodeStarted("x", std::string("collect"));
   log->runStarted(Json::object());
   ASSERT_EQ(got.size(), 2u);
@@ -99,7 +99,7 @@ TEST_F(EventLogTest, ListenerReceivesTheEventAsWritten) {
 TEST_F(EventLogTest, UnsubscribeStopsDeliveryAndIsIdempotent) {
   auto log = open();
   int calls = 0;
-  const size_t id = log->subscribe([&](const Json&) { ++calls; });
+  const size_t id = log->subscribe([&](const Event&) { ++calls; });
   log->nodeReady("x", std::nullopt);
   log->unsubscribe(id);
   log->unsubscribe(id);
@@ -110,8 +110,8 @@ TEST_F(EventLogTest, UnsubscribeStopsDeliveryAndIsIdempotent) {
 TEST_F(EventLogTest, AThrowingListenerIsReportedAndTheOthersStillRun) {
   auto log = open();
   int after = 0;
-  log->subscribe([](const Json&) { throw std::runtime_error("listener broke"); });
-  log->subscribe([&](const Json&) { ++after; });
+  log->subscribe([](const Event&) { throw std::runtime_error("listener broke"); });
+  log->subscribe([&](const Event&) { ++after; });
   ::testing::internal::CaptureStderr();
   log->nodeReady("x", std::nullopt);
   const std::string err = ::testing::internal::GetCapturedStderr();
@@ -124,10 +124,10 @@ TEST_F(EventLogTest, AListenerMayUnsubscribeItselfAndEmit) {
   auto log = open();
   size_t id = 0;
   int calls = 0;
-  id = log->subscribe([&](const Json& e) {
+  id = log->subscribe([&](const Event& e) {
     ++calls;
     log->unsubscribe(id);
-    if (e["type"] == "node.ready") {
+    if (e.type() == "node.ready") {
       log->nodeStarted("x", std::nullopt);
     }
   });
@@ -135,6 +135,102 @@ TEST_F(EventLogTest, AListenerMayUnsubscribeItselfAndEmit) {
   log->nodeReady("y", std::nullopt);
   EXPECT_EQ(calls, 1);
   EXPECT_EQ(readLines(path_).size(), 3u);
+}
+
+TEST_F(EventLogTest, AListenerThatWantsSomeTypesSeesExactlyThoseInOrder) {
+  auto log = open();
+  std::vector<std::string> got;
+  log->subscribe([&](const Event& e) {
+    if (e.type() == "node.failed") {
+      got.push_back("failed " + std::string(e.nodeId()) + ": " +
+                    e.json()["error"].get<std::string>());
+    } else if (e.type() == "node.finished" || e.type() == "node.tokens") {
+      got.push_back(std::string(e.type()) + " " + std::string(e.nodeId()) +
+                    (e.cached() ? " cached" : ""));
+    }
+  });
+  log->runStarted(Json::object());
+  log->nodeReady("a", std::nullopt);
+  log->nodeStarted("a", std::nullopt);
+  log->stateWrite("a", "f");
+  log->nodeFinished("a", std::nullopt, nullptr);
+  log->nodeFinished("b", std::string("p"), nullptr, /*cached=*/true);
+  ASSERT_TRUE(log->nodeEvent("node.tokens", "c", R"({"input_tokens":1})").ok());
+  log->nodeFailed("c", "boom", std::nullopt);
+  log->nodeSkipped("d", "when: condition false", std::nullopt);
+  log->runFinished("failed");
+  EXPECT_EQ(got, (std::vector<std::string>{"node.finished a", "node.finished b cached",
+                                           "node.tokens c", "failed c: boom"}));
+}
+
+// The fields the bus hands out without parsing are those of the line, for every event type.
+TEST_F(EventLogTest, AnEventsFieldsAreThoseOfItsLine) {
+  auto log = open();
+  std::vector<std::string> mismatches;
+  size_t seen = 0;
+  log->subscribe([&](const Event& e) {
+    const Json& j = e.json();
+    const std::string node_id = j.value("node_id", "");
+    if (e.type() != j["type"].get<std::string>() || e.nodeId() != node_id ||
+        e.cached() != j.value("cached", false) || e.phase() != j.value("phase", "") ||
+        e.line() != readLines(path_)[seen]) {
+      mismatches.push_back(std::string(e.line()));
+    }
+    ++seen;
+  });
+  const Json metrics = {{"tokens", 3}};
+  log->runStarted(Json{{"x", 1}}, Json{{"chain_id", "c"}});
+  log->nodeReady("a", std::string("p"));
+  log->nodeStarted("a", std::nullopt);
+  log->stateWrite("a", "f");
+  log->nodeFinished("a", std::string("p"), &metrics);
+  log->nodeFinished("b", std::nullopt, nullptr, /*cached=*/true);
+  log->nodeFailed("c", "bad \"quote\"\n", std::string("p"));
+  log->nodeSkipped("d", "why", std::nullopt);
+  ASSERT_TRUE(log->nodeEvent("node.activity", "e", "{\"activity\":\"x\"}").ok());
+  ASSERT_TRUE(log->nodeEvent("my.event", "e", R"({"phase":"plug"})").ok());
+  log->runFinished("success");
+  EXPECT_EQ(seen, 11u);
+  EXPECT_TRUE(mismatches.empty()) << mismatches.front();
+}
+
+TEST_F(EventLogTest, EveryListenerOfAnEventSharesOneParse) {
+  auto log = open();
+  std::vector<const Json*> parsed;
+  log->subscribe([&](const Event& e) { parsed.push_back(&e.json()); });
+  log->subscribe([](const Event&) { throw std::runtime_error("after parsing"); });
+  log->subscribe([&](const Event& e) { parsed.push_back(&e.json()); });
+  ::testing::internal::CaptureStderr();
+  log->nodeStarted("x", std::nullopt);
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "event listener error: after parsing\n");
+  ASSERT_EQ(parsed.size(), 2u);
+  EXPECT_EQ(parsed[0], parsed[1]);
+}
+
+TEST_F(EventLogTest, AListenerSubscribedByAListenerSeesOnlyLaterEvents) {
+  auto log = open();
+  std::vector<std::string> late;
+  bool added = false;
+  log->subscribe([&](const Event&) {
+    if (!added) {
+      added = true;
+      log->subscribe([&](const Event& e) { late.push_back(std::string(e.nodeId())); });
+    }
+  });
+  log->nodeReady("first", std::nullopt);
+  log->nodeReady("second", std::nullopt);
+  EXPECT_EQ(late, (std::vector<std::string>{"second"}));
+}
+
+TEST_F(EventLogTest, AListenerUnsubscribedDuringAnEventStillGetsThatOneOnly) {
+  auto log = open();
+  std::vector<std::string> second_saw;
+  size_t second = 0;
+  log->subscribe([&](const Event&) { log->unsubscribe(second); });
+  second = log->subscribe([&](const Event& e) { second_saw.push_back(std::string(e.nodeId())); });
+  log->nodeReady("first", std::nullopt);
+  log->nodeReady("second", std::nullopt);
+  EXPECT_EQ(second_saw, (std::vector<std::string>{"first"}));
 }
 
 TEST_F(EventLogTest, SinkWritesOneJsonLinePerEvent) {
@@ -275,7 +371,7 @@ TEST_F(EventLogTest, AppendsToAnExistingLog) {
 TEST_F(EventLogTest, ConcurrentEmittersNeverInterleaveLines) {
   auto log = open();
   std::atomic<int> seen{0};
-  log->subscribe([&](const Json&) { seen.fetch_add(1, std::memory_order_relaxed); });
+  log->subscribe([&](const Event&) { seen.fetch_add(1, std::memory_order_relaxed); });
   constexpr int kThreads = 4;
   constexpr int kPerThread = 500;
   std::vector<std::thread> threads;

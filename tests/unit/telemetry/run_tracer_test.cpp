@@ -25,7 +25,7 @@ class RunTracerTest : public ::testing::Test {
                     {{"t", "tool"}, {"g", "agent"}, {"d", "dataset"}, {"x", "experience"}}};
   std::vector<Span> spans_;
 
-  void event(Json e) { tracer_.onEvent(e); }
+  void event(Json e) { tracer_.onEvent(events::Event(std::move(e))); }
   void start() { event({{"type", "run.started"}, {"run_id", "r1"}, {"chain_id", "r1"}}); }
   const Span& named(const std::string& name) {
     for (const auto& s : spans_) {

@@ -93,13 +93,14 @@ TEST(LiveView, RedrawsInPlaceAndLeavesTheFinalFrame) {
       pty.slave(), Dashboard({{"greet", "tool", "", "", false}, {"wave", "tool", "", "", false}}),
       "xterm");
   ASSERT_TRUE(view) << view.error().message;
-  (*view)->onEvent(runEvent("run.started"));
+  (*view)->onEvent(events::Event(runEvent("run.started")));
   (*view)->redrawNow();  // 3 lines: header and two nodes
-  (*view)->onEvent(runEvent("node.started", "greet"));
+  (*view)->onEvent(events::Event(runEvent("node.started", "greet")));
   (*view)->printAbove("oe: warning: [tool] a line that stays");
-  (*view)->onEvent(runEvent("node.finished", "greet"));
-  (*view)->onEvent(runEvent("node.skipped", "wave", {{"reason", "when: condition false"}}));
-  (*view)->onEvent(runEvent("run.finished", "", {{"status", "success"}}));
+  (*view)->onEvent(events::Event(runEvent("node.finished", "greet")));
+  (*view)->onEvent(
+      events::Event(runEvent("node.skipped", "wave", {{"reason", "when: condition false"}})));
+  (*view)->onEvent(events::Event(runEvent("run.finished", "", {{"status", "success"}})));
   (*view)->finish();
   (*view)->finish();  // idempotent
   view->reset();
@@ -152,17 +153,18 @@ TEST(LiveView, EventsFromManyThreadsWhileItDraws) {
   auto view = LiveView::start(pty.slave(), Dashboard(nodes), "xterm");
   ASSERT_TRUE(view) << view.error().message;
   LiveView& live = **view;
-  live.onEvent(runEvent("run.started"));
+  live.onEvent(events::Event(runEvent("run.started")));
   static constexpr int kItems = 500;
   std::vector<std::thread> workers;
   for (int w = 0; w < 4; ++w) {
     workers.emplace_back([&live, w] {
       const std::string id = "n" + std::to_string(w);
-      live.onEvent(runEvent("node.items", id, {{"count", kItems}}));
+      live.onEvent(events::Event(runEvent("node.items", id, {{"count", kItems}})));
       for (int i = 0; i < kItems; ++i) {
-        live.onEvent(runEvent("node.started", id));
-        live.onEvent(runEvent("node.activity", id, {{"activity", "item " + std::to_string(i)}}));
-        live.onEvent(runEvent("node.finished", id));
+        live.onEvent(events::Event(runEvent("node.started", id)));
+        live.onEvent(events::Event(
+            runEvent("node.activity", id, {{"activity", "item " + std::to_string(i)}})));
+        live.onEvent(events::Event(runEvent("node.finished", id)));
         if (i % 100 == 0) {
           live.printAbove("a note from " + id);
         }

@@ -244,22 +244,20 @@ void printFinalState(const spec::Experience& experience, const Json& state,
 
 // --events-fd: `oe mcp` reads the events of the run it started from this fd, for its progress
 // notifications. The fd is not passed on to the programs the run starts.
-std::function<void(const Json&)> eventsToFd(int fd, std::function<void(const Json&)> next) {
+events::Listener eventsToFd(int fd, events::Listener next) {
   ::fcntl(fd, F_SETFD, FD_CLOEXEC);
-  return [next = std::move(next), out = std::make_shared<mcp::LineWriter>(fd)](const Json& event) {
+  return [next = std::move(next),
+          out = std::make_shared<mcp::LineWriter>(fd)](const events::Event& event) {
     if (next) {
       next(event);
     }
     // Only what oe mcp reads crosses (the run's start and end, each node's end): the other
-    // events of a node would cost a dump and a write each for nothing (docs/mcp.md).
-    const auto type = event.find("type");
-    if (type == event.end() || !type->is_string()) {
-      return;
-    }
-    const auto& name = type->get_ref<const std::string&>();
+    // events of a node would cost a write each for nothing (docs/mcp.md). The log's own line
+    // crosses, never parsed.
+    const std::string_view name = event.type();
     if (name.starts_with("run.") || name == "node.finished" || name == "node.failed" ||
         name == "node.skipped") {
-      out->write(event);  // a reader gone away turns it off; the run goes on
+      out->writeLine(event.line());  // a reader gone away turns it off; the run goes on
     }
   };
 }
@@ -363,14 +361,14 @@ int execute(const RunArgs& a, const std::string& path, Json run_args,
     }
   }
   if (live) {
-    options.on_event = [v = live.get()](const Json& event) { v->onEvent(event); };
+    options.on_event = [v = live.get()](const events::Event& event) { v->onEvent(event); };
     log_sink.divertTo([v = live.get()](std::string line) { v->printAbove(std::move(line)); });
     options.on_lock_wait = [v = live.get()](const std::string& holder) {
       v->printAbove("oe: waiting for " + holder + " to finish with this state store (--wait)");
     };
   } else if (!a.quiet && !a.json) {
     progress = std::make_unique<Progress>();
-    options.on_event = [p = progress.get()](const Json& event) { p->onEvent(event); };
+    options.on_event = [p = progress.get()](const events::Event& event) { p->onEvent(event); };
   }
   if (a.events_fd >= 0) {
     options.on_event = eventsToFd(a.events_fd, std::move(options.on_event));

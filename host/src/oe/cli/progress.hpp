@@ -12,7 +12,7 @@
 #include <string_view>
 #include <thread>
 
-#include "oe/common/json.hpp"
+#include "oe/events/event.hpp"
 
 namespace oe::cli {
 
@@ -31,7 +31,8 @@ class Progress {
   Progress(const Progress&) = delete;
   Progress& operator=(const Progress&) = delete;
 
-  void onEvent(const Json& event);
+  // Parses only the events it prints a detail of (failed, skipped, retry, activity, log).
+  void onEvent(const events::Event& event);
 
  private:
   bool closeCall(const std::string& node);

@@ -123,6 +123,9 @@ void appendExtra(std::string& out, const Json& extra) {
   }
 }
 
+// The phase of the events that never have one (run.*, state.write), for their listeners.
+const std::optional<std::string> kNoPhase;
+
 bool isSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
 std::string shortText(std::string_view s) {
@@ -240,7 +243,8 @@ void EventLog::appendPhase(std::string& line, const std::optional<std::string>& 
   }
 }
 
-void EventLog::commit(std::string& line) {
+void EventLog::commit(std::string& line, std::string_view type, std::string_view node_id,
+                      const std::optional<std::string>* phase, bool cached) {
   line += "}\n";
   // One write(2) per line: with O_APPEND each line lands whole and in order, even across
   // threads and processes; only a kill in the middle of this call can tear it.
@@ -263,8 +267,8 @@ void EventLog::commit(std::string& line) {
     data += n;
     left -= static_cast<size_t>(n);
   }
-  if (!listeners_.empty()) {
-    notify(std::string_view(line.data(), line.size() - 1));
+  if (listeners_) {
+    notify(Event(type, node_id, std::string_view(line.data(), line.size() - 1), cached, phase));
   }
 }
 
@@ -273,17 +277,12 @@ std::optional<std::string> EventLog::writeError() const {
   return write_error_;
 }
 
-void EventLog::notify(std::string_view line) {
-  const Json event = Json::parse(line, nullptr, false);
-  // A copy, so that a listener may (un)subscribe while the others are being called.
-  std::vector<std::shared_ptr<Listener>> targets;
-  targets.reserve(listeners_.size());
-  for (const auto& entry : listeners_) {
-    targets.push_back(entry.second);
-  }
-  for (const auto& listener : targets) {
+void EventLog::notify(const Event& event) {
+  // Our own reference: a listener that (un)subscribes replaces listeners_, not this list.
+  const std::shared_ptr<const Subscribers> targets = listeners_;
+  for (const Subscriber& subscriber : *targets) {
     try {
-      (*listener)(event);
+      subscriber.listener(event);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "event listener error: %s\n", e.what());
     } catch (...) {
@@ -294,43 +293,48 @@ void EventLog::notify(std::string_view line) {
 
 void EventLog::runStarted(const Json& args, const Json& extra) {
   std::lock_guard lock(mutex_);
-  std::string line = head("run.started", nullptr);
+  constexpr std::string_view kType = "run.started";
+  std::string line = head(kType, nullptr);
   appendTs(line);
   line += ",\"args\":";
   appendJson(line, args);
   appendExtra(line, extra);
-  commit(line);
+  commit(line, kType, {}, &kNoPhase);
 }
 
 void EventLog::runFinished(std::string_view status, const Json& extra) {
   std::lock_guard lock(mutex_);
-  std::string line = head("run.finished", nullptr);
+  constexpr std::string_view kType = "run.finished";
+  std::string line = head(kType, nullptr);
   appendTs(line);
   appendMember(line, "status", status);
   appendExtra(line, extra);
-  commit(line);
+  commit(line, kType, {}, &kNoPhase);
 }
 
 void EventLog::nodeReady(std::string_view node_id, const std::optional<std::string>& phase) {
   std::lock_guard lock(mutex_);
-  std::string line = head("node.ready", &node_id);
+  constexpr std::string_view kType = "node.ready";
+  std::string line = head(kType, &node_id);
   appendTs(line);
   appendPhase(line, phase);
-  commit(line);
+  commit(line, kType, node_id, &phase);
 }
 
 void EventLog::nodeStarted(std::string_view node_id, const std::optional<std::string>& phase) {
   std::lock_guard lock(mutex_);
-  std::string line = head("node.started", &node_id);
+  constexpr std::string_view kType = "node.started";
+  std::string line = head(kType, &node_id);
   appendTs(line);
   appendPhase(line, phase);
-  commit(line);
+  commit(line, kType, node_id, &phase);
 }
 
 void EventLog::nodeFinished(std::string_view node_id, const std::optional<std::string>& phase,
                             const Json* metrics, bool cached) {
   std::lock_guard lock(mutex_);
-  std::string line = head("node.finished", &node_id);
+  constexpr std::string_view kType = "node.finished";
+  std::string line = head(kType, &node_id);
   appendTs(line);
   appendPhase(line, phase);
   if (metrics != nullptr) {
@@ -340,35 +344,38 @@ void EventLog::nodeFinished(std::string_view node_id, const std::optional<std::s
   if (cached) {
     line += ",\"cached\":true";
   }
-  commit(line);
+  commit(line, kType, node_id, &phase, cached);
 }
 
 void EventLog::nodeFailed(std::string_view node_id, std::string_view error,
                           const std::optional<std::string>& phase) {
   std::lock_guard lock(mutex_);
-  std::string line = head("node.failed", &node_id);
+  constexpr std::string_view kType = "node.failed";
+  std::string line = head(kType, &node_id);
   appendTs(line);
   appendMember(line, "error", error);
   appendPhase(line, phase);
-  commit(line);
+  commit(line, kType, node_id, &phase);
 }
 
 void EventLog::nodeSkipped(std::string_view node_id, std::string_view reason,
                            const std::optional<std::string>& phase) {
   std::lock_guard lock(mutex_);
-  std::string line = head("node.skipped", &node_id);
+  constexpr std::string_view kType = "node.skipped";
+  std::string line = head(kType, &node_id);
   appendTs(line);
   appendMember(line, "reason", reason);
   appendPhase(line, phase);
-  commit(line);
+  commit(line, kType, node_id, &phase);
 }
 
 void EventLog::stateWrite(std::string_view node_id, std::string_view field) {
   std::lock_guard lock(mutex_);
-  std::string line = head("state.write", &node_id);
+  constexpr std::string_view kType = "state.write";
+  std::string line = head(kType, &node_id);
   appendMember(line, "field", field);  // upstream puts field before ts for this one type
   appendTs(line);
-  commit(line);
+  commit(line, kType, node_id, &kNoPhase);
 }
 
 Result<void> EventLog::nodeEvent(std::string_view type, std::string_view node_id,
@@ -416,20 +423,28 @@ Result<void> EventLog::nodeEvent(std::string_view type, std::string_view node_id
       }
     }
   }
-  commit(line);
+  commit(line, type, node_id);
   return {};
 }
 
 size_t EventLog::subscribe(Listener listener) {
   std::lock_guard lock(mutex_);
   const size_t id = next_listener_++;
-  listeners_.emplace_back(id, std::make_shared<Listener>(std::move(listener)));
+  auto next =
+      listeners_ ? std::make_shared<Subscribers>(*listeners_) : std::make_shared<Subscribers>();
+  next->push_back(Subscriber{id, std::move(listener)});
+  listeners_ = std::move(next);
   return id;
 }
 
 void EventLog::unsubscribe(size_t id) {
   std::lock_guard lock(mutex_);
-  std::erase_if(listeners_, [id](const auto& entry) { return entry.first == id; });
+  if (!listeners_) {
+    return;
+  }
+  auto next = std::make_shared<Subscribers>(*listeners_);
+  std::erase_if(*next, [id](const Subscriber& entry) { return entry.id == id; });
+  listeners_ = next->empty() ? nullptr : std::shared_ptr<const Subscribers>(std::move(next));
 }
 
 Result<LogReadResult> readEventLog(const std::filesystem::path& path) {

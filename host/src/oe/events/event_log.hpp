@@ -15,6 +15,7 @@
 
 #include "oe/common/json.hpp"
 #include "oe/common/result.hpp"
+#include "oe/events/event.hpp"
 
 namespace oe::events {
 
@@ -29,11 +30,13 @@ std::string newRunId();
 // the whole line with its '\n' on an O_APPEND descriptor, so a kill -9 can tear only the last
 // line. Listeners run under the log's lock, in subscription order, in the order the lines are
 // written; a listener may emit or (un)subscribe (the lock is recursive) but must not block.
+// A listener gets an Event: type and node id for free, the JSON parsed only if one asks for it
+// (event.hpp), so a listener should look at type() before json().
 // Writing the log never fails a run: the first I/O error is reported once on stderr and kept
 // (writeError()), so the run can end with a warning naming the cause.
 class EventLog {
  public:
-  using Listener = std::function<void(const Json& event)>;
+  using Listener = events::Listener;
   struct Private;  // lets open() use make_unique on the private constructor
 
   // Creates the parent folders; appends to an existing file.
@@ -71,24 +74,36 @@ class EventLog {
                          std::string_view fields_json);
 
   // An exception thrown by a listener is written to stderr as `event listener error: <msg>` and
-  // the others still run. unsubscribe is idempotent.
+  // the others still run. unsubscribe is idempotent. With no listener, writing an event costs
+  // nothing more than the line; with some, no allocation beyond what a listener does itself.
   size_t subscribe(Listener listener);
   void unsubscribe(size_t id);
 
  private:
   // Builders of one line, used under mutex_: head() opens it with type, run_id and node_id;
-  // appendTs() adds the timestamp; commit() closes it, writes it and notifies the listeners.
+  // appendTs() adds the timestamp; commit() closes it, writes it and notifies the listeners
+  // (`type` and `node_id` are the values head() got, handed to them without parsing the line).
   std::string head(std::string_view type, const std::string_view* node_id) const;
   static void appendTs(std::string& line);
   static void appendPhase(std::string& line, const std::optional<std::string>& phase);
-  void commit(std::string& line);
-  void notify(std::string_view line);
+  void commit(std::string& line, std::string_view type, std::string_view node_id,
+              const std::optional<std::string>* phase = nullptr, bool cached = false);
+  void notify(const Event& event);
+
+  struct Subscriber {
+    size_t id;
+    Listener listener;
+  };
+  using Subscribers = std::vector<Subscriber>;
 
   int fd_;
   std::filesystem::path path_;
   std::string run_id_;
   mutable std::recursive_mutex mutex_;
-  std::vector<std::pair<size_t, std::shared_ptr<Listener>>> listeners_;
+  // Copied on (un)subscribe, never changed in place: notify() holds its own reference, so a
+  // listener may (un)subscribe while the others are called, and an event costs one reference
+  // count instead of a copy of the list. Null when nobody listens.
+  std::shared_ptr<const Subscribers> listeners_;
   size_t next_listener_ = 1;
   std::optional<std::string> write_error_;  // the first failed write, under mutex_
 };

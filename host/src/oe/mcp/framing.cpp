@@ -107,7 +107,13 @@ Json notificationMessage(std::string_view method, Json params) {
 
 bool LineWriter::write(const Json& message) {
   // dump() escapes every control character, so the line holds no raw newline.
-  std::string line = message.dump(-1, ' ', false, Json::error_handler_t::replace);
+  return writeLine(message.dump(-1, ' ', false, Json::error_handler_t::replace));
+}
+
+bool LineWriter::writeLine(std::string_view text) {
+  std::string line;
+  line.reserve(text.size() + 1);
+  line += text;
   line += '\n';
   std::lock_guard lock(mutex_);
   if (broken_) {

@@ -61,6 +61,8 @@ class LineWriter {
   explicit LineWriter(int fd) : fd_(fd) {}
   // [thread-safe] false once the peer is gone.
   bool write(const Json& message);
+  // [thread-safe] The same for a message already serialized on one line (no '\n' in it).
+  bool writeLine(std::string_view line);
 
  private:
   std::mutex mutex_;

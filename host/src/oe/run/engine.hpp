@@ -204,9 +204,9 @@ class Run {
     }
     return *node.raw_dump;
   }
-  void emitLocal(const Json& event) {
+  void emitLocal(Json event) {
     if (options_.on_event) {
-      options_.on_event(event);
+      options_.on_event(events::Event(std::move(event)));
     }
   }
   [[nodiscard]] std::string nodeLabel(const NodeRuntime& node) const {

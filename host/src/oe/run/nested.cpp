@@ -18,20 +18,20 @@ namespace {
 
 // The child's progress as the parent node's activity: which child node started, finished or
 // failed (the child's own log has the detail).
-std::optional<std::string> relayedActivity(const Json& event) {
-  const std::string type = event.value("type", "");
-  const std::string node = event.value("node_id", "");
+std::optional<std::string> relayedActivity(const events::Event& event) {
+  const std::string_view type = event.type();
+  const std::string node(event.nodeId());
   if (type == "node.started") {
     return node + " started";
   }
   if (type == "node.finished") {
-    return node + (event.value("cached", false) ? " cached" : " finished");
+    return node + (event.cached() ? " cached" : " finished");
   }
   if (type == "node.failed") {
-    return node + " failed: " + event.value("error", "");
+    return node + " failed: " + event.json().value("error", "");
   }
   if (type == "run.finished") {
-    return "run finished " + event.value("status", "");
+    return "run finished " + event.json().value("status", "");
   }
   return std::nullopt;
 }
@@ -187,7 +187,7 @@ oe_status Run::subrunFromPlugin(Call& call, std::string_view request_text, std::
       return onCoordinator([&] { return forwardWrite(call, parent_key, delta, meta); });
     };
   }
-  child.on_event = [this, &call, sub_run_id](const Json& event) {
+  child.on_event = [this, &call, sub_run_id](const events::Event& event) {
     if (auto activity = relayedActivity(event)) {
       (void)log_.nodeEvent("node.activity", call.node->spec->id,
                            Json{{"activity", *activity}, {"sub_run_id", sub_run_id}}.dump());

@@ -340,7 +340,7 @@ void Run::logFromNode(const NodeRuntime& node, oe_log_level level, std::string_v
                 {"node_id", node.spec->id},
                 {"level", tag},
                 {"message", std::string(message)}};
-  emitLocal(event);
+  emitLocal(std::move(event));
 }
 
 bool pluginEventTypeAllowed(std::string_view type, std::string_view plugin_id) {
@@ -487,7 +487,7 @@ void Run::reuseFromCache(const std::shared_ptr<Call>& call) {
                     {"message",
                      "not selected and not in the cache: its successors get no "
                      "edge_output from it (run it once without --from/--only)"}};
-    emitLocal(warning);
+    emitLocal(std::move(warning));
   }
   asio::post(io_, [call, has_edge, edge_output = std::move(edge_output)] {
     auto finish = std::move(call->done);
@@ -678,7 +678,7 @@ void Run::storeInCache(Call& call, const Json& output) {
                     {"node_id", call.node->spec->id},
                     {"level", "warn"},
                     {"message", "cache write failed: " + put.error().message}};
-    emitLocal(warning);
+    emitLocal(std::move(warning));
   }
 }
 

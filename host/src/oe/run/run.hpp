@@ -12,6 +12,7 @@
 
 #include "oe/common/json.hpp"
 #include "oe/common/result.hpp"
+#include "oe/events/event.hpp"
 #include "oe/llm/ledger.hpp"
 #include "oe/llm/settings.hpp"
 #include "oe/plugins/registry.hpp"
@@ -82,7 +83,9 @@ struct RunOptions {
   std::string run_id;                     // empty: a new UUID v4
   std::optional<std::filesystem::path> state_db;  // override of the state file (tests, nested runs)
   std::string resumed_from;               // set by `oe resume`: recorded in run.started
-  std::function<void(const Json& event)> on_event;  // live progress (the CLI prints it)
+  // Live progress (the CLI prints it): the log's events and a few live-only ones (node.items,
+  // node.log), from any thread; look at event.type() before event.json() (events/event.hpp).
+  events::Listener on_event;
   // --from NODE: run NODE and everything downstream of it; --only NODE: run NODE alone. Every
   // other node is not executed: its edge_output comes from the cache, the state is as it is.
   std::string from_node;

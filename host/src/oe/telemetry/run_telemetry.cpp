@@ -62,11 +62,11 @@ RunTelemetry::RunTelemetry(Config config, const spec::Experience& experience, st
       tracer_([this](Span span) { exporter_.submit(std::move(span)); }, experience.name,
               kindsOf(experience)) {}
 
-std::function<void(const Json&)> RunTelemetry::listener(std::function<void(const Json&)> next) {
+events::Listener RunTelemetry::listener(events::Listener next) {
   if (!next) {
-    return [this](const Json& event) { tracer_.onEvent(event); };
+    return [this](const events::Event& event) { tracer_.onEvent(event); };
   }
-  return [this, next = std::move(next)](const Json& event) {
+  return [this, next = std::move(next)](const events::Event& event) {
     next(event);
     tracer_.onEvent(event);
   };

@@ -31,7 +31,7 @@ class RunTelemetry {
   RunTelemetry(Config config, const spec::Experience& experience, std::ostream& err);
 
   // The run's on_event: `next` (may be empty: no live progress) first, then the tracer.
-  [[nodiscard]] std::function<void(const Json&)> listener(std::function<void(const Json&)> next);
+  [[nodiscard]] events::Listener listener(events::Listener next);
   // What the run's LLM service reports its calls to (llm::Settings::observer).
   [[nodiscard]] llm::CallObserver* observer() { return &tracer_; }
   [[nodiscard]] const RunTracer& tracer() const { return tracer_; }

@@ -74,10 +74,14 @@ void RunTracer::emit(Span span) {
   sink_(std::move(span));
 }
 
-void RunTracer::onEvent(const Json& event) {
-  const std::string type = stringOf(event, "type");
+void RunTracer::onEvent(const events::Event& live) {
+  const std::string_view type = live.type();
+  if (type == "node.ready" || type == "state.write" || type == "node.tokens") {
+    return;  // the most frequent lines the tracer has no use for (LLM calls come as calls)
+  }
   std::lock_guard lock(mutex_);
   if (type == "run.started") {
+    const Json& event = live.json();
     started_ = true;
     run_start_ns_ = nowUnixNanos();
     run_id_ = stringOf(event, "run_id");
@@ -91,11 +95,12 @@ void RunTracer::onEvent(const Json& event) {
   if (!started_ || ended_) {
     return;
   }
-  const std::string node_id = stringOf(event, "node_id");
+  const std::string node_id(live.nodeId());
   if (type == "node.started") {
     open_[node_id].push_back(
-        Attempt{ids_.spanId(), nowUnixNanos(), 1, stringOf(event, "phase"), {}});
+        Attempt{ids_.spanId(), nowUnixNanos(), 1, std::string(live.phase()), {}});
   } else if (type == "node.retry") {
+    const Json& event = live.json();
     // The failed attempt ends now; the next one starts after the backoff (the engine emits no
     // event when it does).
     const int64_t attempt = event.value("attempt", int64_t{1});
@@ -105,33 +110,33 @@ void RunTracer::onEvent(const Json& event) {
       it->second.front().attempt = attempt;
       phase = it->second.front().phase;
     }
-    endAttempt(node_id, event, StatusCode::kError, stringOf(event, "error"));
+    endAttempt(node_id, live, StatusCode::kError, stringOf(event, "error"));
     open_[node_id].push_back(Attempt{ids_.spanId(),
                                      nowUnixNanos() + static_cast<uint64_t>(delay_ms) * 1000000,
                                      attempt + 1,
                                      std::move(phase),
                                      {}});
   } else if (type == "node.finished") {
-    if (event.value("cached", false)) {
+    if (live.cached()) {
       // A replay from the node cache: no attempt ran; a span of no length says it was served.
       const uint64_t now = nowUnixNanos();
       Span span =
-          nodeSpan(node_id, Attempt{ids_.spanId(), now, 0, stringOf(event, "phase"), {}}, now);
+          nodeSpan(node_id, Attempt{ids_.spanId(), now, 0, std::string(live.phase()), {}}, now);
       span.attributes.push_back({"oe.cache.hit", true});
       emit(std::move(span));
       return;
     }
-    endAttempt(node_id, event, StatusCode::kUnset, {});
+    endAttempt(node_id, live, StatusCode::kUnset, {});
   } else if (type == "node.failed") {
-    endAttempt(node_id, event, StatusCode::kError, stringOf(event, "error"));
+    endAttempt(node_id, live, StatusCode::kError, stringOf(live.json(), "error"));
   } else if (type == "node.activity") {
-    const std::string sub_run_id = stringOf(event, "sub_run_id");
+    const std::string sub_run_id = stringOf(live.json(), "sub_run_id");
     if (auto it = open_.find(node_id);
         !sub_run_id.empty() && it != open_.end() && !it->second.empty()) {
       it->second.front().sub_run_id = sub_run_id;
     }
   } else if (type == "run.finished") {
-    endRun(stringOf(event, "status"), stringOf(event, "reason"));
+    endRun(stringOf(live.json(), "status"), stringOf(live.json(), "reason"));
   }
 }
 
@@ -230,15 +235,15 @@ Span RunTracer::nodeSpan(const std::string& node_id, const Attempt& attempt,
   return span;
 }
 
-void RunTracer::endAttempt(const std::string& node_id, const Json& event, StatusCode status,
-                           std::string message) {
+void RunTracer::endAttempt(const std::string& node_id, const events::Event& event,
+                           StatusCode status, std::string message) {
   const uint64_t now = nowUnixNanos();
   Attempt attempt;
   if (auto it = open_.find(node_id); it != open_.end() && !it->second.empty()) {
     attempt = std::move(it->second.front());
     it->second.pop_front();
   } else {
-    attempt = Attempt{ids_.spanId(), now, 1, stringOf(event, "phase"), {}};
+    attempt = Attempt{ids_.spanId(), now, 1, std::string(event.phase()), {}};
   }
   Span span = nodeSpan(node_id, attempt, now);
   span.status = status;

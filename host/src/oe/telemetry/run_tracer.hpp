@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "oe/common/json.hpp"
+#include "oe/events/event.hpp"
 #include "oe/llm/llm_service.hpp"
 #include "oe/telemetry/otlp.hpp"
 
@@ -27,7 +28,8 @@ class RunTracer final : public llm::CallObserver {
 
   // [any thread] One event of the run (RunOptions::on_event): run.started, node.started,
   // node.retry, node.finished, node.failed, node.activity (a nested run's id), run.finished.
-  void onEvent(const Json& event);
+  // Parses the event only for the fields it needs (never node.started or node.finished).
+  void onEvent(const events::Event& event);
   // [any worker thread] A `chat` span under the node's open attempt (the run span when none).
   void onLlmCall(const llm::CallRecord& call) override;
   // Ends what is still open (a run stopped between its events): the attempts with an error and
@@ -47,7 +49,7 @@ class RunTracer final : public llm::CallObserver {
   };
   Span nodeSpan(const std::string& node_id, const Attempt& attempt, uint64_t end_ns) const;
   // Ends the oldest open attempt of `node_id` (a new one starting and ending now when none is).
-  void endAttempt(const std::string& node_id, const Json& event, StatusCode status,
+  void endAttempt(const std::string& node_id, const events::Event& event, StatusCode status,
                   std::string message);
   void endRun(std::string_view status, std::string reason);
   void emit(Span span);

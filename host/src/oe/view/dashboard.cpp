@@ -59,31 +59,35 @@ std::optional<uint32_t> Dashboard::find(std::string_view id) const {
   return it->second;
 }
 
-void Dashboard::apply(const Json& event) {
-  if (!event.is_object()) {
-    return;
+void Dashboard::apply(const Json& event) { apply(events::Event(event)); }
+
+void Dashboard::apply(const events::Event& live) {
+  // Type, node id and cached come without parsing; the event's JSON only for the fields the
+  // less frequent types show (node.started and node.finished, most of a run, never parse it).
+  const std::string_view type = live.type();
+  if (type == "node.ready" || type == "state.write") {
+    return;  // no change (reference §10)
   }
-  const std::string type = stringField(event, "type");
   if (type == "run.started") {
-    run_id_ = safeLine(stringField(event, "run_id"));
+    run_id_ = safeLine(stringField(live.json(), "run_id"));
     run_status_ = "running";
     ++version_;
     return;
   }
   if (type == "run.finished") {
-    run_status_ = "finished: " + stringField(event, "status");
+    run_status_ = "finished: " + stringField(live.json(), "status");
     finished_ = true;
     ++version_;
     return;
   }
   if (type == "run.warning") {
-    addFeed("warning " + safeLine(stringField(event, "message")));
+    addFeed("warning " + safeLine(stringField(live.json(), "message")));
     ++version_;
     return;
   }
-  const std::string node_id = stringField(event, "node_id");
+  const std::string node_id(live.nodeId());
   if (type == "node.log" && node_id.empty()) {
-    addFeed("warning " + safeLine(stringField(event, "message")));
+    addFeed("warning " + safeLine(stringField(live.json(), "message")));
     ++version_;
     return;
   }
@@ -99,8 +103,7 @@ void Dashboard::apply(const Json& event) {
       setStatus(index, NodeStatus::kRunning);
     }
   } else if (type == "node.finished") {
-    auto cached = event.find("cached");
-    const bool from_cache = cached != event.end() && cached->is_boolean() && cached->get<bool>();
+    const bool from_cache = live.cached();
     callEnded(index);
     if (node.for_each) {
       itemSettled(index, true);
@@ -109,6 +112,7 @@ void Dashboard::apply(const Json& event) {
     }
     addFeed((from_cache ? "cached  " : "ok      ") + node.label);
   } else if (type == "node.failed") {
+    const Json& event = live.json();
     node.error = safeLine(stringField(event, "error"));
     callEnded(index);
     if (node.for_each) {
@@ -118,9 +122,11 @@ void Dashboard::apply(const Json& event) {
     }
     addFeed("FAILED  " + node.label + ": " + node.error);
   } else if (type == "node.skipped") {
+    const Json& event = live.json();
     setStatus(index, NodeStatus::kSkipped);
     addFeed("skipped " + node.label + " (" + safeLine(stringField(event, "reason")) + ")");
   } else if (type == "node.items") {
+    const Json& event = live.json();
     // Live only (the engine's on_event, not the log): a for_each's item count as it starts.
     node.items = intField(event, "count");
     node.items_done = 0;
@@ -129,9 +135,11 @@ void Dashboard::apply(const Json& event) {
       setStatus(index, NodeStatus::kDone);
     }
   } else if (type == "node.activity") {
+    const Json& event = live.json();
     node.activity = safeLine(stringField(event, "activity"));
     addFeed("        " + node.label + ": " + node.activity);
   } else if (type == "node.tokens") {
+    const Json& event = live.json();
     const int64_t in = intField(event, "input_tokens");
     const int64_t out = intField(event, "output_tokens");
     auto cost = event.find("cost_usd");
@@ -143,10 +151,12 @@ void Dashboard::apply(const Json& event) {
     output_tokens_ += out;
     cost_usd_ += usd;
   } else if (type == "node.retry") {
+    const Json& event = live.json();
     node.activity = "retry after attempt " + std::to_string(intField(event, "attempt")) + ": " +
                     safeLine(stringField(event, "error"));
     addFeed("retry   " + node.label + " " + node.activity);
   } else if (type == "node.log") {
+    const Json& event = live.json();
     addFeed("log     " + node.label + ": " + safeLine(stringField(event, "message")));
   } else {
     return;  // node.ready, state.write, ...: no change (reference §10)

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "oe/common/json.hpp"
+#include "oe/events/event.hpp"
 
 namespace oe::view {
 
@@ -68,8 +69,9 @@ class Dashboard {
 
   explicit Dashboard(const std::vector<NodeInfo>& nodes);
 
-  // Applies one run event (the JSON of a log line, or a live-only `node.items`). Events of
-  // unknown nodes are ignored, as upstream's reducer does.
+  // Applies one run event (a log line, or a live-only `node.items`). Events of unknown nodes
+  // are ignored, as upstream's reducer does. The Json form is for events read back from a log.
+  void apply(const events::Event& event);
   void apply(const Json& event);
 
   [[nodiscard]] const std::vector<NodeState>& nodes() const { return nodes_; }

@@ -52,7 +52,7 @@ LiveView::LiveView(int fd, Dashboard dashboard, TerminalCaps caps)
 
 LiveView::~LiveView() { finish(); }
 
-void LiveView::onEvent(const Json& event) {
+void LiveView::onEvent(const events::Event& event) {
   std::lock_guard lock(mutex_);
   dashboard_.apply(event);
 }

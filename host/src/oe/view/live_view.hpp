@@ -57,7 +57,7 @@ class LiveView {
 
   // From any thread (the event log's writers, workers): O(1) under the model's lock; never
   // touches the terminal.
-  void onEvent(const Json& event);
+  void onEvent(const events::Event& event);
   // A line that must stay (a warning): printed above the live region at the next redraw.
   void printAbove(std::string line);
   // Draws now rather than at the next tick (tests; the redraw thread does it by itself).
