@@ -198,11 +198,13 @@ class UltraTest : public OeTest {
     return s.str();
   }
 
-  FakeLlmServer server_;
   Protocol protocol_ = Protocol::kOpenAi;
   std::mutex mutex_;
   std::map<std::string, std::deque<json>> answers_;
   std::vector<std::string> phases_;
+  // Last: destroyed first, so its thread (whose handler uses the members above) is joined
+  // before they go.
+  FakeLlmServer server_;
 };
 
 TEST_F(UltraTest, AValidDraftPassesItsSmokeRunAndRuns) {
