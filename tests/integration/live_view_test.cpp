@@ -38,10 +38,12 @@ class LiveViewTest : public OeTest {
     return runProcess(args);
   }
 
-  // A copy of an experience folder of the source tree in the temp dir.
+  // A copy of an experience folder of the source tree in the temp dir, without a .openexpertise/
+  // left by someone who ran it in place (the README's first command runs hello-tool there).
   fs::path copyExperience(const std::string& rel, const std::string& name) {
     const fs::path to = dir_.path() / name;
     fs::copy(fs::path(OE_SOURCE_DIR) / rel, to, fs::copy_options::recursive);
+    fs::remove_all(to / ".openexpertise");
     return to;
   }
 

@@ -20,7 +20,9 @@ const source = join(here, "..", "..");
 
 // The work folder: the server's root and working directory, with the experiences copied in.
 const work = mkdtempSync(join(tmpdir(), `oe-mcp-${flavour}-`));
-cpSync(join(source, "examples", "hello-tool"), join(work, "hello-tool"), { recursive: true });
+// Not a .openexpertise/ left by someone who ran the example in place (README's first command).
+cpSync(join(source, "examples", "hello-tool"), join(work, "hello-tool"),
+       { recursive: true, filter: (path) => !path.split("/").includes(".openexpertise") });
 for (const name of ["slow", "noisy", "broken"]) {
   cpSync(join(here, "fixtures", name), join(work, name), { recursive: true });
 }
