@@ -1,5 +1,7 @@
 // What the MCP end-to-end tests share: an official SDK client of the flavour asked for, which
 // spawns `oe mcp` itself, and the checks' bookkeeping. Prints nothing of its own.
+import { rmSync } from "node:fs";
+
 export async function connect(oe, flavour, { cwd, env } = {}) {
   let client;
   let transport;
@@ -55,5 +57,17 @@ export function checks(flavour) {
       }
     },
     summary: () => `${counts.passed} passed, ${counts.failed} failed`,
+    // The end of a test script: the server's stderr when something failed, the folders
+    // removed, the closing line, the exit code.
+    finish(session, folders) {
+      if (counts.failed > 0) {
+        console.log(`--- oe mcp stderr ---\n${session?.stderr ?? ""}`);
+      }
+      for (const folder of folders) {
+        rmSync(folder, { recursive: true, force: true });
+      }
+      console.log(`${counts.passed} passed, ${counts.failed} failed`);
+      process.exit(counts.failed > 0 ? 1 : 0);
+    },
   };
 }

@@ -2,7 +2,7 @@
 // package.json), which spawns the server itself: no hand-written client.
 // Usage: node mcp_server_test.mjs <path of oe> <v1|v2|v2-auto>
 // Prints "N passed, N failed" last; exits 1 when anything failed.
-import { cpSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync,
+import { cpSync, mkdtempSync, readdirSync, readFileSync, readlinkSync,
          symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -29,7 +29,7 @@ for (const name of ["slow", "noisy", "broken"]) {
 const outside = mkdtempSync(join(tmpdir(), "oe-mcp-outside-"));
 symlinkSync(outside, join(work, "escape"));
 
-const { check, counts, summary } = checks(flavour);
+const { check, counts, finish } = checks(flavour);
 let session;
 let client;
 let call;
@@ -277,10 +277,4 @@ try {
   await client?.close().catch(() => {});
 }
 
-if (counts.failed > 0) {
-  console.log(`--- oe mcp stderr ---\n${session?.stderr ?? ""}`);
-}
-rmSync(work, { recursive: true, force: true });
-rmSync(outside, { recursive: true, force: true });
-console.log(summary());
-process.exit(counts.failed > 0 ? 1 : 0);
+finish(session, [work, outside]);

@@ -3,7 +3,7 @@
 // 0) that answers each phase from a script, told apart by its system prompt.
 // Usage: node mcp_ultra_test.mjs <path of oe> <v1|v2|v2-auto>
 // Prints "N passed, N failed" last; exits 1 when anything failed.
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -88,7 +88,7 @@ const work = mkdtempSync(join(tmpdir(), `oe-mcp-ultra-${flavour}-`));
 const outside = mkdtempSync(join(tmpdir(), "oe-mcp-ultra-outside-"));
 const env = { ...process.env, OPENAI_API_KEY: "test-key", OPENAI_BASE_URL: base,
               ANTHROPIC_API_KEY: "" };
-const { check, counts, summary } = checks(flavour);
+const { check, counts, finish } = checks(flavour);
 let session;
 try {
   session = await connect(oe, flavour, { cwd: work, env });
@@ -164,10 +164,4 @@ try {
   await session?.client.close().catch(() => {});
   provider.close();
 }
-if (counts.failed > 0) {
-  console.log(`--- oe mcp stderr ---\n${session?.stderr ?? ""}`);
-}
-rmSync(work, { recursive: true, force: true });
-rmSync(outside, { recursive: true, force: true });
-console.log(summary());
-process.exit(counts.failed > 0 ? 1 : 0);
+finish(session, [work, outside]);

@@ -154,7 +154,9 @@ struct Setup {
   }
 };
 
-std::optional<Setup> prepare(const UltraArgs& a, StderrLog& sink, int& exit_code) {
+// `stop` (cancelOnSignal) becomes the phases' cancel flag.
+std::optional<Setup> prepare(const UltraArgs& a, StderrLog& sink, const Interruption& stop,
+                             int& exit_code) {
   exit_code = kExitFailed;
   if (!a.llm.empty() && a.llm != "anthropic" && a.llm != "openai") {
     std::cerr << "oe: unknown --llm value \"" << a.llm << "\"; use anthropic or openai\n";
@@ -216,6 +218,7 @@ std::optional<Setup> prepare(const UltraArgs& a, StderrLog& sink, int& exit_code
   setup.prompts = std::move(*prompts);
 
   ultra::Options& o = setup.options;
+  o.cancel = &stop.cancelled;
   o.model = a.model;
   o.critic_model = a.critic_model;
   o.max_rounds = a.max_rounds;
@@ -335,14 +338,13 @@ void addUltraCommand(CLI::App& app, int& exit_code) {
   cmd->callback([a, &exit_code] {
     const auto stop = cancelOnSignal();  // first: every thread made later inherits the mask
     StderrLog sink;
-    auto setup = prepare(a->common, sink, exit_code);
+    auto setup = prepare(a->common, sink, *stop, exit_code);
     if (!setup) {
       return;
     }
     if (!a->common.json) {
       std::cerr << "ultraexpertise: starting analyze phase\n";
     }
-    setup->options.cancel = &stop->cancelled;
     std::error_code ec;
     const fs::path root = fs::absolute(a->draft_root, ec);
     auto result =
@@ -384,11 +386,10 @@ void addUltraReviseCommand(CLI::App& app, int& exit_code) {
   cmd->callback([a, &exit_code] {
     const auto stop = cancelOnSignal();  // first: every thread made later inherits the mask
     StderrLog sink;
-    auto setup = prepare(a->common, sink, exit_code);
+    auto setup = prepare(a->common, sink, *stop, exit_code);
     if (!setup) {
       return;
     }
-    setup->options.cancel = &stop->cancelled;
     std::error_code ec;
     const fs::path dir = fs::absolute(a->draft, ec).lexically_normal();
     auto result = ultra::reviseDraft(setup->context(sink), dir, a->feedback, setup->options);
