@@ -30,5 +30,6 @@ void addDemoCommand(CLI::App& app, int& exit_code);
 void addUltraCommand(CLI::App& app, int& exit_code);
 void addUltraReviseCommand(CLI::App& app, int& exit_code);
 void addMcpCommand(CLI::App& app, int& exit_code);
+void addStoreCommand(CLI::App& app, int& exit_code);
 
 }  // namespace oe::cli

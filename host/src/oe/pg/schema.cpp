@@ -1,0 +1,217 @@
+// The migrations (schema.hpp). A migration that shipped is never edited: a change is a new one.
+#include "oe/pg/schema.hpp"
+
+#include <vector>
+
+namespace oe::pg {
+
+namespace {
+
+// Version 1: the tables of docs/scale-out.md. `scope` names one experience's state inside a
+// shared database (what the state.sqlite file is on one machine).
+constexpr std::string_view kV1 = R"sql(
+CREATE TABLE oe_runs (
+  run_id text PRIMARY KEY,
+  scope text NOT NULL,
+  experience text NOT NULL DEFAULT '',
+  chain_id text NOT NULL,
+  resumed_from text,
+  status text NOT NULL DEFAULT 'running',
+  coordinator text,
+  coordinator_heartbeat timestamptz,
+  started_at timestamptz NOT NULL DEFAULT now(),
+  finished_at timestamptz,
+  pin text
+);
+CREATE INDEX oe_runs_scope ON oe_runs (scope, started_at);
+
+CREATE TABLE oe_events (
+  id bigserial PRIMARY KEY,
+  run_id text NOT NULL,
+  line text NOT NULL
+);
+CREATE INDEX oe_events_run ON oe_events (run_id, id);
+
+CREATE TABLE oe_state_snapshot (
+  scope text NOT NULL,
+  field text NOT NULL,
+  value text NOT NULL,
+  updated_at text NOT NULL,
+  node_id text NOT NULL,
+  run_id text NOT NULL,
+  PRIMARY KEY (scope, field)
+);
+
+CREATE TABLE oe_state_history (
+  id bigserial PRIMARY KEY,
+  scope text NOT NULL,
+  field text NOT NULL,
+  value_old text,
+  value_new text NOT NULL,
+  append_from bigint,
+  node_id text NOT NULL,
+  run_id text NOT NULL,
+  ts text NOT NULL
+);
+CREATE INDEX oe_state_history_field ON oe_state_history (scope, field, id);
+CREATE INDEX oe_state_history_run ON oe_state_history (scope, run_id, id);
+
+CREATE TABLE oe_landed_writes (
+  scope text NOT NULL,
+  chain_id text NOT NULL,
+  write_key text NOT NULL,
+  input_key text NOT NULL DEFAULT '',
+  run_id text NOT NULL,
+  PRIMARY KEY (scope, chain_id, write_key)
+);
+
+CREATE TABLE oe_cache (
+  key text PRIMARY KEY,
+  node_id text NOT NULL,
+  run_id text NOT NULL,
+  value text NOT NULL,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  used_at timestamptz NOT NULL DEFAULT now()
+);
+
+CREATE TABLE oe_attempts (
+  id bigserial PRIMARY KEY,
+  run_id text NOT NULL,
+  node_id text NOT NULL,
+  call_key text NOT NULL,
+  attempt int NOT NULL,
+  queue text NOT NULL DEFAULT 'default',
+  kind text NOT NULL,
+  status text NOT NULL DEFAULT 'ready'
+    CHECK (status IN ('ready', 'leased', 'done', 'failed', 'cancelled')),
+  fence bigint NOT NULL DEFAULT 0,
+  lease_owner text,
+  lease_expires_at timestamptz,
+  timeout_ms bigint,
+  config text NOT NULL,
+  request text NOT NULL,
+  cache_key text,
+  result_status int,
+  response text,
+  error text,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  claimed_at timestamptz,
+  finished_at timestamptz
+);
+CREATE INDEX oe_attempts_ready ON oe_attempts (queue, id) WHERE status = 'ready';
+CREATE INDEX oe_attempts_leased ON oe_attempts (lease_expires_at) WHERE status = 'leased';
+CREATE INDEX oe_attempts_run ON oe_attempts (run_id, status);
+
+CREATE TABLE oe_workers (
+  id text PRIMARY KEY,
+  host text NOT NULL,
+  pid int NOT NULL,
+  queues text[] NOT NULL,
+  concurrency int NOT NULL,
+  started_at timestamptz NOT NULL DEFAULT now(),
+  heartbeat_at timestamptz NOT NULL DEFAULT now(),
+  stopped_at timestamptz
+);
+
+CREATE TABLE oe_limit_slots (
+  id bigserial PRIMARY KEY,
+  scope text NOT NULL,
+  name text NOT NULL,
+  holder text NOT NULL,
+  expires_at timestamptz NOT NULL
+);
+CREATE INDEX oe_limit_slots_name ON oe_limit_slots (scope, name);
+
+CREATE TABLE oe_budget (
+  chain_id text PRIMARY KEY,
+  input_tokens bigint NOT NULL DEFAULT 0,
+  output_tokens bigint NOT NULL DEFAULT 0,
+  cost_usd double precision NOT NULL DEFAULT 0,
+  calls bigint NOT NULL DEFAULT 0,
+  reserved_tokens bigint NOT NULL DEFAULT 0,
+  reserved_cost_usd double precision NOT NULL DEFAULT 0
+);
+)sql";
+
+// The advisory lock key of migrations: any 64-bit constant of oe's own.
+constexpr int64_t kMigrateLock = 0x6f655f6d69677261;  // "oe_migra"
+
+}  // namespace
+
+const std::vector<Migration>& migrations() {
+  static const std::vector<Migration> all = {
+      {1, "runs, events, state, cache, attempts, workers, limits, budget", kV1},
+  };
+  return all;
+}
+
+int latestVersion() { return migrations().back().version; }
+
+Result<int> currentVersion(Connection& conn) {
+  auto exists = conn.exec("SELECT to_regclass('oe_schema_migrations') IS NOT NULL");
+  if (!exists) {
+    return exists.error();
+  }
+  if (!exists->boolean(0, 0)) {
+    return 0;
+  }
+  auto version = conn.exec("SELECT coalesce(max(version), 0) FROM oe_schema_migrations");
+  if (!version) {
+    return version.error();
+  }
+  return static_cast<int>(version->int64(0, 0));
+}
+
+Result<MigrateReport> migrate(Connection& conn) {
+  // Session-level: held across the per-migration transactions, released below.
+  if (auto locked = conn.exec("SELECT pg_advisory_lock($1)", {kMigrateLock}); !locked) {
+    return makeError("cannot lock the oe schema for migration: " + locked.error().message);
+  }
+  auto unlock = [&conn] { (void)conn.exec("SELECT pg_advisory_unlock($1)", {kMigrateLock}); };
+  auto created = conn.exec(
+      "CREATE TABLE IF NOT EXISTS oe_schema_migrations (version int PRIMARY KEY, "
+      "description text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())");
+  if (!created) {
+    unlock();
+    return makeError("cannot create oe_schema_migrations: " + created.error().message);
+  }
+  auto current = currentVersion(conn);
+  if (!current) {
+    unlock();
+    return current.error();
+  }
+  MigrateReport report{*current, *current};
+  if (*current > latestVersion()) {
+    unlock();
+    return makeError("the database " + redact(conn.url()) + " is at oe schema version " +
+                     std::to_string(*current) + ", newer than this oe knows (" +
+                     std::to_string(latestVersion()) + "): upgrade oe on this machine");
+  }
+  for (const Migration& step : migrations()) {
+    if (step.version <= *current) {
+      continue;
+    }
+    auto applied = conn.transaction([&step](Connection& tx) -> Result<void> {
+      if (auto done = tx.script(step.sql); !done) {
+        return done;
+      }
+      auto recorded =
+          tx.exec("INSERT INTO oe_schema_migrations (version, description) VALUES ($1, $2)",
+                  {step.version, step.description});
+      if (!recorded) {
+        return recorded.error();
+      }
+      return {};
+    });
+    if (!applied) {
+      unlock();
+      return makeError("oe schema migration " + std::to_string(step.version) + " (" +
+                       std::string(step.description) + ") failed: " + applied.error().message);
+    }
+    report.to = step.version;
+  }
+  unlock();
+  return report;
+}
+
+}  // namespace oe::pg
