@@ -217,6 +217,19 @@ TEST_F(SharedLimitsTest, AKilledHoldersSlotIsReclaimedAfterItExpires) {
   EXPECT_EQ(server_.requestCount(), 1u);
 }
 
+TEST_F(SharedLimitsTest, ARunWithNothingToCountNeverConnects) {
+  // A database that does not exist: opening it would fail create() (after its retries).
+  const std::string missing = test::PgCluster::shared().url("oe_no_such_database");
+  Settings nothing = settings("{}");
+  nothing.shared_store_url = missing;
+  auto service = LlmService::create(nothing, registry_, Usage{});
+  ASSERT_TRUE(service.ok()) << service.error().message;
+  server_.setHandler(
+      [](const test::RecordedRequest&) { return FakeLlmServer::openAiText("ok", 26, 74); });
+  CallCtx ctx;
+  EXPECT_EQ((*service)->complete(Site{&ctx, "ask", nullptr}, kSharedRequest).status, OE_OK);
+}
+
 // The counters directly: two processes' limiters share per-minute windows and renew what they hold.
 class SharedCountersTest : public ::testing::Test {
  protected:

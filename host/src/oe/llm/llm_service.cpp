@@ -84,8 +84,12 @@ Result<std::unique_ptr<LlmService>> LlmService::create(Settings settings,
     settings.prices = defaultPrices();
   }
   std::unique_ptr<SharedLimits> shared;
-  // A stand-in or replayed run calls no provider: nothing to share with other processes.
-  if (!settings.shared_store_url.empty() && !settings.stand_in && !settings.replay_file) {
+  // A stand-in or replayed run calls no provider, and a run with neither limits nor budget has
+  // nothing to count: no connection, no renewal thread, no round trip per call.
+  const bool counts = !settings.limits.empty() || settings.budget.max_tokens ||
+                      settings.budget.max_cost_usd;
+  if (!settings.shared_store_url.empty() && counts && !settings.stand_in &&
+      !settings.replay_file) {
     auto opened = SharedLimits::open(settings.shared_store_url, settings.shared_scope, prior);
     if (!opened) {
       return opened.error();
