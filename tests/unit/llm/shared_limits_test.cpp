@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -245,16 +246,30 @@ class SharedCountersTest : public ::testing::Test {
     EXPECT_TRUE(applyRuntime(Json::parse(json), s).ok());
     return s.limits;
   }
+  // Two processes' view of one run: each its own counters' connections and limiter.
+  struct TwoProcesses {
+    std::unique_ptr<SharedLimits> a;
+    std::unique_ptr<SharedLimits> b;
+    std::optional<RateLimiter> first;
+    std::optional<RateLimiter> second;
+  };
+  void twoProcesses(const char* runtime_json, TwoProcesses& two) {
+    two.a = open();
+    two.b = open();
+    ASSERT_TRUE(two.a && two.b);
+    const auto limits = limitsOf(runtime_json);
+    two.first.emplace(limits, two.a.get());
+    two.second.emplace(limits, two.b.get());
+  }
   test::PgTestDb db_;
 };
 
 TEST_F(SharedCountersTest, RequestsPerMinuteCountEveryProcess) {
-  auto a = open();
-  auto b = open();
-  ASSERT_TRUE(a && b);
-  const auto limits = limitsOf(R"({"limits": {"openai": {"requests_per_minute": 2}}})");
-  RateLimiter first(limits, a.get());
-  RateLimiter second(limits, b.get());
+  TwoProcesses two;
+  ASSERT_NO_FATAL_FAILURE(
+      twoProcesses(R"({"limits": {"openai": {"requests_per_minute": 2}}})", two));
+  RateLimiter& first = *two.first;
+  RateLimiter& second = *two.second;
   const auto now = RateLimiter::Clock::now();
   auto one = first.tryAcquire("openai", "gpt-4o", 10, now);
   ASSERT_TRUE(one.ticket);
@@ -270,12 +285,11 @@ TEST_F(SharedCountersTest, RequestsPerMinuteCountEveryProcess) {
 }
 
 TEST_F(SharedCountersTest, TokensPerMinuteUseTheActualUsageOfEveryProcess) {
-  auto a = open();
-  auto b = open();
-  ASSERT_TRUE(a && b);
-  const auto limits = limitsOf(R"({"limits": {"openai": {"tokens_per_minute": 100}}})");
-  RateLimiter first(limits, a.get());
-  RateLimiter second(limits, b.get());
+  TwoProcesses two;
+  ASSERT_NO_FATAL_FAILURE(
+      twoProcesses(R"({"limits": {"openai": {"tokens_per_minute": 100}}})", two));
+  RateLimiter& first = *two.first;
+  RateLimiter& second = *two.second;
   const auto now = RateLimiter::Clock::now();
   auto big = first.tryAcquire("openai", "m", 90, now);
   ASSERT_TRUE(big.ticket);

@@ -37,6 +37,18 @@ std::string idArray(const std::vector<int64_t>& ids) {
   return text + "}";
 }
 
+// The totals of a budget query: spent (4 columns) then held (2), from column `first`.
+SharedBudget::Totals totalsAt(const pg::Rows& rows, int first) {
+  SharedBudget::Totals totals;
+  totals.spent.input_tokens = rows.int64(0, first);
+  totals.spent.output_tokens = rows.int64(0, first + 1);
+  totals.spent.cost_usd = rows.real(0, first + 2);
+  totals.spent.calls = rows.int64(0, first + 3);
+  totals.held_tokens = rows.int64(0, first + 4);
+  totals.held_cost_usd = rows.real(0, first + 5);
+  return totals;
+}
+
 std::string ttlSql(int param) { return "now() + $" + std::to_string(param) + " * interval '1 ms'"; }
 
 }  // namespace
@@ -125,6 +137,20 @@ Result<T> SharedLimits::withConnection(const std::function<Result<T>(pg::Connect
     return conn.error();
   }
   Result<T> outcome = work(**conn);
+  giveBack(std::move(*conn));
+  return outcome;
+}
+
+Error SharedLimits::failure(std::string_view what, const Error& error) const {
+  return makeError(std::string(what) + " shared in " + pg::redact(url_) + ": " + error.message);
+}
+
+Result<void> SharedLimits::inTransaction(const std::function<Result<void>(pg::Connection&)>& work) {
+  auto conn = borrow();
+  if (!conn) {
+    return conn.error();
+  }
+  Result<void> outcome = (*conn)->transaction(work);
   giveBack(std::move(*conn));
   return outcome;
 }
@@ -226,61 +252,55 @@ Result<SharedCounters::Taken> SharedLimits::take(const std::vector<Bucket>& buck
   insert_params.emplace_back(static_cast<int64_t>(options_.ttl.count()));
 
   Taken taken;
-  auto done = withConnection<bool>([&](pg::Connection& conn) -> Result<bool> {
-    auto outcome = conn.transaction([&](pg::Connection& tx) -> Result<void> {
-      taken = Taken{};
-      if (auto locked = tx.exec(locks, params); !locked) {
-        return locked.error();
-      }
-      auto rows = tx.exec(count, params);
-      if (!rows) {
-        return rows.error();
-      }
-      for (int r = 0; r < rows->size(); ++r) {
-        const auto it = std::find_if(sorted.begin(), sorted.end(),
-                                     [&](const Bucket& b) { return b.name == rows->text(r, 0); });
-        if (it == sorted.end()) {
-          continue;
-        }
-        const Limit& l = *it->limit;
-        const int64_t in_flight = rows->int64(r, 1);
-        const int64_t starts = rows->int64(r, 2);
-        const int64_t window_tokens = rows->int64(r, 3);
-        const auto until_oldest_leaves = std::chrono::milliseconds(rows->int64(r, 4));
-        const auto later = [&taken](std::chrono::milliseconds in) {
-          taken.retry_in = taken.retry_in ? std::min(*taken.retry_in, in) : in;
-        };
-        // The same rules as RateLimiter::tryAcquire, on every process's calls.
-        if (l.max_in_flight && in_flight >= *l.max_in_flight) {
-          return {};  // frees on a release
-        }
-        if (l.requests_per_minute && starts >= *l.requests_per_minute) {
-          later(until_oldest_leaves);
-          return {};
-        }
-        if (l.tokens_per_minute && window_tokens > 0 &&
-            window_tokens + tokens > *l.tokens_per_minute) {
-          later(until_oldest_leaves);
-          return {};
-        }
-      }
-      auto ids = tx.exec(insert, insert_params);
-      if (!ids) {
-        return ids.error();
-      }
-      taken.granted = true;
-      for (int r = 0; r < ids->size(); ++r) {
-        taken.slots.push_back(ids->int64(r, 0));
-      }
-      return {};
-    });
-    if (!outcome) {
-      return outcome.error();
+  auto done = inTransaction([&](pg::Connection& tx) -> Result<void> {
+    taken = Taken{};
+    if (auto locked = tx.exec(locks, params); !locked) {
+      return locked.error();
     }
-    return true;
+    auto rows = tx.exec(count, params);
+    if (!rows) {
+      return rows.error();
+    }
+    for (int r = 0; r < rows->size(); ++r) {
+      const auto it = std::find_if(sorted.begin(), sorted.end(),
+                                   [&](const Bucket& b) { return b.name == rows->text(r, 0); });
+      if (it == sorted.end()) {
+        continue;
+      }
+      const Limit& l = *it->limit;
+      const int64_t in_flight = rows->int64(r, 1);
+      const int64_t starts = rows->int64(r, 2);
+      const int64_t window_tokens = rows->int64(r, 3);
+      const auto until_oldest_leaves = std::chrono::milliseconds(rows->int64(r, 4));
+      const auto later = [&taken](std::chrono::milliseconds in) {
+        taken.retry_in = taken.retry_in ? std::min(*taken.retry_in, in) : in;
+      };
+      // The same rules as RateLimiter::tryAcquire, on every process's calls.
+      if (l.max_in_flight && in_flight >= *l.max_in_flight) {
+        return {};  // frees on a release
+      }
+      if (l.requests_per_minute && starts >= *l.requests_per_minute) {
+        later(until_oldest_leaves);
+        return {};
+      }
+      if (l.tokens_per_minute && window_tokens > 0 &&
+          window_tokens + tokens > *l.tokens_per_minute) {
+        later(until_oldest_leaves);
+        return {};
+      }
+    }
+    auto ids = tx.exec(insert, insert_params);
+    if (!ids) {
+      return ids.error();
+    }
+    taken.granted = true;
+    for (int r = 0; r < ids->size(); ++r) {
+      taken.slots.push_back(ids->int64(r, 0));
+    }
+    return {};
   });
   if (!done) {
-    return makeError("runtime.limits in " + pg::redact(url_) + ": " + done.error().message);
+    return failure("runtime.limits", done.error());
   }
   if (taken.granted) {
     std::lock_guard lock(live_mutex_);
@@ -312,55 +332,44 @@ void SharedLimits::release(const std::vector<int64_t>& slots, int64_t actual_tok
 Result<SharedBudget::Hold> SharedLimits::reserve(const Budget& budget, int64_t tokens,
                                                  double cost_usd) {
   Hold hold;
-  auto done = withConnection<bool>([&](pg::Connection& conn) -> Result<bool> {
-    auto outcome = conn.transaction([&](pg::Connection& tx) -> Result<void> {
-      // The chain's row is the lock: reservations of one chain are decided one at a time, and
-      // each sees every hold committed before it.
-      auto locked = tx.exec("SELECT 1 FROM oe_budget WHERE chain_id = $1 FOR UPDATE", {scope_});
-      if (!locked) {
-        return locked.error();
-      }
-      if (locked->empty()) {
-        return makeError("the budget row of chain " + scope_ + " is missing from oe_budget");
-      }
-      auto rows = tx.exec(
-          "WITH spent AS (SELECT input_tokens, output_tokens, cost_usd, calls FROM oe_budget "
-          "WHERE chain_id = $1), "
-          "held AS (SELECT coalesce(sum(tokens), 0)::bigint AS tokens, "
-          "coalesce(sum(cost_usd), 0)::float8 AS cost FROM oe_budget_holds "
-          "WHERE chain_id = $1 AND expires_at > now()), "
-          "ins AS (INSERT INTO oe_budget_holds (chain_id, holder, tokens, cost_usd, expires_at) "
-          "SELECT $1, $2, $3, $4, " +
-              ttlSql(7) +
-              " FROM spent, held "
-              "WHERE ($5::bigint IS NULL OR spent.input_tokens + spent.output_tokens + held.tokens "
-              "+ $3 <= $5) AND ($6::float8 IS NULL OR spent.cost_usd + held.cost + $4 <= $6) "
-              "RETURNING id) "
-              "SELECT spent.input_tokens, spent.output_tokens, spent.cost_usd, spent.calls, "
-              "held.tokens, held.cost, coalesce((SELECT id FROM ins), 0) FROM spent, held",
-          {scope_, options_.holder, tokens, cost_usd,
-           budget.max_tokens ? pg::Param(*budget.max_tokens) : pg::Param(nullptr),
-           budget.max_cost_usd ? pg::Param(*budget.max_cost_usd) : pg::Param(nullptr),
-           static_cast<int64_t>(options_.ttl.count())});
-      if (!rows) {
-        return rows.error();
-      }
-      hold.totals.spent.input_tokens = rows->int64(0, 0);
-      hold.totals.spent.output_tokens = rows->int64(0, 1);
-      hold.totals.spent.cost_usd = rows->real(0, 2);
-      hold.totals.spent.calls = rows->int64(0, 3);
-      hold.totals.held_tokens = rows->int64(0, 4);
-      hold.totals.held_cost_usd = rows->real(0, 5);
-      hold.id = rows->int64(0, 6);
-      return {};
-    });
-    if (!outcome) {
-      return outcome.error();
+  auto done = inTransaction([&](pg::Connection& tx) -> Result<void> {
+    // The chain's row is the lock: reservations of one chain are decided one at a time, and
+    // each sees every hold committed before it.
+    auto locked = tx.exec("SELECT 1 FROM oe_budget WHERE chain_id = $1 FOR UPDATE", {scope_});
+    if (!locked) {
+      return locked.error();
     }
-    return true;
+    if (locked->empty()) {
+      return makeError("the budget row of chain " + scope_ + " is missing from oe_budget");
+    }
+    auto rows = tx.exec(
+        "WITH spent AS (SELECT input_tokens, output_tokens, cost_usd, calls FROM oe_budget "
+        "WHERE chain_id = $1), "
+        "held AS (SELECT coalesce(sum(tokens), 0)::bigint AS tokens, "
+        "coalesce(sum(cost_usd), 0)::float8 AS cost FROM oe_budget_holds "
+        "WHERE chain_id = $1 AND expires_at > now()), "
+        "ins AS (INSERT INTO oe_budget_holds (chain_id, holder, tokens, cost_usd, expires_at) "
+        "SELECT $1, $2, $3, $4, " +
+            ttlSql(7) +
+            " FROM spent, held "
+            "WHERE ($5::bigint IS NULL OR spent.input_tokens + spent.output_tokens + held.tokens "
+            "+ $3 <= $5) AND ($6::float8 IS NULL OR spent.cost_usd + held.cost + $4 <= $6) "
+            "RETURNING id) "
+            "SELECT spent.input_tokens, spent.output_tokens, spent.cost_usd, spent.calls, "
+            "held.tokens, held.cost, coalesce((SELECT id FROM ins), 0) FROM spent, held",
+        {scope_, options_.holder, tokens, cost_usd,
+         budget.max_tokens ? pg::Param(*budget.max_tokens) : pg::Param(nullptr),
+         budget.max_cost_usd ? pg::Param(*budget.max_cost_usd) : pg::Param(nullptr),
+         static_cast<int64_t>(options_.ttl.count())});
+    if (!rows) {
+      return rows.error();
+    }
+    hold.totals = totalsAt(*rows, 0);
+    hold.id = rows->int64(0, 6);
+    return {};
   });
   if (!done) {
-    return makeError("runtime.budget in " + pg::redact(url_) + ": " + done.error().message);
+    return failure("runtime.budget", done.error());
   }
   if (hold.id != 0) {
     std::lock_guard lock(live_mutex_);
@@ -382,7 +391,7 @@ Result<void> SharedLimits::settle(int64_t id, const Usage& used) {
         {id, used.input_tokens, used.output_tokens, used.cost_usd, used.calls, scope_});
   });
   if (!done) {
-    return makeError("runtime.budget in " + pg::redact(url_) + ": " + done.error().message);
+    return failure("runtime.budget", done.error());
   }
   return {};
 }
@@ -396,7 +405,7 @@ Result<void> SharedLimits::cancel(int64_t id) {
     return conn.exec("DELETE FROM oe_budget_holds WHERE id = $1", {id});
   });
   if (!done) {
-    return makeError("runtime.budget in " + pg::redact(url_) + ": " + done.error().message);
+    return failure("runtime.budget", done.error());
   }
   return {};
 }
@@ -413,18 +422,9 @@ Result<SharedBudget::Totals> SharedLimits::totals() {
         {scope_});
   });
   if (!rows) {
-    return makeError("runtime.budget in " + pg::redact(url_) + ": " + rows.error().message);
+    return failure("runtime.budget", rows.error());
   }
-  Totals totals;
-  if (!rows->empty()) {
-    totals.spent.input_tokens = rows->int64(0, 0);
-    totals.spent.output_tokens = rows->int64(0, 1);
-    totals.spent.cost_usd = rows->real(0, 2);
-    totals.spent.calls = rows->int64(0, 3);
-    totals.held_tokens = rows->int64(0, 4);
-    totals.held_cost_usd = rows->real(0, 5);
-  }
-  return totals;
+  return rows->empty() ? Totals{} : totalsAt(*rows, 0);
 }
 
 }  // namespace oe::llm

@@ -67,6 +67,10 @@ class SharedLimits final : public SharedCounters, public SharedBudget {
   void giveBack(std::unique_ptr<pg::Connection> conn);
   template <class T>
   Result<T> withConnection(const std::function<Result<T>(pg::Connection&)>& work);
+  // `error` of the database, saying which counters and which store.
+  [[nodiscard]] Error failure(std::string_view what, const Error& error) const;
+  // `work` in one transaction (pg::Connection::transaction: re-run after a lost connection).
+  Result<void> inTransaction(const std::function<Result<void>(pg::Connection&)>& work);
 
   // The renewal thread: renews this holder's rows every ttl/3 and, between renewals, listens
   // for another process's release to wake the waiters.
