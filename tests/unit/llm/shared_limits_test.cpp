@@ -20,6 +20,7 @@
 #include "support/fake_llm_server.hpp"
 #include "support/pg_test_db.hpp"
 #include "support/scoped_env.hpp"
+#include "support/temp_dir.hpp"
 
 namespace oe::llm {
 namespace {
@@ -355,6 +356,45 @@ TEST_F(SharedCountersTest, ABudgetHoldOfAKilledHolderLapses) {
       << refused->message;
   ledger.cancel(need);
   EXPECT_FALSE(ledger.reserve(more).has_value());
+}
+
+// With the server away past the retries, a call neither passes a limit nor spends a budget it
+// cannot check; both work again once the server is back.
+TEST(SharedLimitsFaults, NothingPassesUncheckedWhileTheServerIsAway) {
+  test::TempDir dir;
+  auto cluster = test::PgCluster::privateIn(dir / "pg");
+  test::PgTestDb db(*cluster);
+  auto shared = SharedLimits::open(
+      db.url(), "chain-1", Usage{},
+      {.ttl = std::chrono::seconds(30), .retry_for = std::chrono::milliseconds(200), .holder = ""});
+  ASSERT_TRUE(shared.ok()) << shared.error().message;
+  Ledger ledger(Budget{.max_tokens = 100}, Usage{}, shared->get());
+  Settings settings;
+  ASSERT_TRUE(
+      applyRuntime(Json::parse(R"({"limits": {"openai": {"max_in_flight": 1}}})"), settings).ok());
+  RateLimiter limiter(settings.limits, shared->get());
+  Ledger::Reservation first{10, 0, 0};
+  ASSERT_FALSE(ledger.reserve(first).has_value());
+  ledger.settle(first, Usage{.input_tokens = 10, .calls = 1});
+
+  cluster->stopNow();
+  Ledger::Reservation need{10, 0, 0};
+  auto refused = ledger.reserve(need);
+  ASSERT_TRUE(refused.has_value());
+  EXPECT_NE(refused->message.find("run budget cannot be checked"), std::string::npos)
+      << refused->message;
+  const auto now = RateLimiter::Clock::now();
+  auto waiting = limiter.tryAcquire("openai", "m", 1, now);
+  EXPECT_FALSE(waiting.ticket);
+  EXPECT_TRUE(waiting.retry_at.has_value());  // asks again, as for a per-minute window
+
+  cluster->start();
+  EXPECT_FALSE(ledger.reserve(need).has_value()) << "no reconnect after the restart";
+  EXPECT_TRUE(limiter.tryAcquire("openai", "m", 1, RateLimiter::Clock::now()).ticket);
+  auto totals = (*shared)->totals();
+  ASSERT_TRUE(totals.ok()) << totals.error().message;
+  EXPECT_EQ(totals->spent.tokens(), 10);
+  EXPECT_EQ(totals->held_tokens, 10);  // `need`, reserved after the restart
 }
 
 // What sharing costs a call: a limit slot taken and given back, a budget hold reserved and

@@ -102,9 +102,20 @@ SharedLimits::~SharedLimits() {
     stop_ = true;
   }
   if (renewer_.joinable()) {
-    // Wakes the renewal thread out of its LISTEN wait (it also looks every kMaxListen).
-    (void)withConnection<pg::Rows>(
-        [](pg::Connection& conn) { return conn.exec("SELECT pg_notify($1, '')", {kRoomChannel}); });
+    // Wakes the renewal thread out of its LISTEN wait through an idle connection, if there is
+    // one: opening a new one could wait out retry_for on a database that is away, and the
+    // thread looks at stop_ every kMaxListen anyway.
+    std::unique_ptr<pg::Connection> conn;
+    {
+      std::lock_guard lock(pool_mutex_);
+      if (!idle_.empty()) {
+        conn = std::move(idle_.back());
+        idle_.pop_back();
+      }
+    }
+    if (conn) {
+      (void)conn->exec("SELECT pg_notify($1, '')", {kRoomChannel});
+    }
     renewer_.join();
   }
 }
