@@ -8,8 +8,10 @@
 #include <atomic>
 #include <cstdio>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -19,6 +21,7 @@
 #include "oe/plugins/registry.hpp"
 #include "support/fake_llm_server.hpp"
 #include "support/pg_test_db.hpp"
+#include "support/process.hpp"
 #include "support/scoped_env.hpp"
 #include "support/temp_dir.hpp"
 
@@ -188,6 +191,48 @@ TEST_F(SharedLimitsTest, FourServicesNeverPassOneTokenBudget) {
   EXPECT_EQ(row->int64(0, 1), 1000 / kSharedCallTokens);
   EXPECT_EQ(row->int64(0, 2), 0);  // no reservation left behind
 }
+
+#ifdef OE_TEST_LLM_CALLER
+// The same with four real processes, each with its own service, connections and renewal thread:
+// one limit and one budget for all of them.
+TEST_F(SharedLimitsTest, FourProcessesShareOneMaxInFlightAndOneBudget) {
+  server_.rejectAbove(5);
+  server_.setHandler([](const test::RecordedRequest&) {
+    return FakeLlmServer::heldUntil(FakeLlmServer::openAiText("ok", 26, 74), 5);
+  });
+  test::TempDir dir;
+  std::vector<std::unique_ptr<test::BackgroundProcess>> callers;
+  for (int p = 0; p < 4; ++p) {
+    callers.push_back(std::make_unique<test::BackgroundProcess>(
+        std::vector<std::string>{OE_TEST_LLM_CALLER, db_.url(), "chain-1",
+                                 R"({"limits": {"openai": {"max_in_flight": 5}},
+                                     "budget": {"max_tokens": 2000}})",
+                                 "3", "3", kSharedRequest},
+        std::map<std::string, std::string>{}, dir.path(), dir / ("caller" + std::to_string(p))));
+  }
+  int ok = 0;
+  int refused = 0;
+  std::vector<std::string> other;
+  for (auto& caller : callers) {
+    ASSERT_EQ(caller->wait(), 0) << caller->err();
+    std::istringstream lines(caller->out());
+    for (std::string line; std::getline(lines, line);) {
+      if (line == "ok") {
+        ++ok;
+      } else if (line.find("run budget exhausted") != std::string::npos) {
+        ++refused;
+      } else {
+        other.push_back(line);
+      }
+    }
+  }
+  EXPECT_TRUE(other.empty()) << other.front();
+  EXPECT_EQ(ok, 2000 / kSharedCallTokens);  // of 36 attempts
+  EXPECT_EQ(refused, 4 * 3 * 3 - 2000 / kSharedCallTokens);
+  EXPECT_EQ(server_.requestCount(), size_t{2000 / kSharedCallTokens});  // no 429, no retry
+  EXPECT_EQ(server_.peakInFlight(), 5u);
+}
+#endif
 
 TEST_F(SharedLimitsTest, AKilledHoldersSlotIsReclaimedAfterItExpires) {
   server_.setHandler(
