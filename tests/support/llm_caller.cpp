@@ -2,14 +2,21 @@
 // service, as an `oe worker` has, making calls from several threads under a shared store.
 // Usage: oe_test_llm_caller STORE_URL SCOPE RUNTIME_JSON THREADS CALLS_PER_THREAD REQUEST_JSON
 // Prints one line per call: "ok", or "<status> <message>"; exits 1 when the service cannot start.
+// Or: oe_test_llm_caller --hold STORE_URL SCOPE RUNTIME_JSON TTL_MS READY_FILE: takes a share of
+// runtime.limits.openai, creates READY_FILE, and holds it (renewing) until killed.
+#include <unistd.h>
+
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "oe/llm/llm_service.hpp"
+#include "oe/llm/shared_limits.hpp"
 #include "oe/plugins/host_context.hpp"
 #include "oe/plugins/registry.hpp"
 
@@ -19,9 +26,37 @@ struct QuietCtx : oe_host_ctx {
   void log(oe_log_level /*level*/, std::string_view /*message*/) override {}
 };
 
+int hold(char** argv) {
+  oe::llm::Settings settings;
+  if (auto applied = oe::llm::applyRuntime(oe::Json::parse(argv[4]), settings); !applied) {
+    std::fprintf(stderr, "%s\n", applied.error().message.c_str());
+    return 1;
+  }
+  auto shared = oe::llm::SharedLimits::open(argv[2], argv[3], oe::llm::Usage{},
+                                            {.ttl = std::chrono::milliseconds(std::atoll(argv[5])),
+                                             .retry_for = std::chrono::seconds(10),
+                                             .holder = ""});
+  if (!shared) {
+    std::fprintf(stderr, "%s\n", shared.error().message.c_str());
+    return 1;
+  }
+  oe::llm::RateLimiter limiter(settings.limits, shared->get());
+  auto taken = limiter.acquire("openai", "m", 1, nullptr, nullptr);
+  if (!taken) {
+    return 1;
+  }
+  std::ofstream(argv[6]) << getpid() << "\n";
+  for (;;) {
+    pause();  // until SIGKILL: the renewal thread keeps the slot alive meanwhile
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc == 7 && std::string(argv[1]) == "--hold") {
+    return hold(argv);
+  }
   if (argc != 7) {
     std::fprintf(stderr, "usage: %s STORE_URL SCOPE RUNTIME_JSON THREADS CALLS REQUEST_JSON\n",
                  argv[0]);

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <csignal>
 #include <cstdio>
 #include <functional>
 #include <map>
@@ -231,6 +232,52 @@ TEST_F(SharedLimitsTest, FourProcessesShareOneMaxInFlightAndOneBudget) {
   EXPECT_EQ(refused, 4 * 3 * 3 - 2000 / kSharedCallTokens);
   EXPECT_EQ(server_.requestCount(), size_t{2000 / kSharedCallTokens});  // no 429, no retry
   EXPECT_EQ(server_.peakInFlight(), 5u);
+}
+
+// kill -9 for real: a process holding the only slot keeps it past its ttl while it lives (it
+// renews it), and once killed its slot is taken by a waiter after the ttl.
+TEST_F(SharedLimitsTest, ASlotOfAProcessKilledWithSigkillIsReclaimed) {
+  test::TempDir dir;
+  const std::string runtime = R"({"limits": {"openai": {"max_in_flight": 1}}})";
+  test::BackgroundProcess holder({OE_TEST_LLM_CALLER, "--hold", db_.url(), "chain-1", runtime,
+                                  "600", (dir / "ready").string()},
+                                 {}, dir.path(), dir / "holder");
+  ASSERT_TRUE(test::waitForFile(dir / "ready")) << holder.err();
+  auto conn = pg::Connection::open(db_.url());
+  ASSERT_TRUE(conn.ok());
+  auto first = (*conn)->exec("SELECT expires_at FROM oe_limit_slots WHERE in_flight");
+  ASSERT_TRUE(first.ok() && first->size() == 1);
+  const std::string initial(first->text(0, 0));
+  // Alive: its row outlives the first expiry (polled until renewed; the deadline only ends a
+  // broken test), and no one else gets room.
+  bool renewed = false;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (!renewed && std::chrono::steady_clock::now() < deadline) {
+    auto again = (*conn)->exec(
+        "SELECT count(*) FROM oe_limit_slots WHERE expires_at > $1::timestamptz", {initial});
+    ASSERT_TRUE(again.ok()) << again.error().message;
+    renewed = again->int64(0, 0) == 1;
+    if (!renewed) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));  // between polls only
+    }
+  }
+  ASSERT_TRUE(renewed);
+  auto other = SharedLimits::open(db_.url(), "chain-1", Usage{});
+  ASSERT_TRUE(other.ok()) << other.error().message;
+  RateLimiter probe(settings(runtime).limits, other->get());
+  EXPECT_FALSE(probe.tryAcquire("openai", "m", 1, RateLimiter::Clock::now()).ticket);
+  auto all = services(1, runtime);
+  ASSERT_EQ(all.size(), 1u);
+  server_.setHandler(
+      [](const test::RecordedRequest&) { return FakeLlmServer::openAiText("ok", 26, 74); });
+
+  holder.signal(SIGKILL);
+  EXPECT_EQ(holder.wait(), 128 + SIGKILL);
+  CallCtx ctx;
+  const Answer answer = all[0]->complete(Site{&ctx, "ask", nullptr}, kSharedRequest);
+  ASSERT_EQ(answer.status, OE_OK) << answer.body;
+  ASSERT_EQ(ctx.activities.size(), 1u);  // it waited for the dead process's slot to lapse
+  EXPECT_NE(ctx.activities[0].find("runtime.limits.openai"), std::string::npos);
 }
 #endif
 
