@@ -26,10 +26,23 @@ struct QuietCtx : oe_host_ctx {
   void log(oe_log_level /*level*/, std::string_view /*message*/) override {}
 };
 
+// The runtime object of a JSON argument; a test's typo is an error line, not an abort.
+bool applyArg(const char* json, oe::llm::Settings& settings) {
+  const oe::Json runtime = oe::Json::parse(json, nullptr, false);
+  if (runtime.is_discarded()) {
+    std::fprintf(stderr, "RUNTIME_JSON is not JSON: %s\n", json);
+    return false;
+  }
+  if (auto applied = oe::llm::applyRuntime(runtime, settings); !applied) {
+    std::fprintf(stderr, "%s\n", applied.error().message.c_str());
+    return false;
+  }
+  return true;
+}
+
 int hold(char** argv) {
   oe::llm::Settings settings;
-  if (auto applied = oe::llm::applyRuntime(oe::Json::parse(argv[4]), settings); !applied) {
-    std::fprintf(stderr, "%s\n", applied.error().message.c_str());
+  if (!applyArg(argv[4], settings)) {
     return 1;
   }
   auto shared = oe::llm::SharedLimits::open(argv[2], argv[3], oe::llm::Usage{},
@@ -68,8 +81,7 @@ int main(int argc, char** argv) {
   oe::llm::Settings settings;
   settings.provider_flag = "openai";
   settings.env = oe::llm::Environment::fromProcess();
-  if (auto applied = oe::llm::applyRuntime(oe::Json::parse(argv[3]), settings); !applied) {
-    std::fprintf(stderr, "%s\n", applied.error().message.c_str());
+  if (!applyArg(argv[3], settings)) {
     return 1;
   }
   settings.shared_store_url = argv[1];
