@@ -337,9 +337,9 @@ Answer LlmService::beginCli(const Site& site, std::string_view request_json) {
   }
   if (settings_.stand_in) {
     const auto it = settings_.stand_in_cli_stdout.find(site.node_id);
-    return Answer{
-        OE_OK,
-        standInCliOutcome(it != settings_.stand_in_cli_stdout.end() ? it->second : "{}").dump()};
+    return Answer{OE_OK,
+                  standInCliOutcome(it != settings_.stand_in_cli_stdout.end() ? it->second : "{}")
+                      .dump()};
   }
   if (!replayer_) {
     return Answer{OE_OK, {}};

@@ -77,8 +77,8 @@ class RateLimiter {
 
   // Blocks until granted, or returns nullopt when `cancelled` turns true (checked every 50 ms).
   // `on_wait` is called once, before the first wait, with the name of the full limit.
-  std::optional<Ticket> acquire(std::string_view provider, std::string_view model, int64_t tokens,
-                                const std::function<bool()>& cancelled,
+  std::optional<Ticket> acquire(std::string_view provider, std::string_view model,
+                                int64_t tokens, const std::function<bool()>& cancelled,
                                 const std::function<void(const std::string&)>& on_wait);
 
   // Frees the in-flight slots and replaces the token estimate by what the call really used.
@@ -103,8 +103,8 @@ class RateLimiter {
   mutable std::mutex mutex_;
   std::condition_variable room_;
   std::vector<Bucket> buckets_;
-  std::map<std::string, size_t, std::less<>> provider_index_;  // provider -> bucket
-  std::map<std::string, size_t, std::less<>> model_index_;     // "p\x1fmodel" -> bucket
+  std::map<std::string, size_t, std::less<>> provider_index_;            // provider -> bucket
+  std::map<std::string, size_t, std::less<>> model_index_;               // "p\x1fmodel" -> bucket
   uint64_t next_id_ = 1;
   SharedCounters* shared_ = nullptr;
 };

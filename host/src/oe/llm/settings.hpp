@@ -23,8 +23,8 @@ struct Limit {
 };
 
 struct ProviderLimits {
-  Limit limit;                                       // every call to the provider
-  std::map<std::string, Limit, std::less<>> models;  // calls to one model of it
+  Limit limit;                                            // every call to the provider
+  std::map<std::string, Limit, std::less<>> models;       // calls to one model of it
 };
 
 // USD per million tokens.
