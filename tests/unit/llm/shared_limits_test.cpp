@@ -54,6 +54,34 @@ const std::string kSharedRequest =
         .dump();
 constexpr int kSharedCallTokens = 100;
 
+// Waits until the renewal thread moved the expires_at of the one slot in flight: polled (the
+// deadline only ends a broken test; no duration is assumed). False when it never moved.
+::testing::AssertionResult slotRenewed(const std::string& url) {
+  auto conn = pg::Connection::open(url);
+  if (!conn.ok()) {
+    return ::testing::AssertionFailure() << conn.error().message;
+  }
+  auto first = (*conn)->exec("SELECT expires_at FROM oe_limit_slots WHERE in_flight");
+  if (!first.ok() || first->size() != 1) {
+    return ::testing::AssertionFailure() << "not exactly one slot in flight";
+  }
+  const std::string initial(first->text(0, 0));
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (std::chrono::steady_clock::now() < deadline) {
+    auto again = (*conn)->exec(
+        "SELECT count(*) FROM oe_limit_slots WHERE in_flight AND expires_at > $1::timestamptz",
+        {initial});
+    if (!again.ok()) {
+      return ::testing::AssertionFailure() << again.error().message;
+    }
+    if (again->int64(0, 0) == 1) {
+      return ::testing::AssertionSuccess();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // between polls only
+  }
+  return ::testing::AssertionFailure() << "expires_at stayed " << initial;
+}
+
 class SharedLimitsTest : public ::testing::Test {
  protected:
   SharedLimitsTest()
@@ -243,25 +271,8 @@ TEST_F(SharedLimitsTest, ASlotOfAProcessKilledWithSigkillIsReclaimed) {
                                   "600", (dir / "ready").string()},
                                  {}, dir.path(), dir / "holder");
   ASSERT_TRUE(test::waitForFile(dir / "ready")) << holder.err();
-  auto conn = pg::Connection::open(db_.url());
-  ASSERT_TRUE(conn.ok());
-  auto first = (*conn)->exec("SELECT expires_at FROM oe_limit_slots WHERE in_flight");
-  ASSERT_TRUE(first.ok() && first->size() == 1);
-  const std::string initial(first->text(0, 0));
-  // Alive: its row outlives the first expiry (polled until renewed; the deadline only ends a
-  // broken test), and no one else gets room.
-  bool renewed = false;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (!renewed && std::chrono::steady_clock::now() < deadline) {
-    auto again = (*conn)->exec(
-        "SELECT count(*) FROM oe_limit_slots WHERE expires_at > $1::timestamptz", {initial});
-    ASSERT_TRUE(again.ok()) << again.error().message;
-    renewed = again->int64(0, 0) == 1;
-    if (!renewed) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));  // between polls only
-    }
-  }
-  ASSERT_TRUE(renewed);
+  // Alive: its row outlives the first expiry, and no one else gets room.
+  ASSERT_TRUE(slotRenewed(db_.url()));
   auto other = SharedLimits::open(db_.url(), "chain-1", Usage{});
   ASSERT_TRUE(other.ok()) << other.error().message;
   RateLimiter probe(settings(runtime).limits, other->get());
@@ -398,25 +409,7 @@ TEST_F(SharedCountersTest, AHeldSlotIsRenewedAndAReleasedOneIsNot) {
   RateLimiter limiter(limits, holder.get());
   auto ticket = limiter.tryAcquire("openai", "m", 1, RateLimiter::Clock::now());
   ASSERT_TRUE(ticket.ticket);
-  auto conn = pg::Connection::open(db_.url());
-  ASSERT_TRUE(conn.ok());
-  auto first = (*conn)->exec("SELECT expires_at FROM oe_limit_slots");
-  ASSERT_TRUE(first.ok() && first->size() == 1);
-  const std::string initial(first->text(0, 0));
-  // The renewal thread moves expires_at every ttl/3: poll the row until it moved (the deadline
-  // only ends a broken test; no duration is assumed).
-  bool renewed = false;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (!renewed && std::chrono::steady_clock::now() < deadline) {
-    auto again =
-        (*conn)->exec("SELECT expires_at > $1::timestamptz FROM oe_limit_slots", {initial});
-    ASSERT_TRUE(again.ok()) << again.error().message;
-    renewed = again->boolean(0, 0);
-    if (!renewed) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));  // between polls only
-    }
-  }
-  EXPECT_TRUE(renewed);
+  EXPECT_TRUE(slotRenewed(db_.url()));
   // Meanwhile another process finds no room: the slot is live.
   auto other = open();
   RateLimiter other_limiter(limits, other.get());
