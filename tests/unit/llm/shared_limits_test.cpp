@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <csignal>
 #include <cstdio>
 #include <functional>
@@ -416,6 +417,29 @@ TEST_F(SharedCountersTest, AHeldSlotIsRenewedAndAReleasedOneIsNot) {
   EXPECT_FALSE(other_limiter.tryAcquire("openai", "m", 1, RateLimiter::Clock::now()).ticket);
   limiter.release(*ticket.ticket, 1);
   EXPECT_TRUE(other_limiter.tryAcquire("openai", "m", 1, RateLimiter::Clock::now()).ticket);
+}
+
+TEST_F(SharedCountersTest, AReleaseInOneProcessWakesTheWaitersOfAnother) {
+  // Declared first, destroyed last: the waiter's renewal thread may call back until it stops.
+  std::mutex mutex;
+  std::condition_variable woken;
+  bool wake = false;
+  auto waiter = open();
+  auto releaser = open();
+  ASSERT_TRUE(waiter && releaser);
+  waiter->onRoom([&] {
+    std::lock_guard lock(mutex);
+    wake = true;
+    woken.notify_all();
+  });
+  const auto limits = limitsOf(R"({"limits": {"openai": {"max_in_flight": 1}}})");
+  RateLimiter limiter(limits, releaser.get());
+  auto ticket = limiter.tryAcquire("openai", "m", 1, RateLimiter::Clock::now());
+  ASSERT_TRUE(ticket.ticket);
+  limiter.release(*ticket.ticket, 1);
+  std::unique_lock lock(mutex);
+  // The deadline only ends a broken test: the NOTIFY arrives in milliseconds.
+  EXPECT_TRUE(woken.wait_for(lock, std::chrono::seconds(30), [&] { return wake; }));
 }
 
 TEST_F(SharedCountersTest, ABudgetHoldOfAKilledHolderLapses) {

@@ -6,13 +6,18 @@
 #include <algorithm>
 #include <random>
 
+#include "oe/cache/cache_store.hpp"
 #include "oe/pg/schema.hpp"
 
 namespace oe::llm {
 namespace {
 
-// Every process of every scope listens here; a wake-up only makes waiters ask again.
-constexpr const char* kRoomChannel = "oe_limits";
+// The channel a scope's releases wake its waiters on: one per scope, so that a run's releases
+// do not wake another run's waiters; a hash, since a channel name is at most 63 bytes and the
+// scope (a chain id) is the user's to choose. A wake-up only makes waiters ask again.
+std::string roomChannel(std::string_view scope) {
+  return "oe_limits_" + cache::sha256Hex(scope).substr(0, 32);
+}
 // The longest the renewal thread waits for a notification, so that it sees a stop request even
 // when the NOTIFY the destructor sends cannot reach the server.
 constexpr auto kMaxListen = std::chrono::milliseconds(500);
@@ -54,7 +59,10 @@ std::string ttlSql(int param) { return "now() + $" + std::to_string(param) + " *
 }  // namespace
 
 SharedLimits::SharedLimits(std::string url, std::string scope, Options options)
-    : url_(std::move(url)), scope_(std::move(scope)), options_(std::move(options)) {
+    : url_(std::move(url)),
+      scope_(std::move(scope)),
+      channel_(roomChannel(scope_)),
+      options_(std::move(options)) {
   if (options_.holder.empty()) {
     options_.holder = defaultHolder();
   }
@@ -88,7 +96,7 @@ Result<std::unique_ptr<SharedLimits>> SharedLimits::open(const std::string& url,
   if (!listener) {
     return makeError(where + ": " + listener.error().message);
   }
-  if (auto listening = (*listener)->listen(kRoomChannel); !listening) {
+  if (auto listening = (*listener)->listen(shared->channel_); !listening) {
     return makeError(where + ": " + listening.error().message);
   }
   shared->renewer_ = std::thread(
@@ -114,7 +122,7 @@ SharedLimits::~SharedLimits() {
       }
     }
     if (conn) {
-      (void)conn->exec("SELECT pg_notify($1, '')", {kRoomChannel});
+      (void)conn->exec("SELECT pg_notify($1, '')", {channel_});
     }
     renewer_.join();
   }
@@ -336,7 +344,7 @@ void SharedLimits::release(const std::vector<int64_t>& slots, int64_t actual_tok
     return conn.exec(
         "WITH done AS (UPDATE oe_limit_slots SET in_flight = false, tokens = $2 "
         "WHERE id = ANY($1::bigint[])) SELECT pg_notify($3, $4)",
-        {idArray(slots), actual_tokens, kRoomChannel, scope_});
+        {idArray(slots), actual_tokens, channel_, scope_});
   });
 }
 

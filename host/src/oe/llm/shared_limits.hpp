@@ -78,6 +78,7 @@ class SharedLimits final : public SharedCounters, public SharedBudget {
 
   std::string url_;
   std::string scope_;
+  std::string channel_;  // LISTEN/NOTIFY channel of the scope's releases
   Options options_;
 
   std::mutex pool_mutex_;
