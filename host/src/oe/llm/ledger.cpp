@@ -63,47 +63,101 @@ int64_t maxInputTokens(const Json& request) {
   return bound;
 }
 
-std::optional<Ledger::Refusal> Ledger::reserve(const Reservation& need) {
-  std::lock_guard lock(mutex_);
+std::optional<Ledger::Refusal> Ledger::check(const Usage& spent, const Reservation& held,
+                                             const Reservation& need) const {
   if (budget_.max_tokens) {
-    const int64_t committed = spent_.tokens() + reserved_.tokens;
+    const int64_t committed = spent.tokens() + held.tokens;
     if (committed + need.tokens > *budget_.max_tokens) {
       return Refusal{"run budget exhausted: the call could use up to " +
                      std::to_string(need.tokens) + " tokens, but runtime.budget.max_tokens is " +
                      std::to_string(*budget_.max_tokens) + " and " +
-                     std::to_string(spent_.tokens()) + " are spent and " +
-                     std::to_string(reserved_.tokens) + " held by calls in flight"};
+                     std::to_string(spent.tokens()) + " are spent and " +
+                     std::to_string(held.tokens) + " held by calls in flight"};
     }
   }
   if (budget_.max_cost_usd) {
-    const double committed = spent_.cost_usd + reserved_.cost_usd;
+    const double committed = spent.cost_usd + held.cost_usd;
     if (committed + need.cost_usd > *budget_.max_cost_usd) {
       return Refusal{"run budget exhausted: the call could cost up to " + usd(need.cost_usd) +
                      ", but runtime.budget.max_cost_usd is " + usd(*budget_.max_cost_usd) +
-                     " and " + usd(spent_.cost_usd) + " is spent and " + usd(reserved_.cost_usd) +
+                     " and " + usd(spent.cost_usd) + " is spent and " + usd(held.cost_usd) +
                      " held by calls in flight"};
     }
+  }
+  return std::nullopt;
+}
+
+std::optional<Ledger::Refusal> Ledger::checkSpent(const Usage& spent) const {
+  if (budget_.max_tokens && spent.tokens() >= *budget_.max_tokens) {
+    return Refusal{"run budget exhausted: runtime.budget.max_tokens is " +
+                   std::to_string(*budget_.max_tokens) + " and " + std::to_string(spent.tokens()) +
+                   " are spent"};
+  }
+  if (budget_.max_cost_usd && spent.cost_usd >= *budget_.max_cost_usd) {
+    return Refusal{"run budget exhausted: runtime.budget.max_cost_usd is " +
+                   usd(*budget_.max_cost_usd) + " and " + usd(spent.cost_usd) + " is spent"};
+  }
+  return std::nullopt;
+}
+
+std::optional<Ledger::Refusal> Ledger::reserve(Reservation& need) {
+  if (shared_ != nullptr) {
+    return reserveShared(need);
+  }
+  std::lock_guard lock(mutex_);
+  if (auto refused = check(spent_, reserved_, need)) {
+    return refused;
   }
   reserved_.tokens += need.tokens;
   reserved_.cost_usd += need.cost_usd;
   return std::nullopt;
 }
 
+std::optional<Ledger::Refusal> Ledger::reserveShared(Reservation& need) {
+  if (!budget_.max_tokens && !budget_.max_cost_usd) {
+    return std::nullopt;  // nothing to hold against: the spending is still added at settle()
+  }
+  auto hold = shared_->reserve(budget_, need.tokens, need.cost_usd);
+  if (!hold) {
+    // A budget that cannot be checked is not spent blindly.
+    return Refusal{"run budget cannot be checked: " + hold.error().message};
+  }
+  if (hold->id != 0) {
+    need.hold = hold->id;
+    return std::nullopt;
+  }
+  const Reservation held{hold->totals.held_tokens, hold->totals.held_cost_usd};
+  if (auto refused = check(hold->totals.spent, held, need)) {
+    refused->message += " across every process of the run";
+    return refused;
+  }
+  return Refusal{"run budget exhausted across every process of the run"};
+}
+
 std::optional<Ledger::Refusal> Ledger::exhausted() const {
+  if (!budget_.max_tokens && !budget_.max_cost_usd) {
+    return std::nullopt;
+  }
+  if (shared_ != nullptr) {
+    auto totals = shared_->totals();
+    if (!totals) {
+      return Refusal{"run budget cannot be checked: " + totals.error().message};
+    }
+    return checkSpent(totals->spent);
+  }
   std::lock_guard lock(mutex_);
-  if (budget_.max_tokens && spent_.tokens() >= *budget_.max_tokens) {
-    return Refusal{"run budget exhausted: runtime.budget.max_tokens is " +
-                   std::to_string(*budget_.max_tokens) + " and " + std::to_string(spent_.tokens()) +
-                   " are spent"};
-  }
-  if (budget_.max_cost_usd && spent_.cost_usd >= *budget_.max_cost_usd) {
-    return Refusal{"run budget exhausted: runtime.budget.max_cost_usd is " +
-                   usd(*budget_.max_cost_usd) + " and " + usd(spent_.cost_usd) + " is spent"};
-  }
-  return std::nullopt;
+  return checkSpent(spent_);
 }
 
 void Ledger::settle(const Reservation& reserved, const Usage& used) {
+  if (shared_ != nullptr) {
+    // On failure the hold stays (renewed while this process lives): the budget errs on the
+    // side of having less left, never more.
+    (void)shared_->settle(reserved.hold, used);
+    std::lock_guard lock(mutex_);
+    spent_ += used;
+    return;
+  }
   std::lock_guard lock(mutex_);
   reserved_.tokens -= reserved.tokens;
   reserved_.cost_usd -= reserved.cost_usd;
@@ -111,6 +165,12 @@ void Ledger::settle(const Reservation& reserved, const Usage& used) {
 }
 
 void Ledger::cancel(const Reservation& reserved) {
+  if (shared_ != nullptr) {
+    if (reserved.hold != 0) {
+      (void)shared_->cancel(reserved.hold);
+    }
+    return;
+  }
   std::lock_guard lock(mutex_);
   reserved_.tokens -= reserved.tokens;
   reserved_.cost_usd -= reserved.cost_usd;

@@ -68,11 +68,13 @@ Result<ProviderChoice> chooseProvider(const Settings& settings) {
       "<anthropic|openai>.");
 }
 
-LlmService::LlmService(Settings settings, const plugins::PluginRegistry& registry, Usage prior)
+LlmService::LlmService(Settings settings, const plugins::PluginRegistry& registry, Usage prior,
+                       std::unique_ptr<SharedLimits> shared)
     : settings_(std::move(settings)),
       registry_(registry),
-      ledger_(settings_.budget, prior),
-      limiter_(settings_.limits),
+      shared_(std::move(shared)),
+      ledger_(settings_.budget, prior, shared_.get()),
+      limiter_(settings_.limits, shared_.get()),
       prior_(prior) {}
 
 Result<std::unique_ptr<LlmService>> LlmService::create(Settings settings,
@@ -81,7 +83,21 @@ Result<std::unique_ptr<LlmService>> LlmService::create(Settings settings,
   if (settings.prices.empty()) {
     settings.prices = defaultPrices();
   }
-  std::unique_ptr<LlmService> service(new LlmService(std::move(settings), registry, prior));
+  std::unique_ptr<SharedLimits> shared;
+  // A stand-in or replayed run calls no provider, and a run with neither limits nor budget has
+  // nothing to count: no connection, no renewal thread, no round trip per call.
+  const bool counts = !settings.limits.empty() || settings.budget.max_tokens ||
+                      settings.budget.max_cost_usd;
+  if (!settings.shared_store_url.empty() && counts && !settings.stand_in &&
+      !settings.replay_file) {
+    auto opened = SharedLimits::open(settings.shared_store_url, settings.shared_scope, prior);
+    if (!opened) {
+      return opened.error();
+    }
+    shared = std::move(opened).value();
+  }
+  std::unique_ptr<LlmService> service(
+      new LlmService(std::move(settings), registry, prior, std::move(shared)));
   if (service->settings_.replay_file) {
     auto replayer = Replayer::load(*service->settings_.replay_file);
     if (!replayer) {
@@ -193,7 +209,7 @@ Answer LlmService::completeCall(const Site& site, std::string_view request_json,
       record->request_model = request.value("model", model);
     }
     Usage used = Usage::fromJson(found->response.value("usage", Json::object()));
-    Ledger::Reservation exact{used.tokens(), 0};
+    Ledger::Reservation exact{used.tokens(), 0, 0};
     if (const Price* price = findPrice(settings_, model)) {
       exact.cost_usd = (static_cast<double>(used.input_tokens) * price->input +
                         static_cast<double>(used.output_tokens) * price->output) /

@@ -19,6 +19,7 @@
 #include "oe/llm/rate_limiter.hpp"
 #include "oe/llm/recording.hpp"
 #include "oe/llm/settings.hpp"
+#include "oe/llm/shared_limits.hpp"
 #include "oe/plugins/registry.hpp"
 
 namespace oe::llm {
@@ -113,7 +114,8 @@ class LlmService {
     oe_plugin* self = nullptr;
     std::string config_json;
   };
-  LlmService(Settings settings, const plugins::PluginRegistry& registry, Usage prior);
+  LlmService(Settings settings, const plugins::PluginRegistry& registry, Usage prior,
+             std::unique_ptr<SharedLimits> shared);
   Result<const Provider*> provider();  // resolved on the first live call, then cached
   // complete() without the observer; `record` (may be null) receives what the call was.
   Answer completeCall(const Site& site, std::string_view request_json, CallRecord* record);
@@ -125,6 +127,7 @@ class LlmService {
 
   Settings settings_;
   const plugins::PluginRegistry& registry_;
+  std::unique_ptr<SharedLimits> shared_;  // before ledger_ and limiter_: they use it
   Ledger ledger_;
   RateLimiter limiter_;
   std::unique_ptr<Recorder> recorder_;

@@ -15,7 +15,9 @@ std::string modelKey(std::string_view provider, std::string_view model) {
 
 }  // namespace
 
-RateLimiter::RateLimiter(const std::map<std::string, ProviderLimits, std::less<>>& limits) {
+RateLimiter::RateLimiter(const std::map<std::string, ProviderLimits, std::less<>>& limits,
+                         SharedCounters* shared)
+    : shared_(shared) {
   for (const auto& [provider, entry] : limits) {
     provider_index_[provider] = buckets_.size();
     buckets_.push_back(Bucket{.name = "runtime.limits." + provider, .limit = entry.limit});
@@ -24,6 +26,15 @@ RateLimiter::RateLimiter(const std::map<std::string, ProviderLimits, std::less<>
       buckets_.push_back(
           Bucket{.name = "runtime.limits." + provider + ".models." + model, .limit = limit});
     }
+  }
+  if (shared_ != nullptr) {
+    shared_->onRoom([this] { room_.notify_all(); });
+  }
+}
+
+RateLimiter::~RateLimiter() {
+  if (shared_ != nullptr) {
+    shared_->onRoom(nullptr);
   }
 }
 
@@ -56,9 +67,12 @@ void RateLimiter::expire(Bucket& bucket, Clock::time_point now) {
 
 RateLimiter::Decision RateLimiter::tryAcquire(std::string_view provider, std::string_view model,
                                               int64_t tokens, Clock::time_point now) {
+  std::vector<size_t> ids = bucketsFor(provider, model);
+  if (shared_ != nullptr && !ids.empty()) {
+    return tryAcquireShared(ids, tokens, now);
+  }
   std::lock_guard lock(mutex_);
   Decision decision;
-  std::vector<size_t> ids = bucketsFor(provider, model);
   bool room = true;
   for (size_t i : ids) {
     Bucket& b = buckets_[i];
@@ -99,11 +113,45 @@ RateLimiter::Decision RateLimiter::tryAcquire(std::string_view provider, std::st
   return decision;
 }
 
+RateLimiter::Decision RateLimiter::tryAcquireShared(const std::vector<size_t>& ids, int64_t tokens,
+                                                    Clock::time_point now) {
+  // Only the counters are elsewhere: the buckets' names and limits never change after
+  // construction, so they are read without the mutex.
+  std::vector<SharedCounters::Bucket> wanted;
+  wanted.reserve(ids.size());
+  for (size_t i : ids) {
+    wanted.push_back({buckets_[i].name, &buckets_[i].limit});
+  }
+  Decision decision;
+  auto taken = shared_->take(wanted, tokens);
+  if (!taken) {
+    // The database is unreachable past the connection's own retries: wait as for a full
+    // limit (a call must not pass a limit it could not check), and ask again shortly.
+    decision.retry_at = now + std::chrono::seconds(1);
+    return decision;
+  }
+  if (!taken->granted) {
+    if (taken->retry_in) {
+      decision.retry_at = now + *taken->retry_in;
+    }
+    return decision;
+  }
+  Ticket ticket;
+  ticket.tokens = tokens;
+  ticket.buckets = ids;
+  ticket.shared_slots = std::move(taken->slots);
+  decision.ticket = std::move(ticket);
+  return decision;
+}
+
 std::optional<RateLimiter::Ticket> RateLimiter::acquire(
     std::string_view provider, std::string_view model, int64_t tokens,
     const std::function<bool()>& cancelled,
     const std::function<void(const std::string&)>& on_wait) {
   constexpr auto kPoll = std::chrono::milliseconds(50);
+  // Shared counters are asked over the network: back off from 25 ms to 400 ms between asks (a
+  // release anywhere wakes the waiters through SharedCounters::onRoom before that).
+  auto shared_poll = std::chrono::milliseconds(25);
   bool waited = false;
   for (;;) {
     if (cancelled && cancelled()) {
@@ -126,7 +174,10 @@ std::optional<RateLimiter::Ticket> RateLimiter::acquire(
     }
     waited = true;
     std::unique_lock lock(mutex_);
-    auto until = Clock::now() + kPoll;
+    auto until = Clock::now() + (shared_ != nullptr ? shared_poll : kPoll);
+    if (shared_ != nullptr) {
+      shared_poll = std::min(shared_poll * 2, std::chrono::milliseconds(400));
+    }
     if (d.retry_at && *d.retry_at < until) {
       until = *d.retry_at;
     }
@@ -135,6 +186,11 @@ std::optional<RateLimiter::Ticket> RateLimiter::acquire(
 }
 
 void RateLimiter::release(const Ticket& ticket, int64_t actual_tokens) {
+  if (shared_ != nullptr) {
+    shared_->release(ticket.shared_slots, actual_tokens);
+    room_.notify_all();
+    return;
+  }
   {
     std::lock_guard lock(mutex_);
     for (size_t i : ticket.buckets) {

@@ -65,6 +65,11 @@ struct Settings {
   // Sees every oe.llm/1 call when set (oe run --otel, docs/telemetry.md); not owned, outlives
   // the run. Null costs a completion one branch.
   CallObserver* observer = nullptr;
+  // Limits and budget shared by every process that serves one run (`oe worker`s, the
+  // coordinator; docs/llm.md "Limits and budget across workers"): a PostgreSQL URL, and the
+  // run's chain id as the scope they are counted in. Both empty: counted in this process.
+  std::string shared_store_url{};
+  std::string shared_scope{};
 };
 
 // The shipped list prices (USD per million tokens, as published by the providers).

@@ -113,24 +113,42 @@ CREATE TABLE oe_workers (
   stopped_at timestamptz
 );
 
+-- runtime.limits shared by every process of a run (llm/shared_limits.hpp): one row per call per
+-- limit it falls under. In flight while `in_flight` and `expires_at` is ahead (the holder renews
+-- it; a killed holder's row lapses); kept for a minute after `started_at` for the per-minute
+-- windows.
 CREATE TABLE oe_limit_slots (
   id bigserial PRIMARY KEY,
   scope text NOT NULL,
   name text NOT NULL,
   holder text NOT NULL,
+  tokens bigint NOT NULL DEFAULT 0,
+  in_flight boolean NOT NULL DEFAULT true,
+  started_at timestamptz NOT NULL DEFAULT now(),
   expires_at timestamptz NOT NULL
 );
 CREATE INDEX oe_limit_slots_name ON oe_limit_slots (scope, name);
+CREATE INDEX oe_limit_slots_holder ON oe_limit_slots (holder) WHERE in_flight;
 
+-- runtime.budget of a chain of runs: what its calls spent, and (oe_budget_holds) what calls in
+-- flight may still spend, each hold renewed by its holder like a slot.
 CREATE TABLE oe_budget (
   chain_id text PRIMARY KEY,
   input_tokens bigint NOT NULL DEFAULT 0,
   output_tokens bigint NOT NULL DEFAULT 0,
   cost_usd double precision NOT NULL DEFAULT 0,
-  calls bigint NOT NULL DEFAULT 0,
-  reserved_tokens bigint NOT NULL DEFAULT 0,
-  reserved_cost_usd double precision NOT NULL DEFAULT 0
+  calls bigint NOT NULL DEFAULT 0
 );
+CREATE TABLE oe_budget_holds (
+  id bigserial PRIMARY KEY,
+  chain_id text NOT NULL,
+  holder text NOT NULL,
+  tokens bigint NOT NULL,
+  cost_usd double precision NOT NULL,
+  expires_at timestamptz NOT NULL
+);
+CREATE INDEX oe_budget_holds_chain ON oe_budget_holds (chain_id);
+CREATE INDEX oe_budget_holds_holder ON oe_budget_holds (holder);
 )sql";
 
 // The advisory lock key of migrations: any 64-bit constant of oe's own.
