@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <random>
 #include <stdexcept>
@@ -21,9 +22,21 @@ namespace oe::test {
 
 class PgCluster {
  public:
-  // The suite's shared cluster (OE_PG_TEST_DIR), started if it is not running.
+  // The build tree's shared cluster, started if it is not running (its folder is named in
+  // <build>/pg-test-dir, so clones of the repository built at one path do not share one).
   static PgCluster& shared() {
-    static PgCluster cluster(OE_PG_TEST_DIR, /*own=*/false);
+    static PgCluster cluster = [] {
+      const std::string command = std::string("bash '") + OE_SOURCE_DIR +
+                                  "/tests/support/pg_cluster.sh' start-shared '" +
+                                  OE_BINARY_DIR + "'";
+      if (std::system(command.c_str()) != 0) {  // NOLINT(concurrency-mt-unsafe): test set-up
+        throw std::runtime_error("cannot start the PostgreSQL test cluster: " + command);
+      }
+      std::ifstream in(std::string(OE_BINARY_DIR) + "/pg-test-dir");
+      std::string dir;
+      std::getline(in, dir);
+      return PgCluster(dir, /*own=*/false, /*started=*/true);
+    }();
     return cluster;
   }
   // A private cluster in `dir` (a fresh folder), stopped and removed by the destructor.
@@ -37,6 +50,7 @@ class PgCluster {
   }
   PgCluster(const PgCluster&) = delete;
   PgCluster& operator=(const PgCluster&) = delete;
+  PgCluster(PgCluster&&) = default;
 
   const std::filesystem::path& dir() const { return dir_; }
   // postgresql:///DB?host=<dir>&port=5432&user=postgres
@@ -52,7 +66,12 @@ class PgCluster {
   }
 
  private:
-  PgCluster(std::filesystem::path dir, bool own) : dir_(std::move(dir)), own_(own) { start(); }
+  PgCluster(std::filesystem::path dir, bool own, bool started = false)
+      : dir_(std::move(dir)), own_(own) {
+    if (!started) {
+      start();
+    }
+  }
 
   int script(const std::string& verb) const {
     const std::string command = std::string("bash '") + OE_SOURCE_DIR +
