@@ -176,49 +176,30 @@ Result<std::vector<int64_t>> AttemptQueue::renew(const std::string& worker,
 }
 
 Result<bool> AttemptQueue::complete(const std::string& worker, const Completion& completion) {
-  bool accepted = false;
-  auto done = conn_.transaction([&](pg::Connection& tx) -> Result<void> {
-    accepted = false;  // a retried transaction starts over
-    auto updated = tx.exec(
-        "UPDATE oe_attempts SET status = $3, result_status = $4, response = $5, error = $6, "
-        "finished_at = now(), lease_expires_at = NULL "
-        "WHERE id = $1 AND fence = $2 AND status = 'leased' AND lease_owner = $7",
-        {completion.id, completion.fence, completion.ok ? "done" : "failed",
-         completion.result_status, completion.response, completion.error, worker});
-    if (!updated) {
-      return updated.error();
-    }
-    if (updated->affected() == 0) {
-      return {};  // someone else owns it now: nothing else is written
-    }
-    accepted = true;
-    auto run = tx.exec("SELECT run_id, node_id FROM oe_attempts WHERE id = $1", {completion.id});
-    if (!run) {
-      return run.error();
-    }
-    const std::string run_id(run->text(0, 0));
-    if (completion.cache && !completion.cache->key.empty()) {
-      auto cached = tx.exec(
-          "INSERT INTO oe_cache (key, node_id, run_id, value) VALUES ($1, $2, $3, $4) "
-          "ON CONFLICT (key) DO NOTHING",
-          {completion.cache->key, run->text(0, 1), run_id, completion.cache->value});
-      if (!cached) {
-        return cached.error();
-      }
-    }
-    if (!completion.events.empty()) {
-      auto logged = tx.exec("INSERT INTO oe_events (run_id, line) SELECT $1, unnest($2::text[])",
-                            {run_id, textArray(completion.events)});
-      if (!logged) {
-        return logged.error();
-      }
-    }
-    return {};
-  });
-  if (!done) {
-    return failed("complete attempt " + std::to_string(completion.id), done.error());
+  // One statement, so one transaction and one round trip: the fenced update, and only when it
+  // matched (the CTEs read its RETURNING), the cache entry and the events.
+  const bool cached = completion.cache && !completion.cache->key.empty();
+  auto rows = conn_.exec(
+      "WITH done AS (UPDATE oe_attempts SET status = $3, result_status = $4, response = $5, "
+      "error = $6, finished_at = now(), lease_expires_at = NULL "
+      "WHERE id = $1 AND fence = $2 AND status = 'leased' AND lease_owner = $7 "
+      "RETURNING run_id, node_id), "
+      "cached AS (INSERT INTO oe_cache (key, node_id, run_id, value) "
+      "SELECT $8, node_id, run_id, $9 FROM done WHERE $8::text IS NOT NULL "
+      "ON CONFLICT (key) DO NOTHING), "
+      "logged AS (INSERT INTO oe_events (run_id, line) "
+      "SELECT run_id, line FROM done, unnest($10::text[]) WITH ORDINALITY AS e(line, n) "
+      "ORDER BY n) "
+      "SELECT count(*) FROM done",
+      std::vector<pg::Param>{completion.id, completion.fence, completion.ok ? "done" : "failed",
+                             completion.result_status, completion.response, completion.error,
+                             worker, cached ? pg::Param(completion.cache->key) : pg::Param(nullptr),
+                             cached ? pg::Param(completion.cache->value) : pg::Param(nullptr),
+                             textArray(completion.events)});
+  if (!rows) {
+    return failed("complete attempt " + std::to_string(completion.id), rows.error());
   }
-  return accepted;
+  return rows->int64(0, 0) == 1;
 }
 
 Result<std::vector<Finished>> AttemptQueue::collect(const std::string& run_id) {

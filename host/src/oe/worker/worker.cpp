@@ -262,9 +262,7 @@ Result<std::unique_ptr<Worker>> Worker::start(WorkerOptions options) {
   options.concurrency = std::max(1, options.concurrency);
   std::unique_ptr<pg::Connection> conns[3];
   for (auto& conn : conns) {
-    auto opened = pg::Connection::open(
-        options.url, {.retry_for = std::max(options.lease, std::chrono::milliseconds(30'000)),
-                      .application_name = "oe worker " + options.id});
+    auto opened = pg::Connection::open(options.url, connectOptions(options));
     if (!opened) {
       return opened.error();
     }
@@ -290,12 +288,18 @@ Result<std::unique_ptr<Worker>> Worker::start(WorkerOptions options) {
                                             std::move(conns[1]), std::move(conns[2])));
 }
 
+pg::ConnectOptions Worker::connectOptions(const WorkerOptions& options) {
+  return {.retry_for = std::max(options.lease, std::chrono::milliseconds(30'000)),
+          .application_name = "oe worker " + options.id};
+}
+
 Worker::Worker(WorkerOptions options, std::unique_ptr<pg::Connection> claim_conn,
                std::unique_ptr<pg::Connection> beat_conn, std::unique_ptr<pg::Connection> done_conn)
     : options_(std::move(options)),
       claim_conn_(std::move(claim_conn)),
-      beat_conn_(std::move(beat_conn)),
-      done_conn_(std::move(done_conn)) {}
+      beat_conn_(std::move(beat_conn)) {
+  done_conns_.push_back(std::move(done_conn));
+}
 
 Worker::~Worker() {
   std::lock_guard lock(llm_mutex_);
@@ -442,11 +446,27 @@ void Worker::execute(const queue::Claimed& attempt) {
 }
 
 void Worker::finish(const queue::Claimed& attempt, queue::Completion completion) {
-  Result<bool> accepted = false;
+  std::unique_ptr<pg::Connection> conn;
   {
     std::lock_guard lock(done_mutex_);
-    queue::AttemptQueue queue(*done_conn_);
-    accepted = queue.complete(options_.id, completion);
+    if (!done_conns_.empty()) {
+      conn = std::move(done_conns_.back());
+      done_conns_.pop_back();
+    }
+  }
+  Result<bool> accepted = false;
+  if (!conn) {
+    auto opened = pg::Connection::open(options_.url, connectOptions(options_));
+    if (opened) {
+      conn = std::move(opened).value();
+    } else {
+      accepted = opened.error();
+    }
+  }
+  if (conn) {
+    accepted = queue::AttemptQueue(*conn).complete(options_.id, completion);
+    std::lock_guard lock(done_mutex_);
+    done_conns_.push_back(std::move(conn));
   }
   {
     std::lock_guard lock(mutex_);

@@ -75,6 +75,7 @@ class Worker {
 
   Worker(WorkerOptions options, std::unique_ptr<pg::Connection> claim_conn,
          std::unique_ptr<pg::Connection> beat_conn, std::unique_ptr<pg::Connection> done_conn);
+  static pg::ConnectOptions connectOptions(const WorkerOptions& options);
   Folder& folderFor(const std::string& dir);
   void execute(const queue::Claimed& attempt);
   void finish(const queue::Claimed& attempt, queue::Completion completion);
@@ -83,8 +84,11 @@ class Worker {
   WorkerOptions options_;
   std::unique_ptr<pg::Connection> claim_conn_;
   std::unique_ptr<pg::Connection> beat_conn_;
-  std::mutex done_mutex_;  // guards done_conn_: completions from every pool thread
-  std::unique_ptr<pg::Connection> done_conn_;
+  // Idle connections for completions: each pool thread takes one for its completion, so the
+  // commits of a wave of attempts run side by side (PostgreSQL groups their WAL flushes)
+  // instead of queueing behind one connection. At most `concurrency` are ever open.
+  std::mutex done_mutex_;
+  std::vector<std::unique_ptr<pg::Connection>> done_conns_;
 
   std::atomic<bool> stopping_{false};
   std::mutex mutex_;
