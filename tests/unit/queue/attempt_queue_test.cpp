@@ -185,7 +185,11 @@ TEST_F(AttemptQueueTest, ACompletionCommitsTheResultTheCacheEntryAndTheEventsTog
   EXPECT_EQ((*finished)[0].response, R"({"state_delta":{"x":1}})");
   auto again = queue_->collect("run-1");
   ASSERT_TRUE(again);
-  EXPECT_TRUE(again->empty());  // each finished attempt is collected once
+  EXPECT_EQ(again->size(), 1u);  // until it is marked collected, it is read again
+  ASSERT_TRUE(queue_->markCollected({(*finished)[0].id}));
+  auto after = queue_->collect("run-1");
+  ASSERT_TRUE(after);
+  EXPECT_TRUE(after->empty());
 }
 
 TEST_F(AttemptQueueTest, ALateCompletionWithAStaleFenceIsRefusedAndWritesNothing) {

@@ -204,10 +204,9 @@ Result<bool> AttemptQueue::complete(const std::string& worker, const Completion&
 
 Result<std::vector<Finished>> AttemptQueue::collect(const std::string& run_id) {
   auto rows = conn_.exec(
-      "UPDATE oe_attempts SET collected_at = now() WHERE run_id = $1 AND status IN ('done', "
-      "'failed') AND collected_at IS NULL "
-      "RETURNING id, status = 'done', COALESCE(result_status, 0), COALESCE(response, ''), "
-      "COALESCE(error, '')",
+      "SELECT id, status = 'done', COALESCE(result_status, 0), COALESCE(response, ''), "
+      "COALESCE(error, '') FROM oe_attempts WHERE run_id = $1 AND status IN ('done', 'failed') "
+      "AND collected_at IS NULL ORDER BY id",
       {run_id});
   if (!rows) {
     return failed("collect finished attempts", rows.error());
@@ -224,6 +223,18 @@ Result<std::vector<Finished>> AttemptQueue::collect(const std::string& run_id) {
   std::sort(finished.begin(), finished.end(),
             [](const Finished& x, const Finished& y) { return x.id < y.id; });
   return finished;
+}
+
+Result<void> AttemptQueue::markCollected(const std::vector<int64_t>& ids) {
+  if (ids.empty()) {
+    return {};
+  }
+  auto rows = conn_.exec("UPDATE oe_attempts SET collected_at = now() WHERE id = ANY($1::bigint[])",
+                         {int64Array(std::vector<std::optional<int64_t>>(ids.begin(), ids.end()))});
+  if (!rows) {
+    return failed("mark finished attempts collected", rows.error());
+  }
+  return {};
 }
 
 Result<bool> AttemptQueue::cancel(int64_t id) {

@@ -105,8 +105,11 @@ class AttemptQueue {
   // cancelled attempt, or one already completed.
   Result<bool> complete(const std::string& worker, const Completion& completion);
 
-  // The attempts of `run_id` finished since the last call, each returned once (marked collected).
+  // The finished attempts of `run_id` not marked collected yet, oldest first. Two steps, read
+  // then markCollected, so that a connection lost between them loses no result: the next collect
+  // reads them again and the coordinator ignores what it already has.
   Result<std::vector<Finished>> collect(const std::string& run_id);
+  Result<void> markCollected(const std::vector<int64_t>& ids);
 
   // The coordinator gave up on an attempt (cancel, fail_run, timeout_ms): a worker holding it
   // sees that at its next renew, and its completion is refused. False when it had finished.

@@ -20,6 +20,11 @@ Result<std::unique_ptr<Dispatcher>> Dispatcher::start(const std::string& url, st
   if (auto migrated = pg::migrate(**conn); !migrated) {
     return migrated.error();
   }
+  if (!options.resumes.empty()) {
+    if (auto cancelled = AttemptQueue(**conn).cancelRun(options.resumes); !cancelled) {
+      return cancelled.error();
+    }
+  }
   return std::unique_ptr<Dispatcher>(
       new Dispatcher(std::move(conn).value(), std::move(run_id), options));
 }
@@ -150,14 +155,21 @@ bool Dispatcher::round() {
     trouble(finished.error());
     return true;
   }
+  std::vector<int64_t> seen;
   for (Finished& f : *finished) {
+    seen.push_back(f.id);
     auto ticket = ticket_of_.find(f.id);
     if (ticket == ticket_of_.end()) {
-      continue;  // cancelled meanwhile (its callback ran) or not this coordinator's
+      // Already handed over (its mark was lost with a connection), cancelled meanwhile, or a
+      // row an insert whose answer was lost left behind: nothing waits for it.
+      continue;
     }
     id_of_.erase(ticket->second);
     take(ticket->second, std::move(f));
     ticket_of_.erase(ticket);
+  }
+  if (auto marked = queue_.markCollected(seen); !marked) {
+    trouble(marked.error());  // read again next round, and ignored
   }
   busy = busy || !ready.empty();
   for (auto& [callback, result] : ready) {

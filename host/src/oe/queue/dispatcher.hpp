@@ -23,6 +23,9 @@
 namespace oe::queue {
 
 struct DispatcherOptions {
+  // The run this one resumes (`oe resume`): what its coordinator, killed or stopped, left in the
+  // queue is cancelled at start, so workers stop spending on it (this run queues what it needs).
+  std::string resumes;
   // How long a lost connection is retried (reconnect with backoff) before the attempts in flight
   // are failed.
   std::chrono::milliseconds retry_for{60'000};

@@ -148,7 +148,8 @@ Result<void> Run::prepare(const std::map<std::string, plugins::LoadedKind, std::
           "--workers hands the run's node attempts to `oe worker` processes through "
           "PostgreSQL: pass --store postgresql://... (or set OE_STORE)");
     }
-    auto started = queue::Dispatcher::start(options_.store_url, log_.runId());
+    auto started = queue::Dispatcher::start(options_.store_url, log_.runId(),
+                                            {.resumes = options_.resumed_from});
     if (!started) {
       return makeError("the work queue at " + pg::redact(options_.store_url) +
                        " cannot be used: " + started.error().message);

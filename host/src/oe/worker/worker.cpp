@@ -465,6 +465,11 @@ void Worker::finish(const queue::Claimed& attempt, queue::Completion completion)
   }
   if (conn) {
     accepted = queue::AttemptQueue(*conn).complete(options_.id, completion);
+    if (!accepted && conn->lastFailure() == pg::Failure::kConnection && conn->reconnect()) {
+      // The server restarted or the network blinked: once more on a new session. Had the first
+      // try committed, this one finds the attempt done and is refused, which drops nothing.
+      accepted = queue::AttemptQueue(*conn).complete(options_.id, completion);
+    }
     std::lock_guard lock(done_mutex_);
     done_conns_.push_back(std::move(conn));
   }
