@@ -73,6 +73,28 @@ class ScaleOut : public OeTest {
         "  edges:\n    - { from: seed, to: fan }\n    - { from: fan, to: tail }\n");
   }
 
+  // An 8-item fan-out whose item i3 blocks until <dir>/go exists; returns the result of an
+  // uninterrupted plain run (the reference) and leaves no trace of it for the test's own run.
+  nlohmann::json blockingFanOut() {
+    writeFanOut(8, ", block: i3");
+    dir_.write("go", "");
+    auto plain = runJson({"--fresh", "--no-cache"});
+    for (const char* file : {"go", "started-i3", "ran.txt"}) {
+      std::filesystem::remove(dir_.path() / file);
+    }
+    return plain;
+  }
+
+  // Attempts still ready or leased: what a finished run must not leave behind.
+  int64_t openAttempts() {
+    auto conn = pg::Connection::open(url_);
+    EXPECT_TRUE(conn);
+    auto rows =
+        (*conn)->exec("SELECT count(*) FROM oe_attempts WHERE status IN ('ready', 'leased')");
+    EXPECT_TRUE(rows);
+    return rows ? rows->int64(0, 0) : -1;
+  }
+
   std::unique_ptr<BackgroundProcess> startWorker(const std::string& id,
                                                  std::vector<std::string> extra = {}) {
     std::vector<std::string> argv = {OE_EXE, "worker", "--store",       url_,
@@ -173,13 +195,8 @@ TEST_F(ScaleOut, ANodeOnAnotherQueueRunsOnlyOnAWorkerServingIt) {
 }
 
 TEST_F(ScaleOut, AKilledWorkersAttemptRunsAgainElsewhereAndLandsOnce) {
-  writeFanOut(8, ", block: i3");
-  dir_.write("go", "");  // the uninterrupted run does not block
-  auto plain = runJson({"--fresh", "--no-cache"});
+  const nlohmann::json plain = blockingFanOut();
   ASSERT_EQ(plain["status"], "success") << last_stderr_;
-  std::filesystem::remove(dir_.path() / "ran.txt");
-  std::filesystem::remove(dir_.path() / "go");
-  std::filesystem::remove(dir_.path() / "started-i3");
 
   // The coordinator in the background; worker `doomed` (a short lease) takes item i3 and
   // blocks in it until the test has killed it.
@@ -247,20 +264,12 @@ TEST_F(ScaleOut, RetriesTimeoutsAndFailRunBehaveAsWithoutWorkers) {
   EXPECT_EQ(code, 1);
   EXPECT_EQ(failed["status"], "failed") << last_stderr_;
   stopWorker(*worker);
-  auto conn = pg::Connection::open(url_);
-  ASSERT_TRUE(conn);
-  auto open = (*conn)->exec("SELECT count(*) FROM oe_attempts WHERE status IN ('ready','leased')");
-  ASSERT_TRUE(open);
-  EXPECT_EQ(open->int64(0, 0), 0);
+  EXPECT_EQ(openAttempts(), 0);
 }
 
 TEST_F(ScaleOut, AKilledCoordinatorsRunIsFinishedByOeResume) {
-  writeFanOut(8, ", block: i3");
-  dir_.write("go", "");
-  auto plain = runJson({"--fresh", "--no-cache"});
+  const nlohmann::json plain = blockingFanOut();
   ASSERT_EQ(plain["status"], "success") << last_stderr_;
-  std::filesystem::remove(dir_.path() / "go");
-  std::filesystem::remove(dir_.path() / "started-i3");
 
   auto worker = startWorker("w", {"--lease-ms", "900"});
   BackgroundProcess coordinator(
@@ -293,18 +302,12 @@ TEST_F(ScaleOut, AKilledCoordinatorsRunIsFinishedByOeResume) {
   auto result = nlohmann::json::parse(resume.out(), nullptr, false);
   ASSERT_FALSE(result.is_discarded()) << resume.out();
   EXPECT_EQ(result["final_state"], plain["final_state"]);  // nothing lost, nothing twice
-  auto left = (*conn)->exec("SELECT count(*) FROM oe_attempts WHERE status IN ('ready', 'leased')");
-  ASSERT_TRUE(left);
-  EXPECT_EQ(left->int64(0, 0), 0);
+  EXPECT_EQ(openAttempts(), 0);
 }
 
 TEST_F(ScaleOut, APostgresRestartMidRunLosesNothing) {
-  writeFanOut(8, ", block: i3");
-  dir_.write("go", "");
-  auto plain = runJson({"--fresh", "--no-cache"});
+  const nlohmann::json plain = blockingFanOut();
   ASSERT_EQ(plain["status"], "success") << last_stderr_;
-  std::filesystem::remove(dir_.path() / "go");
-  std::filesystem::remove(dir_.path() / "started-i3");
 
   auto cluster = PgCluster::privateIn(dir_.path() / "pg");
   PgTestDb db(*cluster);
