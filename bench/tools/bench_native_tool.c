@@ -1,8 +1,12 @@
 /* The benchmark's native tool: returns {"state_delta": {<args.out>: <args.i>}} without a JSON
- * library (a few string scans), so the figure measured is the host's cost, not the tool's. */
+ * library (a few string scans), so the figure measured is the host's cost, not the tool's. With
+ * args.sleep_ms it first waits that long without using the CPU: an I/O-bound node
+ * (bench/scale_out.py). */
 #include <oe/kinds/tool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static const char* findValue(oe_str in, const char* key) {
   const char* end = in.ptr + in.len;
@@ -24,6 +28,13 @@ OE_DECLARE_TOOL {
     oe_str msg = {kMsg, sizeof kMsg - 1};
     host->write(err, msg);
     return OE_INVALID_ARGUMENT;
+  }
+  const char* sleep_ms = findValue(input_json, "\"sleep_ms\":");
+  if (sleep_ms != NULL) {
+    long ms = strtol(sleep_ms, NULL, 10);
+    struct timespec wait = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&wait, &wait) != 0) {
+    }
   }
   size_t num_len = strspn(num, "0123456789");
   char buf[256];

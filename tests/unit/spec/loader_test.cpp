@@ -399,6 +399,35 @@ runtime: {concurrency: 4, deterministic: true}
   EXPECT_TRUE(exp.runtime.deterministic);
 }
 
+TEST(LoadExperience, ANodeNamesTheWorkQueueItsAttemptsGoTo) {
+  Experience exp = loadOk(R"(name: q
+version: 0.1.0
+state: {schema: {}}
+graph:
+  nodes:
+    - {id: a, kind: tool, queue: gpu-large}
+    - {id: b, kind: tool}
+  edges: []
+)");
+  EXPECT_EQ(exp.nodes[0].queue, "gpu-large");
+  EXPECT_FALSE(exp.nodes[1].queue);  // the "default" queue
+
+  LoadResult bad = load(R"(name: q
+version: 0.1.0
+state: {schema: {}}
+graph:
+  nodes:
+    - {id: a, kind: tool, queue: "gpu large"}
+  edges: []
+)");
+  EXPECT_FALSE(bad.experience);
+  ASSERT_EQ(bad.diagnostics.size(), 1u) << dump(bad.diagnostics);
+  EXPECT_EQ(bad.diagnostics[0].node_id, "a");
+  EXPECT_EQ(bad.diagnostics[0].field, "queue");
+  EXPECT_NE(bad.diagnostics[0].message.find("must match the pattern"), std::string::npos)
+      << bad.diagnostics[0].message;
+}
+
 TEST(LoadExperience, MarksByJsonPointer) {
   Experience exp = loadOk(kMinimal);
   EXPECT_EQ(exp.markOf("/graph/nodes/0/impl").line, 9);

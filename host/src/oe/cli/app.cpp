@@ -41,6 +41,7 @@ int main(int argc, char** argv) {
   addUltraReviseCommand(app, exit_code);
   addMcpCommand(app, exit_code);
   addStoreCommand(app, exit_code);
+  addWorkerCommand(app, exit_code);
   // CLI11 would call an unknown command a missing one ("A subcommand is required"). The top
   // level takes no positional argument, so the first one is the command.
   for (int i = 1; i < argc; ++i) {

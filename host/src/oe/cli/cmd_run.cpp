@@ -53,8 +53,10 @@ struct RunArgs {
   bool last = false;   // resume: the newest run
   int events_fd = -1;  // hidden --events-fd N: run and node-end events as JSON lines (`oe mcp`)
 
-  bool evolve = false;  // run: `oe evolve` the run after it succeeded
-  bool otel = false;    // export the run's trace over OTLP (docs/telemetry.md)
+  bool evolve = false;   // run: `oe evolve` the run after it succeeded
+  bool otel = false;     // export the run's trace over OTLP (docs/telemetry.md)
+  std::string store;     // --store URL (else OE_STORE): PostgreSQL for the work queue
+  bool workers = false;  // --workers: node attempts go to `oe worker` processes
 };
 
 // What the runs a resumed run continues already spent on LLM calls: the chain's earlier total
@@ -319,6 +321,12 @@ int execute(const RunArgs& a, const std::string& path, Json run_args,
   };
   options.from_node = a.from_node;
   options.only_node = a.only_node;
+  options.store_url = storeOrEnv(a.store);
+  options.workers = a.workers;
+  if (a.workers && !resolveStoreUrl(options.store_url, "oe: --workers",
+                                    " to hand node attempts to `oe worker` processes")) {
+    return kExitUsage;
+  }
   if (!a.concurrency.empty()) {
     size_t used = 0;
     int value = 0;
@@ -511,6 +519,12 @@ void addCommonFlags(CLI::App& cmd, RunArgs& a) {
                "Export the run's trace (a span per node attempt and LLM call) over OTLP/HTTP "
                "to OTEL_EXPORTER_OTLP_ENDPOINT, else http://localhost:4318");
   cmd.add_option("--events-fd", a.events_fd)->group("");  // for `oe mcp`, not for users
+  cmd.add_option("--store", a.store,
+                 "PostgreSQL URL (postgresql://...) of the shared store and work queue "
+                 "(default: OE_STORE); see docs/scale-out.md");
+  cmd.add_flag("--workers", a.workers,
+               "Hand node attempts to `oe worker` processes through the --store work queue "
+               "instead of running them here");
   cmd.add_flag("--wait", a.wait,
                "If another run is using this experience's state, wait for it to end instead of "
                "refusing to start");

@@ -15,28 +15,6 @@
 
 namespace oe::cli {
 
-namespace {
-
-// --store, else OE_STORE; a PostgreSQL URL is required.
-bool resolveStoreUrl(std::string& store) {
-  if (store.empty()) {
-    if (const char* env = std::getenv("OE_STORE"); env != nullptr) {  // NOLINT: read only
-      store = env;
-    }
-  }
-  if (!pg::isUrl(store)) {
-    std::cerr << "oe store: "
-              << (store.empty() ? std::string("no store given")
-                                : "\"" + store + "\" is not a PostgreSQL URL")
-              << ". Pass --store postgresql://USER@HOST/DB (or set OE_STORE); a SQLite "
-                 "store needs no migration.\n";
-    return false;
-  }
-  return true;
-}
-
-}  // namespace
-
 void addStoreCommand(CLI::App& app, int& exit_code) {
   auto store = std::make_shared<std::string>();
   CLI::App* cmd = app.add_subcommand("store", "Manage a PostgreSQL store (schema migrations)");
@@ -46,7 +24,7 @@ void addStoreCommand(CLI::App& app, int& exit_code) {
       cmd->add_subcommand("migrate", "Create or upgrade oe's tables in a PostgreSQL database");
   migrate->add_option("--store", *store, "postgresql://… URL (default: $OE_STORE)");
   migrate->callback([store, &exit_code] {
-    if (!resolveStoreUrl(*store)) {
+    if (!resolveStoreUrl(*store, "oe store", "; a SQLite store needs no migration")) {
       exit_code = kExitUsage;
       return;
     }
@@ -74,7 +52,7 @@ void addStoreCommand(CLI::App& app, int& exit_code) {
   CLI::App* status = cmd->add_subcommand("status", "Print the oe schema version of a database");
   status->add_option("--store", *store, "postgresql://… URL (default: $OE_STORE)");
   status->callback([store, &exit_code] {
-    if (!resolveStoreUrl(*store)) {
+    if (!resolveStoreUrl(*store, "oe store", "; a SQLite store needs no migration")) {
       exit_code = kExitUsage;
       return;
     }

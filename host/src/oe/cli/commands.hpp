@@ -31,5 +31,6 @@ void addUltraCommand(CLI::App& app, int& exit_code);
 void addUltraReviseCommand(CLI::App& app, int& exit_code);
 void addMcpCommand(CLI::App& app, int& exit_code);
 void addStoreCommand(CLI::App& app, int& exit_code);
+void addWorkerCommand(CLI::App& app, int& exit_code);
 
 }  // namespace oe::cli

@@ -1,6 +1,7 @@
 // Shared command helpers (see common.hpp).
 #include "oe/cli/common.hpp"
 
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -8,6 +9,7 @@
 #include "oe/cache/cache_store.hpp"
 #include "oe/common/diagnostic.hpp"
 #include "oe/common/file.hpp"
+#include "oe/pg/connection.hpp"
 #include "oe/spec/file_check.hpp"
 #include "oe/spec/snapshot.hpp"
 
@@ -30,6 +32,26 @@ void StderrLog::write(oe_log_level level, std::string_view source, std::string_v
 void loadPlugins(plugins::PluginRegistry& registry,
                  const std::optional<std::filesystem::path>& experience_dir) {
   registry.loadFrom(plugins::PluginRegistry::searchPath(experience_dir));
+}
+
+std::string storeOrEnv(const std::string& flag) {
+  if (!flag.empty()) {
+    return flag;
+  }
+  const char* env = std::getenv("OE_STORE");  // NOLINT: read only
+  return env != nullptr ? std::string(env) : std::string();
+}
+
+bool resolveStoreUrl(std::string& store, std::string_view command, std::string_view hint) {
+  store = storeOrEnv(store);
+  if (!pg::isUrl(store)) {
+    std::cerr << command << ": "
+              << (store.empty() ? std::string("no store given")
+                                : "\"" + store + "\" is not a PostgreSQL URL")
+              << ". Pass --store postgresql://USER@HOST/DB (or set OE_STORE)" << hint << ".\n";
+    return false;
+  }
+  return true;
 }
 
 void reportPluginProblems(const plugins::PluginRegistry& registry) {

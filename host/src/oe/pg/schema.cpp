@@ -96,9 +96,12 @@ CREATE TABLE oe_attempts (
   error text,
   created_at timestamptz NOT NULL DEFAULT now(),
   claimed_at timestamptz,
-  finished_at timestamptz
+  finished_at timestamptz,
+  collected_at timestamptz
 );
 CREATE INDEX oe_attempts_ready ON oe_attempts (queue, id) WHERE status = 'ready';
+CREATE INDEX oe_attempts_finished ON oe_attempts (run_id, id)
+  WHERE status IN ('done', 'failed') AND collected_at IS NULL;
 CREATE INDEX oe_attempts_leased ON oe_attempts (lease_expires_at) WHERE status = 'leased';
 CREATE INDEX oe_attempts_run ON oe_attempts (run_id, status);
 

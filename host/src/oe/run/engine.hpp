@@ -31,6 +31,7 @@
 #include "oe/graph/dag.hpp"
 #include "oe/llm/llm_service.hpp"
 #include "oe/plugins/registry.hpp"
+#include "oe/queue/dispatcher.hpp"
 #include "oe/run/control_flow.hpp"
 #include "oe/run/node_executor.hpp"
 #include "oe/run/pin.hpp"
@@ -116,6 +117,9 @@ class Run {
   // oe.subrun/1-draft (nested.cpp): runs a nested experience on the calling worker thread.
   oe_status subrunFromPlugin(Call& call, std::string_view request_json, std::string& out);
 
+  // Any thread: gives up an attempt in the work queue (--workers); its callback reports it.
+  void cancelRemote(uint64_t ticket) { dispatcher_->cancel(ticket); }
+
   // Any thread: stops the run as a signal would (a nested run whose parent call is cancelled),
   // with `reason` as the stop reason.
   void requestStop(std::string reason);
@@ -170,6 +174,14 @@ class Run {
   void startCall(NodeRuntime& node, Json extra_args, Json edge_inputs,
                  std::function<void(bool, const Json*)> done);
   void attempt(const std::shared_ptr<Call>& call);
+  // --workers: the attempt goes to the work queue; its result comes back through invokeDone.
+  void attemptRemote(const std::shared_ptr<Call>& call, std::string request);
+  // timeout_ms: the timer that cancels the call.
+  void armTimeout(const std::shared_ptr<Call>& call);
+  // The create config of a node (node.h): {"experience_dir":..., "node":...}.
+  std::string createConfig(NodeRuntime& node) {
+    return "{\"experience_dir\":" + experience_dir_json_ + ",\"node\":" + nodeJson(node) + "}";
+  }
   void reuseFromCache(const std::shared_ptr<Call>& call);
   void invokeDone(const std::shared_ptr<Call>& call);
   void attemptFailed(const std::shared_ptr<Call>& call, std::string message);
@@ -230,6 +242,8 @@ class Run {
 
   asio::io_context io_;
   std::unique_ptr<asio::thread_pool> pool_;
+  // --workers: where attempts go instead of pool_ (null without it). Destroyed before io_.
+  std::unique_ptr<queue::Dispatcher> dispatcher_;
   ReadyQueue ready_;  // main-pass nodes whose predecessors are done, and the concurrency limit
   int calls_in_flight_ = 0;
   std::vector<std::shared_ptr<Call>> active_calls_;

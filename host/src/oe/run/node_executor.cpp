@@ -183,6 +183,10 @@ bool Call::requestCancel() {
   if (cancelled.exchange(true)) {
     return false;
   }
+  if (remote != 0) {
+    run->cancelRemote(remote);  // the worker holding it stops at its next heartbeat
+    return !remote_done.load();
+  }
   std::lock_guard lock(phase_mutex);
   if (phase == Phase::kInvoking && node->kind->kind->cancel != nullptr) {
     node->kind->kind->cancel(instance, this);
@@ -232,7 +236,7 @@ oe_status Call::cliReplayFinish(std::string_view request_json, std::string_view 
   return run->cliFinishFromPlugin(*this, request_json, outcome_json, out_error);
 }
 
-Json Call::promptValueMap() const {
+Json promptValueMap(const Json& state_view, const Json& edge_inputs, const Json& args) {
   Json values = state_view;
   for (const auto& [key, value] : edge_inputs.items()) {
     values[key] = value;
@@ -243,16 +247,8 @@ Json Call::promptValueMap() const {
   return values;
 }
 
-oe_status Call::renderPrompt(std::string_view template_text, std::string& out) {
-  auto rendered = expr::interpolate(template_text, promptValueMap(), /*strict=*/false);
-  if (!rendered) {
-    return OE_INTERNAL;  // non-strict interpolation has no failure
-  }
-  out = std::move(rendered).value();
-  return OE_OK;
-}
-
-oe_status Call::promptValues(uint32_t indent, std::string& out) {
+std::string promptValuesJson(const std::vector<std::string>& reads, const Json& state_view,
+                             const Json& edge_inputs, const Json& args, int indent) {
   // Upstream's JSON.stringify({...state_view, ...edge_inputs, ...args}) keeps insertion order:
   // the reads in declaration order, then the edge inputs, then the args; a key given again
   // keeps its first place and takes the later value. (Json objects sort their keys.)
@@ -266,7 +262,7 @@ oe_status Call::promptValues(uint32_t indent, std::string& out) {
     }
     members.emplace_back(key, &value);
   };
-  for (const std::string& field : node->spec->reads) {
+  for (const std::string& field : reads) {
     if (auto it = state_view.find(field); it != state_view.end()) {
       put(field, *it);
     }
@@ -277,7 +273,23 @@ oe_status Call::promptValues(uint32_t indent, std::string& out) {
   for (const auto& [key, value] : args.items()) {
     put(key, value);
   }
-  out = expr::stringifyIndentedMembers(members, static_cast<int>(indent));
+  return expr::stringifyIndentedMembers(members, indent);
+}
+
+Json Call::promptValueMap() const { return engine::promptValueMap(state_view, edge_inputs, args); }
+
+oe_status Call::renderPrompt(std::string_view template_text, std::string& out) {
+  auto rendered = expr::interpolate(template_text, promptValueMap(), /*strict=*/false);
+  if (!rendered) {
+    return OE_INTERNAL;  // non-strict interpolation has no failure
+  }
+  out = std::move(rendered).value();
+  return OE_OK;
+}
+
+oe_status Call::promptValues(uint32_t indent, std::string& out) {
+  out =
+      promptValuesJson(node->spec->reads, state_view, edge_inputs, args, static_cast<int>(indent));
   return OE_OK;
 }
 
@@ -507,8 +519,7 @@ Result<oe_node*> Run::acquireInstance(NodeRuntime& node) {
   }
   oe_writer err;
   oe_node* instance = nullptr;
-  const std::string config =
-      "{\"experience_dir\":" + experience_dir_json_ + ",\"node\":" + nodeJson(node) + "}";
+  const std::string config = createConfig(node);
   if (!node.context) {
     node.context = std::make_unique<NodeContext>(*this, node);
   }
@@ -552,6 +563,13 @@ void Run::attempt(const std::shared_ptr<Call>& call) {
   call->response.data.clear();
   call->error.data.clear();
   call->timed_out = false;
+  if (dispatcher_ && node.spec->kind != "experience") {
+    // A nested experience needs this process's services (its store, its plugins' registry):
+    // it runs here; every other kind goes to the work queue.
+    attemptRemote(call, invokeRequest(nodeJson(node), *call, log_.runId(), node.spec->id,
+                                      experience_dir_json_));
+    return;
+  }
   auto instance = acquireInstance(node);
   if (!instance) {
     attemptFailed(call, instance.error().message);
@@ -589,18 +607,56 @@ void Run::attempt(const std::shared_ptr<Call>& call) {
     asio::post(io_, [this, call] { invokeDone(call); });
     return;
   }
-  if (timeout) {
-    call->timer = std::make_unique<asio::steady_timer>(io_, std::chrono::milliseconds(*timeout));
-    call->timer->async_wait([call](const boost::system::error_code& ec) {
-      if (!ec && call->requestCancel()) {
-        call->timed_out = true;  // read on this thread, in invokeDone
-      }
-    });
-  }
+  armTimeout(call);
   asio::post(*pool_, [this, call, invoke = std::move(invoke)] {
     invoke();
     asio::post(io_, [this, call] { invokeDone(call); });
   });
+}
+
+void Run::armTimeout(const std::shared_ptr<Call>& call) {
+  const auto timeout = call->node->spec->timeout_ms;
+  if (!timeout) {
+    return;
+  }
+  call->timer = std::make_unique<asio::steady_timer>(io_, std::chrono::milliseconds(*timeout));
+  call->timer->async_wait([call](const boost::system::error_code& ec) {
+    if (!ec && call->requestCancel()) {
+      call->timed_out = true;  // read on this thread, in invokeDone
+    }
+  });
+}
+
+void Run::attemptRemote(const std::shared_ptr<Call>& call, std::string request) {
+  NodeRuntime& node = *call->node;
+  ++calls_in_flight_;
+  active_calls_.push_back(call);
+  call->instance = nullptr;
+  call->remote_done = false;
+  queue::NewAttempt attempt;
+  attempt.run_id = log_.runId();
+  attempt.node_id = node.spec->id;
+  attempt.call_key = writeKey(node.spec->id, call->extra_args);
+  attempt.attempt = call->attempt;
+  attempt.queue = node.spec->queue.value_or("default");
+  attempt.kind = node.spec->kind;
+  attempt.config = createConfig(node);
+  attempt.request = std::move(request);
+  attempt.cache_key = call->cache_key;
+  attempt.timeout_ms = node.spec->timeout_ms;
+  // The result comes back on the dispatcher's thread and is applied here, on the coordinator,
+  // by the same invokeDone as a local call's: state, events, cache, retries, item order.
+  call->remote = dispatcher_->submit(std::move(attempt), [this, call](const queue::Finished& f) {
+    call->remote_done = true;
+    asio::post(io_, [this, call, f] {
+      const auto status = static_cast<oe_status>(f.result_status);
+      call->status = f.ok ? OE_OK : status != OE_OK ? status : OE_INTERNAL;
+      call->response.data = f.response;
+      call->error.data = f.error;
+      invokeDone(call);
+    });
+  });
+  armTimeout(call);
 }
 
 void Run::invokeDone(const std::shared_ptr<Call>& call) {
@@ -610,7 +666,9 @@ void Run::invokeDone(const std::shared_ptr<Call>& call) {
   if (call->timer) {
     call->timer->cancel();
   }
-  releaseInstance(node, call->instance);
+  if (call->instance != nullptr) {  // none for an attempt a worker ran
+    releaseInstance(node, call->instance);
+  }
   call->instance = nullptr;
 
   if (call->timed_out) {

@@ -48,6 +48,10 @@ struct Call final : oe_host_ctx {
   oe_writer error;
   oe_status status = OE_OK;
   std::atomic<bool> cancelled{false};
+  // Under --workers: the dispatcher's ticket of the attempt in the work queue (0: run here), and
+  // whether its result has come back (then a cancel is too late, as after kReturned).
+  uint64_t remote = 0;
+  std::atomic<bool> remote_done{false};
   bool timed_out = false;
   // Where the plugin call is; guarded by phase_mutex, so the kind's cancel reaches the plugin
   // only while invoke runs (node.h's contract), never before it starts or after it returned.
@@ -60,8 +64,9 @@ struct Call final : oe_host_ctx {
 
   llm::CallUsage llm_usage;  // written by oe.llm/1 on the worker thread during the attempt
   // The nested runs running in this attempt (oe.subrun/1-draft), under phase_mutex: each adds
-  // itself when it starts and goes when it ends; requestCancel stops them. A call that ran one is not stored in the cache (its key does not cover the
-  // child's files; the child's own nodes are cached), set on the worker thread.
+  // itself when it starts and goes when it ends; requestCancel stops them. A call that ran one is
+  // not stored in the cache (its key does not cover the child's files; the child's own nodes are
+  // cached), set on the worker thread.
   std::vector<std::shared_ptr<StopHandle>> children;
   bool uncacheable = false;
 
@@ -93,6 +98,15 @@ struct Call final : oe_host_ctx {
   // {...state_view, ...edge_inputs, ...args}: what a prompt's placeholders see (reference §2.1).
   [[nodiscard]] Json promptValueMap() const;
 };
+
+// oe.prompt/1, shared by a run's calls and `oe worker`'s: what a prompt's placeholders see,
+// {...state_view, ...edge_inputs, ...args} (reference §2.1), and the same as values_json text in
+// upstream's key order (the reads, the edge inputs, the args).
+[[nodiscard]] Json promptValueMap(const Json& state_view, const Json& edge_inputs,
+                                  const Json& args);
+[[nodiscard]] std::string promptValuesJson(const std::vector<std::string>& reads,
+                                           const Json& state_view, const Json& edge_inputs,
+                                           const Json& args, int indent);
 
 // D1: the args a node sees: the run's --args, then the node's own args (resolved against the
 // state), then what the control flow injects ($item, $index, ...); a later one wins per key.

@@ -105,6 +105,11 @@ struct RunOptions {
   // With wait_for_lock, called once (with who holds the store) before waiting for it.
   std::function<void(const std::string& holder)> on_lock_wait;
   Nesting nesting;  // a nested run's link to its parent (oe.subrun/1-draft)
+  // --store URL: a PostgreSQL URL (pg::isUrl) for the run's store and work queue; empty: SQLite.
+  std::string store_url;
+  // --workers (with a PostgreSQL store_url): node attempts go to the work queue, run by `oe
+  // worker` processes, instead of this process's thread pool (docs/scale-out.md).
+  bool workers = false;
 };
 
 // A node (or for_each item) that failed, with its error as the log has it.

@@ -142,6 +142,20 @@ Result<void> Run::prepare(const std::map<std::string, plugins::LoadedKind, std::
       kMaxPoolThreads,
       static_cast<size_t>(ready_.concurrency()) * static_cast<size_t>(widest_for_each));
   pool_ = std::make_unique<asio::thread_pool>(std::max<size_t>(1, threads));
+  if (options_.workers) {
+    if (!pg::isUrl(options_.store_url)) {
+      return makeError(
+          "--workers hands the run's node attempts to `oe worker` processes through "
+          "PostgreSQL: pass --store postgresql://... (or set OE_STORE)");
+    }
+    auto started = queue::Dispatcher::start(options_.store_url, log_.runId(),
+                                            {.resumes = options_.resumed_from});
+    if (!started) {
+      return makeError("the work queue at " + pg::redact(options_.store_url) +
+                       " cannot be used: " + started.error().message);
+    }
+    dispatcher_ = std::move(started).value();
+  }
   return {};
 }
 

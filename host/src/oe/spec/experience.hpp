@@ -101,6 +101,9 @@ struct NodeSpec {
   OnError on_error;
   std::optional<ForEach> for_each;
   std::optional<int64_t> timeout_ms;  // oe extension for every kind (cli-agent already had it)
+  // The work queue its attempts go to under `oe run --workers` (docs/scale-out.md); unset:
+  // "default". `oe worker --queue NAME` serves a queue.
+  std::optional<std::string> queue;
   Json args = Json::object();         // unresolved; may contain `$.path` strings
   Json raw;                           // the whole node as JSON (null once compacted)
   // The whole node as canonical JSON (sorted keys, compact): what the plugin, the cache key and

@@ -678,6 +678,7 @@ NodeSpec nodeFrom(const Experience& exp, const Json& n, size_t i) {
     node.for_each = std::move(f);
   }
   node.timeout_ms = optInt<int64_t>(n, "timeout_ms");
+  node.queue = optStr(n, "queue");
   if (auto args = n.find("args"); args != n.end()) {
     node.args = *args;
   }

@@ -135,6 +135,7 @@ constexpr const char* kSchemaText = R"json({
           }
         },
         "timeout_ms": { "type": "integer", "minimum": 1 },
+        "queue": { "type": "string", "pattern": "^[A-Za-z0-9_.-]{1,64}$" },
         "args": { "type": "object" }
       }
     },

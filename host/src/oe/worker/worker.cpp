@@ -1,0 +1,595 @@
+// `oe worker` (worker.hpp): the claim loop, the heartbeat, and the plugin call of one attempt
+// with the host services a worker can give it.
+#include "oe/worker/worker.hpp"
+
+#include <unistd.h>
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/thread_pool.hpp>
+
+#include <algorithm>
+#include <iostream>
+#include <random>
+#include <thread>
+
+#include "oe/expr/interpolate.hpp"
+#include "oe/llm/settings.hpp"
+#include "oe/pg/schema.hpp"
+#include "oe/run/node_executor.hpp"
+#include "oe/spec/loader.hpp"
+
+namespace oe::worker {
+
+namespace {
+
+std::string defaultId() {
+  char host[256] = {};
+  if (gethostname(host, sizeof(host) - 1) != 0) {
+    host[0] = '\0';
+  }
+  std::random_device random;
+  char suffix[9];
+  std::snprintf(suffix, sizeof(suffix), "%08x", random());
+  return std::string(host) + ":" + std::to_string(getpid()) + ":" + suffix;
+}
+
+}  // namespace
+
+// The host context of one attempt on a worker: the request's frozen inputs stand in for the
+// run's state, events are buffered and committed with the completion, and the LLM service is
+// the run's, built on this worker from its experience's runtime block.
+class WorkerCall final : public oe_host_ctx {
+ public:
+  WorkerCall(Worker& worker, const queue::Claimed& attempt, Json request, std::string dir,
+             std::string plugin_id)
+      : worker_(worker),
+        attempt_(attempt),
+        request_(std::move(request)),
+        dir_(std::move(dir)),
+        plugin_id_(std::move(plugin_id)) {
+    for (const Json& field : request_["node"].value("reads", Json::array())) {
+      if (field.is_string()) {
+        reads_.push_back(field.get<std::string>());
+      }
+    }
+    for (const char* part : {"state_view", "edge_inputs", "args"}) {
+      if (!request_[part].is_object()) {
+        request_[part] = Json::object();
+      }
+    }
+  }
+
+  // Runs invoke unless the attempt was given up before it started.
+  oe_status invoke(const plugins::LoadedKind& kind, oe_node* instance, oe_writer& response,
+                   oe_writer& error) {
+    {
+      std::lock_guard lock(phase_mutex_);
+      if (cancelled_.load()) {
+        return OE_CANCELLED;
+      }
+      kind_ = &kind;
+      instance_ = instance;
+      invoking_ = true;
+    }
+    const oe_invocation inv{sizeof(oe_invocation),
+                            static_cast<uint32_t>(attempt_.attempt),
+                            oe_str{attempt_.request.data(), attempt_.request.size()},
+                            this,
+                            &response,
+                            &error};
+    const oe_status status = kind.kind->invoke(instance, &inv);
+    giveBackTickets();
+    std::lock_guard lock(phase_mutex_);
+    invoking_ = false;
+    return status;
+  }
+
+  // The coordinator gave the attempt up, or the lease was lost: the plugin is asked to stop.
+  void cancel() {
+    if (cancelled_.exchange(true)) {
+      return;
+    }
+    std::lock_guard lock(phase_mutex_);
+    if (invoking_ && kind_->kind->cancel != nullptr) {
+      kind_->kind->cancel(instance_, this);
+    }
+  }
+
+  std::vector<std::string> takeEvents() { return std::move(events_); }
+
+  void log(oe_log_level level, std::string_view message) override {
+    worker_.log(level, "node " + attempt_.node_id + " (run " + attempt_.run_id + ")", message);
+  }
+
+  oe_status emitEvent(std::string_view type, std::string_view fields_json) override {
+    if (!run::engine::pluginEventTypeAllowed(type, plugin_id_)) {
+      log(OE_LOG_WARN, "emit_event refused type \"" + std::string(type) +
+                           "\": a plugin emits node.activity, node.tokens or its own \"" +
+                           (plugin_id_.empty() ? "<plugin-id>" : plugin_id_) + ".<name>\"");
+      return OE_INVALID_ARGUMENT;
+    }
+    Json fields = Json::parse(fields_json, nullptr, false);
+    if (!fields.is_object()) {
+      return OE_INVALID_ARGUMENT;
+    }
+    for (const char* reserved : {"type", "run_id", "node_id", "ts"}) {
+      if (fields.contains(reserved)) {
+        return OE_INVALID_ARGUMENT;
+      }
+    }
+    fields["type"] = type;
+    fields["run_id"] = attempt_.run_id;
+    fields["node_id"] = attempt_.node_id;
+    fields["worker"] = worker_.id();
+    std::lock_guard lock(events_mutex_);
+    events_.push_back(fields.dump(-1, ' ', false, Json::error_handler_t::replace));
+    return OE_OK;
+  }
+
+  oe_status stateGet(std::string_view field, std::string& out_json) override {
+    if (std::find(reads_.begin(), reads_.end(), field) == reads_.end()) {
+      return OE_PERMISSION_DENIED;
+    }
+    const Json& view = request_["state_view"];
+    auto it = view.find(std::string(field));
+    out_json = it == view.end() ? "null" : it->dump();
+    return OE_OK;
+  }
+
+  [[nodiscard]] bool isCancelled() const override { return cancelled_.load(); }
+
+  oe_status llmComplete(std::string_view request_json, std::string& out) override {
+    llm::LlmService* llm = service(out);
+    if (llm == nullptr) {
+      return OE_FAILED_PRECONDITION;
+    }
+    llm::Answer answer = llm->complete(site(), request_json);
+    out = std::move(answer.body);
+    return answer.status;
+  }
+
+  oe_status acquireLimit(std::string_view name, oe_host_buf* /*out_slot*/) override {
+    std::string error;
+    llm::LlmService* llm = service(error);
+    if (llm == nullptr) {
+      return OE_OK;  // no LLM service: no runtime.limits to hold
+    }
+    auto ticket = llm->waitForRoom(llm::Site{this, attempt_.node_id, nullptr}, name, "", 0);
+    if (!ticket) {
+      return OE_CANCELLED;
+    }
+    if (!ticket->buckets.empty()) {
+      // Held until invoke returns (the plugin's release of the empty slot is a no-op): this
+      // worker's share of runtime.limits; across workers the limits are pgflow's counters.
+      std::lock_guard lock(events_mutex_);
+      tickets_.push_back(std::move(*ticket));
+    }
+    return OE_OK;
+  }
+
+  oe_status cliReplayBegin(std::string_view request_json, std::string& out) override {
+    std::string error;
+    llm::LlmService* llm = service(error);
+    if (llm == nullptr) {
+      out.clear();  // run it live
+      return OE_OK;
+    }
+    llm::Answer answer = llm->beginCli(site(), request_json);
+    out = std::move(answer.body);
+    return answer.status;
+  }
+
+  oe_status cliReplayFinish(std::string_view request_json, std::string_view outcome_json,
+                            std::string& out_error) override {
+    std::string error;
+    llm::LlmService* llm = service(error);
+    if (llm == nullptr) {
+      return OE_OK;
+    }
+    llm::Answer answer = llm->finishCli(site(), request_json, outcome_json);
+    if (answer.status != OE_OK) {
+      out_error = std::move(answer.body);
+    }
+    return answer.status;
+  }
+
+  oe_status renderPrompt(std::string_view template_text, std::string& out) override {
+    auto rendered = expr::interpolate(template_text, promptValues(), /*strict=*/false);
+    if (!rendered) {
+      return OE_INTERNAL;  // non-strict interpolation has no failure
+    }
+    out = std::move(rendered).value();
+    return OE_OK;
+  }
+
+  oe_status promptValues(uint32_t indent, std::string& out) override {
+    out = run::engine::promptValuesJson(reads_, request_["state_view"], request_["edge_inputs"],
+                                        request_["args"], static_cast<int>(indent));
+    return OE_OK;
+  }
+
+  oe_status runSubExperience(std::string_view /*request_json*/, std::string& out) override {
+    out = "node \"" + attempt_.node_id +
+          "\": a nested run (oe.subrun/1-draft) cannot start on `oe worker`; nodes of kind "
+          "experience run on the coordinator (docs/scale-out.md)";
+    return OE_FAILED_PRECONDITION;
+  }
+
+ private:
+  Json promptValues() const {
+    return run::engine::promptValueMap(request_.at("state_view"), request_.at("edge_inputs"),
+                                       request_.at("args"));
+  }
+  llm::Site site() { return llm::Site{this, attempt_.node_id, &usage_}; }
+  llm::LlmService* service(std::string& error) {
+    return worker_.llmFor(attempt_.run_id, dir_, error);
+  }
+  void giveBackTickets() {
+    std::vector<llm::RateLimiter::Ticket> tickets;
+    {
+      std::lock_guard lock(events_mutex_);
+      tickets.swap(tickets_);
+    }
+    std::string error;
+    for (const auto& ticket : tickets) {
+      if (llm::LlmService* llm = service(error)) {
+        llm->giveBack(ticket, 0);
+      }
+    }
+  }
+
+  Worker& worker_;
+  const queue::Claimed& attempt_;
+  Json request_;
+  std::string dir_;
+  std::string plugin_id_;
+  std::vector<std::string> reads_;
+  std::atomic<bool> cancelled_{false};
+  std::mutex phase_mutex_;
+  bool invoking_ = false;
+  const plugins::LoadedKind* kind_ = nullptr;
+  oe_node* instance_ = nullptr;
+  std::mutex events_mutex_;
+  std::vector<std::string> events_;
+  std::vector<llm::RateLimiter::Ticket> tickets_;
+  llm::CallUsage usage_;
+};
+
+Result<std::unique_ptr<Worker>> Worker::start(WorkerOptions options) {
+  if (options.id.empty()) {
+    options.id = defaultId();
+  }
+  options.concurrency = std::max(1, options.concurrency);
+  std::unique_ptr<pg::Connection> conns[3];
+  for (auto& conn : conns) {
+    auto opened = pg::Connection::open(options.url, connectOptions(options));
+    if (!opened) {
+      return opened.error();
+    }
+    conn = std::move(opened).value();
+  }
+  if (auto migrated = pg::migrate(*conns[0]); !migrated) {
+    return migrated.error();
+  }
+  queue::AttemptQueue queue(*conns[0]);
+  char host[256] = {};
+  (void)gethostname(host, sizeof(host) - 1);
+  if (auto registered = queue.registerWorker(options.id, host, static_cast<int>(getpid()),
+                                             options.queues, options.concurrency);
+      !registered) {
+    return registered.error();
+  }
+  if (options.listen) {
+    if (auto listening = conns[0]->listen("oe_attempts"); !listening) {
+      return listening.error();
+    }
+  }
+  return std::unique_ptr<Worker>(new Worker(std::move(options), std::move(conns[0]),
+                                            std::move(conns[1]), std::move(conns[2])));
+}
+
+pg::ConnectOptions Worker::connectOptions(const WorkerOptions& options) {
+  return {.retry_for = std::max(options.lease, std::chrono::milliseconds(30'000)),
+          .application_name = "oe worker " + options.id};
+}
+
+Worker::Worker(WorkerOptions options, std::unique_ptr<pg::Connection> claim_conn,
+               std::unique_ptr<pg::Connection> beat_conn, std::unique_ptr<pg::Connection> done_conn)
+    : options_(std::move(options)),
+      claim_conn_(std::move(claim_conn)),
+      beat_conn_(std::move(beat_conn)) {
+  done_conns_.push_back(std::move(done_conn));
+}
+
+Worker::~Worker() {
+  std::lock_guard lock(llm_mutex_);
+  llm_by_run_.clear();  // before the registries whose plugins they may use
+}
+
+void Worker::stop() {
+  stopping_ = true;
+  changed_.notify_all();
+}
+
+void Worker::log(oe_log_level level, std::string_view source, std::string_view message) {
+  if (options_.log != nullptr) {
+    options_.log->write(level, source, message);
+    return;
+  }
+  std::cerr << "oe worker: " << source << ": " << message << '\n';
+}
+
+Worker::Folder& Worker::folderFor(const std::string& dir) {
+  std::lock_guard lock(folders_mutex_);
+  auto& folder = folders_[dir];
+  if (!folder) {
+    folder = std::make_unique<Folder>();
+    folder->registry = std::make_unique<plugins::PluginRegistry>(options_.log);
+    folder->registry->loadFrom(plugins::PluginRegistry::searchPath(dir));
+    auto loaded = spec::loadExperience(spec::resolveExperiencePath(dir));
+    if (!loaded.experience) {
+      folder->error = "the experience folder " + dir +
+                      " is not readable on this worker (it must exist at the same path on every "
+                      "worker's machine)";
+    } else {
+      folder->runtime = loaded.experience->raw.value("runtime", Json());
+    }
+  }
+  return *folder;
+}
+
+llm::LlmService* Worker::llmFor(const std::string& run_id, const std::string& experience_dir,
+                                std::string& error) {
+  Folder& folder = folderFor(experience_dir);
+  std::lock_guard lock(llm_mutex_);
+  auto& service = llm_by_run_[run_id];
+  if (!service) {
+    llm::Settings settings;
+    settings.env = llm::Environment::fromProcess();
+    if (auto applied = llm::applyRuntime(folder.runtime, settings); !applied) {
+      error = applied.error().message;
+      llm_by_run_.erase(run_id);
+      return nullptr;
+    }
+    auto created = llm::LlmService::create(std::move(settings), *folder.registry, {});
+    if (!created) {
+      error = created.error().message;
+      llm_by_run_.erase(run_id);
+      return nullptr;
+    }
+    service = std::move(created).value();
+  }
+  return service.get();
+}
+
+void Worker::execute(const queue::Claimed& attempt) {
+  queue::Completion completion;
+  completion.id = attempt.id;
+  completion.fence = attempt.fence;
+  auto fail = [&](std::string message) {
+    completion.ok = false;
+    completion.result_status = OE_FAILED_PRECONDITION;
+    completion.error = std::move(message);
+    finish(attempt, std::move(completion));
+  };
+  const Json config = Json::parse(attempt.config, nullptr, false);
+  Json request = Json::parse(attempt.request, nullptr, false);
+  if (!config.is_object() || !request.is_object() ||
+      !config.value("experience_dir", Json()).is_string()) {
+    fail("attempt " + std::to_string(attempt.id) + " of node \"" + attempt.node_id +
+         "\" has no readable config or request in the queue");
+    return;
+  }
+  const std::string dir = config["experience_dir"].get<std::string>();
+  Folder& folder = folderFor(dir);
+  if (!folder.error.empty()) {
+    fail(folder.error);
+    return;
+  }
+  const plugins::LoadedKind* kind = folder.registry->find(attempt.kind);
+  if (kind == nullptr) {
+    fail("node \"" + attempt.node_id + "\": no plugin provides kind \"" + attempt.kind +
+         "\" on worker " + options_.id + " (for " + dir + "); install it there as for `oe run`");
+    return;
+  }
+  WorkerCall call(*this, attempt, std::move(request), dir,
+                  kind->library ? kind->library->id() : std::string());
+  oe_writer create_error;
+  oe_node* instance = nullptr;
+  const oe_status created = kind->kind->create(
+      kind->library ? kind->library->self() : nullptr,
+      kind->descriptor != nullptr ? kind->descriptor : kind->kind,
+      oe_str{attempt.config.data(), attempt.config.size()}, &call, &instance, &create_error);
+  if (created != OE_OK || instance == nullptr) {
+    fail(create_error.data.empty()
+             ? "the " + attempt.kind + " plugin could not create the node (status " +
+                   std::to_string(created) + ")"
+             : create_error.data);
+    return;
+  }
+  {
+    std::lock_guard lock(mutex_);
+    if (held_.count(attempt.id) == 0) {
+      call.cancel();  // lost before it started
+    }
+    running_[attempt.id] = &call;
+  }
+  oe_writer response;
+  oe_writer error;
+  const oe_status status = call.invoke(*kind, instance, response, error);
+  {
+    std::lock_guard lock(mutex_);
+    running_.erase(attempt.id);
+  }
+  kind->kind->destroy(instance);
+  completion.ok = status == OE_OK;
+  completion.result_status = status;
+  completion.response = std::move(response.data);
+  if (!completion.ok) {
+    completion.error = run::engine::invocationError(status, error.data, attempt.kind);
+  } else if (!attempt.cache_key.empty()) {
+    // The node's cache entry, in the completion's transaction (the coordinator's store keeps its
+    // own too): what the coordinator would store, when the output can be one.
+    Json output = Json::parse(completion.response, nullptr, false);
+    if (output.is_object() && output.contains("state_delta") && output["state_delta"].is_object()) {
+      Json stored = {{"state_delta", output["state_delta"]}};
+      for (const char* part : {"edge_output", "metrics"}) {
+        if (output.contains(part) && !output[part].is_null()) {
+          stored[part] = output[part];
+        }
+      }
+      completion.cache = queue::CacheEntry{attempt.cache_key, stored.dump()};
+    }
+  }
+  completion.events = call.takeEvents();
+  finish(attempt, std::move(completion));
+}
+
+void Worker::finish(const queue::Claimed& attempt, queue::Completion completion) {
+  std::unique_ptr<pg::Connection> conn;
+  {
+    std::lock_guard lock(done_mutex_);
+    if (!done_conns_.empty()) {
+      conn = std::move(done_conns_.back());
+      done_conns_.pop_back();
+    }
+  }
+  Result<bool> accepted = false;
+  if (!conn) {
+    auto opened = pg::Connection::open(options_.url, connectOptions(options_));
+    if (opened) {
+      conn = std::move(opened).value();
+    } else {
+      accepted = opened.error();
+    }
+  }
+  if (conn) {
+    accepted = queue::AttemptQueue(*conn).complete(options_.id, completion);
+    if (!accepted && conn->lastFailure() == pg::Failure::kConnection && conn->reconnect()) {
+      // The server restarted or the network blinked: once more on a new session. Had the first
+      // try committed, this one finds the attempt done and is refused, which drops nothing.
+      accepted = queue::AttemptQueue(*conn).complete(options_.id, completion);
+    }
+    std::lock_guard lock(done_mutex_);
+    done_conns_.push_back(std::move(conn));
+  }
+  {
+    std::lock_guard lock(mutex_);
+    held_.erase(attempt.id);
+    --in_flight_;
+  }
+  changed_.notify_all();
+  if (!accepted) {
+    log(OE_LOG_ERROR, "worker", accepted.error().message);
+    return;
+  }
+  if (*accepted) {
+    ++completed_;
+  } else {
+    ++refused_;
+    log(OE_LOG_WARN, "worker",
+        "dropped the result of attempt " + std::to_string(attempt.id) + " (node \"" +
+            attempt.node_id +
+            "\"): the attempt is no longer this worker's (its lease expired "
+            "and it was handed on, or the coordinator cancelled it)");
+  }
+}
+
+void Worker::heartbeatLoop() {
+  queue::AttemptQueue queue(*beat_conn_);
+  const auto every = std::max(options_.lease / 3, std::chrono::milliseconds(1));
+  while (true) {
+    {
+      std::unique_lock lock(mutex_);
+      changed_.wait_for(lock, every, [this] { return stopping_ && in_flight_ == 0; });
+      if (stopping_ && in_flight_ == 0) {
+        return;
+      }
+    }
+    std::vector<queue::Held> held;
+    {
+      std::lock_guard lock(mutex_);
+      for (const auto& [id, fence] : held_) {
+        held.push_back({id, fence});
+      }
+    }
+    auto lost = queue.renew(options_.id, held, options_.lease);
+    if (!lost) {
+      if (beat_conn_->lastFailure() == pg::Failure::kConnection) {
+        (void)beat_conn_->reconnect();
+      }
+      continue;
+    }
+    {
+      std::lock_guard lock(mutex_);
+      for (int64_t id : *lost) {
+        held_.erase(id);
+        if (auto it = running_.find(id); it != running_.end()) {
+          it->second->cancel();
+        }
+      }
+    }
+    (void)queue.rescueExpired();
+    (void)queue.heartbeatWorker(options_.id);
+  }
+}
+
+Result<void> Worker::run() {
+  boost::asio::thread_pool pool(static_cast<size_t>(options_.concurrency));
+  std::thread heartbeat([this] { heartbeatLoop(); });
+  queue::AttemptQueue queue(*claim_conn_);
+  auto wait = options_.poll_min;
+  Result<void> outcome;
+  while (!stopping_) {
+    int free = 0;
+    {
+      std::unique_lock lock(mutex_);
+      changed_.wait(lock, [this] { return stopping_ || in_flight_ < options_.concurrency; });
+      free = options_.concurrency - in_flight_;
+    }
+    if (stopping_) {
+      break;
+    }
+    auto claimed = queue.claim(options_.id, options_.queues, free, options_.lease);
+    if (!claimed) {
+      if (claim_conn_->lastFailure() == pg::Failure::kConnection) {
+        if (auto back = claim_conn_->reconnect(); !back) {
+          outcome = back.error();
+          break;
+        }
+        continue;
+      }
+      outcome = claimed.error();
+      break;
+    }
+    if (claimed->empty()) {
+      if (options_.listen) {
+        (void)claim_conn_->waitForNotify(wait);
+      } else {
+        std::unique_lock lock(mutex_);
+        changed_.wait_for(lock, wait, [this] { return stopping_.load(); });
+      }
+      wait = std::min(wait * 2, options_.poll_max);
+      continue;
+    }
+    wait = options_.poll_min;
+    {
+      std::lock_guard lock(mutex_);
+      for (const queue::Claimed& attempt : *claimed) {
+        held_[attempt.id] = attempt.fence;
+        ++in_flight_;
+      }
+    }
+    for (queue::Claimed& attempt : *claimed) {
+      boost::asio::post(pool, [this, attempt = std::move(attempt)] { execute(attempt); });
+    }
+  }
+  stop();
+  pool.join();  // what it holds finishes and is completed
+  changed_.notify_all();
+  heartbeat.join();
+  (void)queue.stopWorker(options_.id);
+  return outcome;
+}
+
+}  // namespace oe::worker
