@@ -105,6 +105,10 @@ struct RunOptions {
   // With wait_for_lock, called once (with who holds the store) before waiting for it.
   std::function<void(const std::string& holder)> on_lock_wait;
   Nesting nesting;  // a nested run's link to its parent (oe.subrun/1-draft)
+  // --store / OE_STORE / runtime.store, resolved by the CLI: a PostgreSQL URL (pg::isUrl) puts
+  // the state, the cache, a copy of the events and the run's record in that database (scope:
+  // pgstore::storeScope); empty (or a path) = SQLite as before. A nested run stays on SQLite.
+  std::string store_url;
 };
 
 // A node (or for_each item) that failed, with its error as the log has it.

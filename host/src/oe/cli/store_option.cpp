@@ -1,0 +1,53 @@
+// resolveStore, openStore: the precedence of --store, OE_STORE and runtime.store.
+#include "oe/cli/store_option.hpp"
+
+#include <cstdlib>
+
+#include "oe/cli/app.hpp"
+
+#include "oe/pg/schema.hpp"
+#include "oe/pgstore/scope.hpp"
+
+namespace oe::cli {
+
+void addStoreOption(CLI::App& cmd, std::string& store) {
+  cmd.add_option("--store", store,
+                 "A PostgreSQL URL (postgresql://...): state, cache, events and run records in "
+                 "that database, shared by machines (default: OE_STORE, runtime.store, else the "
+                 "experience's SQLite files)");
+}
+
+std::string resolveStore(const std::string& flag, const Json* experience_raw) {
+  if (!flag.empty()) {
+    return flag;
+  }
+  // NOLINTNEXTLINE(concurrency-mt-unsafe): read only, before any thread starts
+  if (const char* env = std::getenv("OE_STORE"); env != nullptr && *env != '\0') {
+    return env;
+  }
+  if (experience_raw != nullptr && experience_raw->is_object()) {
+    const auto runtime = experience_raw->find("runtime");
+    if (runtime != experience_raw->end() && runtime->is_object()) {
+      const auto store = runtime->find("store");
+      if (store != runtime->end() && store->is_string()) {
+        return store->get<std::string>();
+      }
+    }
+  }
+  return {};
+}
+
+Result<std::unique_ptr<pg::Connection>> openStore(const std::string& url) {
+  auto conn = pg::Connection::open(url, {.retry_for = pgstore::storeRetry()});
+  if (!conn) {
+    return makeError("cannot connect to the store " + pg::redact(url) + ": " +
+                     conn.error().message);
+  }
+  if (auto migrated = pg::migrate(**conn); !migrated) {
+    return makeError("cannot migrate the store " + pg::redact(url) + ": " +
+                     migrated.error().message);
+  }
+  return std::move(*conn);
+}
+
+}  // namespace oe::cli
