@@ -45,8 +45,8 @@ std::string experienceYaml(const std::filesystem::path& out) {
        << "graph:\n  nodes:\n";
   for (const char* id : {"a", "b", "gate", "c"}) {
     yaml << "    - { id: " << id << ", kind: tool, impl: ./tools/step.mjs, writes: [items, last, "
-         << "first], args: { mark: " << id << ", out: \"" << out.string() << "\", gate: "
-         << (std::string_view(id) == "gate" ? "true" : "false") << " } }\n";
+         << "first], args: { mark: " << id << ", out: \"" << out.string()
+         << "\", gate: " << (std::string_view(id) == "gate" ? "true" : "false") << " } }\n";
   }
   yaml << "  edges:\n    - { from: a, to: b }\n    - { from: b, to: gate }\n"
        << "    - { from: gate, to: c }\n";

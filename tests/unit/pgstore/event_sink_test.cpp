@@ -49,8 +49,9 @@ TEST(EventSinkTest, ReadingAnUnknownRunGivesNoEventsAndATornLineAWarning) {
   auto none = readRunEvents(**conn, "nope");
   ASSERT_TRUE(none);
   EXPECT_TRUE(none->events.empty());
-  ASSERT_TRUE((*conn)->exec("INSERT INTO oe_events (run_id, line) VALUES ('r', '{\"type\":\"a\"}'), "
-                            "('r', '{\"type\":')"));
+  ASSERT_TRUE(
+      (*conn)->exec("INSERT INTO oe_events (run_id, line) VALUES ('r', '{\"type\":\"a\"}'), "
+                    "('r', '{\"type\":')"));
   auto torn = readRunEvents(**conn, "r");
   ASSERT_TRUE(torn);
   EXPECT_EQ(torn->events.size(), 1u);

@@ -45,8 +45,8 @@ class PgStateTest : public ::testing::Test {
   std::optional<std::string> stored(const std::string& field, const std::string& scope = "exp") {
     auto conn = pg::Connection::open(db_.url());
     EXPECT_TRUE(conn);
-    auto rows = (*conn)->exec(
-        "SELECT value FROM oe_state_snapshot WHERE scope = $1 AND field = $2", {scope, field});
+    auto rows = (*conn)->exec("SELECT value FROM oe_state_snapshot WHERE scope = $1 AND field = $2",
+                              {scope, field});
     EXPECT_TRUE(rows) << (rows ? "" : rows.error().message);
     if (!rows || rows->empty()) {
       return std::nullopt;
@@ -138,8 +138,8 @@ TEST_F(PgStateTest, LandedMarksAreSeenByTheirChainAfterAReopen) {
   {
     auto store = open();
     ASSERT_TRUE(store->beginChain("chain-1"));
-    ASSERT_TRUE(store->write({{"items", Json::array({1})}},
-                             WriteMeta{"r1", "n1", "n1", "input-a"}));
+    ASSERT_TRUE(
+        store->write({{"items", Json::array({1})}}, WriteMeta{"r1", "n1", "n1", "input-a"}));
     // last_wins only: no mark needed (applying it twice leaves the same state).
     ASSERT_TRUE(store->write({{"greeting", "x"}}, WriteMeta{"r1", "n2", "n2", "input-b"}));
     EXPECT_TRUE(store->landed("n1", "input-a"));

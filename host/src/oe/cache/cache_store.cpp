@@ -425,8 +425,8 @@ Result<void> CacheStore::put(std::string_view key, std::string_view node_id,
   if (remote_) {
     std::lock_guard lock(mutex_);
     if (auto r = remote_->put(key, node_id, run_id, text); !r) {
-      return makeError("cannot store the cache entry of node \"" + std::string(node_id) +
-                       "\" in " + path_.string() + ": " + r.error().message);
+      return makeError("cannot store the cache entry of node \"" + std::string(node_id) + "\" in " +
+                       path_.string() + ": " + r.error().message);
     }
     return {};
   }

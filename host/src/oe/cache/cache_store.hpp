@@ -15,10 +15,10 @@
 #include <unordered_set>
 #include <vector>
 
+#include "oe/cache/remote_cache.hpp"
 #include "oe/common/journal.hpp"
 #include "oe/common/json.hpp"
 #include "oe/common/result.hpp"
-#include "oe/cache/remote_cache.hpp"
 
 namespace oe::cache {
 

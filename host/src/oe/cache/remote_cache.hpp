@@ -18,8 +18,8 @@ class RemoteCache {
   // The output (JSON text) stored under `key`; nullopt on a miss or when unreadable (a miss).
   virtual std::optional<std::string> get(std::string_view key) = 0;
   // Inserts or replaces the entry; durable when it returns.
-  virtual Result<void> put(std::string_view key, std::string_view node_id,
-                           std::string_view run_id, std::string_view output) = 0;
+  virtual Result<void> put(std::string_view key, std::string_view node_id, std::string_view run_id,
+                           std::string_view output) = 0;
   // Records that `run_id` replayed `keys` (CacheStore::touch).
   virtual Result<void> touch(const std::vector<std::string>& keys, std::string_view run_id) = 0;
   [[nodiscard]] virtual std::string describe() const = 0;

@@ -37,8 +37,8 @@ void addStateCommand(CLI::App& app, int& exit_code) {
     const std::string url = resolveStore(a->store, &experience->raw);
     Result<std::unique_ptr<state::StateStore>> store = makeError("not opened");
     if (pg::isUrl(url)) {
-      auto backend = pgstore::PgStateBackend::open(
-          url, pgstore::storeScope(experience->name), pgstore::storeRetry());
+      auto backend = pgstore::PgStateBackend::open(url, pgstore::storeScope(experience->name),
+                                                   pgstore::storeRetry());
       if (!backend) {
         std::cerr << "oe: cannot open the store " << pg::redact(url) << ": "
                   << backend.error().message << '\n';
@@ -98,8 +98,8 @@ int resetStoreState(const std::string& url, const std::string& scope, bool yes) 
     return kExitFailed;
   }
   if (auto reset = pgstore::resetState(**conn, scope); !reset) {
-    std::cerr << "oe: cannot reset the state of scope \"" << scope << "\" in "
-              << pg::redact(url) << ": " << reset.error().message << '\n';
+    std::cerr << "oe: cannot reset the state of scope \"" << scope << "\" in " << pg::redact(url)
+              << ": " << reset.error().message << '\n';
     return kExitFailed;
   }
   std::cout << "removed the state of scope \"" << scope << "\" in " << pg::redact(url) << '\n';

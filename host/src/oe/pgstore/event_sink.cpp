@@ -112,8 +112,8 @@ bool EventSink::insert(const std::vector<std::string>& lines) {
 Result<events::LogReadResult> readRunEvents(pg::Connection& conn, const std::string& run_id) {
   auto rows = conn.exec("SELECT line FROM oe_events WHERE run_id = $1 ORDER BY id", {run_id});
   if (!rows) {
-    return makeError("cannot read the events of run " + run_id + " from " +
-                     pg::redact(conn.url()) + ": " + rows.error().message);
+    return makeError("cannot read the events of run " + run_id + " from " + pg::redact(conn.url()) +
+                     ": " + rows.error().message);
   }
   std::vector<std::string_view> lines;
   lines.reserve(static_cast<size_t>(rows->size()));

@@ -64,8 +64,7 @@ std::string PgStateBackend::describe() const {
 }
 
 Result<std::vector<std::pair<std::string, std::string>>> PgStateBackend::loadSnapshot() {
-  auto rows = conn_->exec("SELECT field, value FROM oe_state_snapshot WHERE scope = $1",
-                          {scope_});
+  auto rows = conn_->exec("SELECT field, value FROM oe_state_snapshot WHERE scope = $1", {scope_});
   if (!rows && conn_->lastFailure() == pg::Failure::kConnection && conn_->reconnect()) {
     rows = conn_->exec("SELECT field, value FROM oe_state_snapshot WHERE scope = $1", {scope_});
   }
@@ -103,9 +102,9 @@ Result<void> PgStateBackend::write(const state::BackendWrite& w) {
     if (!w.rows.empty()) {
       // A retry after a COMMIT whose answer was lost: the rows are in, do not apply them twice
       // (an append would double).
-      auto seen = c.exec(
-          "SELECT 1 FROM oe_state_history WHERE scope = $1 AND write_id = $2 LIMIT 1",
-          {scope_, w.write_id});
+      auto seen =
+          c.exec("SELECT 1 FROM oe_state_history WHERE scope = $1 AND write_id = $2 LIMIT 1",
+                 {scope_, w.write_id});
       if (!seen) {
         return seen.error();
       }
@@ -115,8 +114,8 @@ Result<void> PgStateBackend::write(const state::BackendWrite& w) {
     }
     for (const state::BackendRow& row : w.rows) {
       auto hist = c.exec(kHistorySql, {scope_, row.field, row.old_text, row.new_text,
-                                       appendFrom(row.old_text, row.append), w.node_id,
-                                       w.run_id, w.ts, w.write_id});
+                                       appendFrom(row.old_text, row.append), w.node_id, w.run_id,
+                                       w.ts, w.write_id});
       if (!hist) {
         return makeError("state field \"" + row.field + "\": " + hist.error().message);
       }
@@ -137,12 +136,11 @@ Result<void> PgStateBackend::write(const state::BackendWrite& w) {
   });
 }
 
-Result<std::vector<state::HistoryRow>> PgStateBackend::history(std::string_view key,
-                                                               bool by_run) {
-  const std::string sql =
-      std::string("SELECT id, field, value_old, value_new, node_id, run_id, ts FROM "
-                  "oe_state_history WHERE scope = $1 AND ") +
-      (by_run ? "run_id" : "field") + " = $2 ORDER BY id";
+Result<std::vector<state::HistoryRow>> PgStateBackend::history(std::string_view key, bool by_run) {
+  const std::string sql = std::string(
+                              "SELECT id, field, value_old, value_new, node_id, run_id, ts FROM "
+                              "oe_state_history WHERE scope = $1 AND ") +
+                          (by_run ? "run_id" : "field") + " = $2 ORDER BY id";
   auto rows = conn_->exec(sql, {scope_, key});
   if (!rows && conn_->lastFailure() == pg::Failure::kConnection && conn_->reconnect()) {
     rows = conn_->exec(sql, {scope_, key});

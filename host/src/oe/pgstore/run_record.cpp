@@ -52,8 +52,7 @@ std::string coordinatorName() {
 
 Result<void> holdScope(pg::Connection& conn, const std::string& scope) {
   const std::string url = pg::redact(conn.url());
-  auto locked =
-      conn.exec("SELECT pg_try_advisory_lock(hashtextextended($1, 0))", {lockKey(scope)});
+  auto locked = conn.exec("SELECT pg_try_advisory_lock(hashtextextended($1, 0))", {lockKey(scope)});
   if (!locked) {
     return makeError("cannot lock scope \"" + scope + "\" in " + url + ": " +
                      locked.error().message);
@@ -142,8 +141,8 @@ Result<RunInfo> findRun(pg::Connection& conn, const std::string& id_or_prefix,
                             "LIMIT 3",
                         {id_or_prefix, scope});
   if (!rows) {
-    return makeError("cannot look up run " + id_or_prefix + " in " + pg::redact(conn.url()) +
-                     ": " + rows.error().message);
+    return makeError("cannot look up run " + id_or_prefix + " in " + pg::redact(conn.url()) + ": " +
+                     rows.error().message);
   }
   if (rows->empty()) {
     return makeError("no run " + id_or_prefix + " in " + pg::redact(conn.url()) +

@@ -121,8 +121,7 @@ Result<RunSummary> runExperience(const spec::Experience& experience,
         return makeError("cannot reset the state (--fresh): " + reset.error().message);
       }
     }
-    auto backend =
-        pgstore::PgStateBackend::open(options.store_url, record->info().scope, retry);
+    auto backend = pgstore::PgStateBackend::open(options.store_url, record->info().scope, retry);
     if (!backend) {
       return backend.error();
     }

@@ -1007,18 +1007,13 @@ Result<std::vector<HistoryRow>> StateStore::queryHistory(std::string_view key, b
   std::vector<HistoryRow> rows;
   int rc = SQLITE_ROW;
   while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
-    HistoryRow row;
-    row.id = sqlite3_column_int64(stmt, 0);
-    row.field = sqlite::columnText(stmt, 1);
+    std::optional<std::string_view> old_text;
     if (sqlite3_column_type(stmt, 2) != SQLITE_NULL) {
-      row.value_old = parseStored(sqlite::columnView(stmt, 2));
-      row.append_from = appendedOnto(*row.value_old);
+      old_text = sqlite::columnView(stmt, 2);
     }
-    row.value_new = parseStored(sqlite::columnView(stmt, 3));
-    row.node_id = sqlite::columnText(stmt, 4);
-    row.run_id = sqlite::columnText(stmt, 5);
-    row.ts = sqlite::columnText(stmt, 6);
-    rows.push_back(std::move(row));
+    rows.push_back(historyRowOf(sqlite3_column_int64(stmt, 0), sqlite::columnText(stmt, 1),
+                                old_text, sqlite::columnView(stmt, 3), sqlite::columnText(stmt, 4),
+                                sqlite::columnText(stmt, 5), sqlite::columnText(stmt, 6)));
   }
   if (rc != SQLITE_DONE) {
     return makeError("cannot read the state history in " + path_.string() + ": " +

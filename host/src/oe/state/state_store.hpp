@@ -225,7 +225,7 @@ class StateStore : public expr::StateReader {
   std::unordered_map<std::string, std::string, NameHash, std::equal_to<>> landed_;
   // Set: the rows go there instead of the journal and SQLite (sql_ is then unused).
   std::unique_ptr<StateBackend> backend_;
-  uint64_t writes_ = 0;  // numbers the backend's write ids
+  uint64_t writes_ = 0;               // numbers the backend's write ids
   std::unique_ptr<FoldTimer> timer_;  // declared last: stopped before the rest goes
 };
 
