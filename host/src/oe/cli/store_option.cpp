@@ -5,8 +5,8 @@
 
 #include "oe/cli/app.hpp"
 
-#include "oe/pg/schema.hpp"
 #include "oe/pgstore/scope.hpp"
+#include "oe/pgstore/store_connection.hpp"
 
 namespace oe::cli {
 
@@ -38,16 +38,7 @@ std::string resolveStore(const std::string& flag, const Json* experience_raw) {
 }
 
 Result<std::unique_ptr<pg::Connection>> openStore(const std::string& url) {
-  auto conn = pg::Connection::open(url, {.retry_for = pgstore::storeRetry()});
-  if (!conn) {
-    return makeError("cannot connect to the store " + pg::redact(url) + ": " +
-                     conn.error().message);
-  }
-  if (auto migrated = pg::migrate(**conn); !migrated) {
-    return makeError("cannot migrate the store " + pg::redact(url) + ": " +
-                     migrated.error().message);
-  }
-  return std::move(*conn);
+  return pgstore::connect(url, pgstore::storeRetry(), "oe");
 }
 
 }  // namespace oe::cli

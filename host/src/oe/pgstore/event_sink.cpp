@@ -1,18 +1,15 @@
 // EventSink: the event log's lines, batched into oe_events by one writer thread.
 #include "oe/pgstore/event_sink.hpp"
 
-#include "oe/pg/schema.hpp"
+#include "oe/pgstore/store_connection.hpp"
 
 namespace oe::pgstore {
 
 Result<std::unique_ptr<EventSink>> EventSink::open(const std::string& url, std::string run_id,
                                                    std::chrono::milliseconds retry_for) {
-  auto conn = pg::Connection::open(url, {.retry_for = retry_for, .application_name = "oe events"});
+  auto conn = connect(url, retry_for, "oe events");
   if (!conn) {
     return conn.error();
-  }
-  if (auto migrated = pg::migrate(**conn); !migrated) {
-    return migrated.error();
   }
   return std::make_unique<EventSink>(std::move(*conn), std::move(run_id));
 }
@@ -93,10 +90,7 @@ bool EventSink::insert(const std::vector<std::string>& lines) {
       sql += ')';
       params.emplace_back(lines[i]);
     }
-    auto r = conn_->exec(sql, params);
-    if (!r && conn_->lastFailure() == pg::Failure::kConnection && conn_->reconnect()) {
-      r = conn_->exec(sql, params);
-    }
+    auto r = execRetrying(*conn_, sql, params);
     if (!r) {
       std::lock_guard lock(mutex_);
       if (!error_) {

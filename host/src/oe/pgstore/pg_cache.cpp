@@ -1,18 +1,15 @@
 // PgCache: get/put/touch over oe_cache.
 #include "oe/pgstore/pg_cache.hpp"
 
-#include "oe/pg/schema.hpp"
+#include "oe/pgstore/store_connection.hpp"
 
 namespace oe::pgstore {
 
 Result<std::unique_ptr<PgCache>> PgCache::open(const std::string& url,
                                                std::chrono::milliseconds retry_for) {
-  auto conn = pg::Connection::open(url, {.retry_for = retry_for, .application_name = "oe cache"});
+  auto conn = connect(url, retry_for, "oe cache");
   if (!conn) {
     return conn.error();
-  }
-  if (auto migrated = pg::migrate(**conn); !migrated) {
-    return migrated.error();
   }
   return std::make_unique<PgCache>(std::move(*conn));
 }
@@ -21,17 +18,9 @@ PgCache::PgCache(std::unique_ptr<pg::Connection> conn) : conn_(std::move(conn)) 
 
 std::string PgCache::describe() const { return "PostgreSQL " + pg::redact(conn_->url()); }
 
-Result<pg::Rows> PgCache::exec(std::string_view sql, std::initializer_list<pg::Param> params) {
-  auto rows = conn_->exec(sql, params);
-  if (!rows && conn_->lastFailure() == pg::Failure::kConnection && conn_->reconnect()) {
-    rows = conn_->exec(sql, params);
-  }
-  return rows;
-}
-
 std::optional<std::string> PgCache::get(std::string_view key) {
   // A failed lookup is a miss: the node runs again, as with an unreadable SQLite entry.
-  auto rows = exec("SELECT value FROM oe_cache WHERE key = $1", {key});
+  auto rows = execRetrying(*conn_, "SELECT value FROM oe_cache WHERE key = $1", {key});
   if (!rows || rows->empty()) {
     return std::nullopt;
   }
@@ -40,7 +29,8 @@ std::optional<std::string> PgCache::get(std::string_view key) {
 
 Result<void> PgCache::put(std::string_view key, std::string_view node_id, std::string_view run_id,
                           std::string_view output) {
-  auto r = exec(
+  auto r = execRetrying(
+      *conn_,
       "INSERT INTO oe_cache (key, node_id, run_id, value) VALUES ($1, $2, $3, $4) ON CONFLICT "
       "(key) DO UPDATE SET node_id = excluded.node_id, run_id = excluded.run_id, "
       "value = excluded.value, created_at = now(), used_at = now()",
@@ -65,8 +55,9 @@ Result<void> PgCache::touch(const std::vector<std::string>& keys, std::string_vi
     array += '"';
   }
   array += '}';
-  auto r = exec("UPDATE oe_cache SET used_at = now(), last_used_run = $2 WHERE key = ANY($1)",
-                {array, run_id});
+  auto r = execRetrying(
+      *conn_, "UPDATE oe_cache SET used_at = now(), last_used_run = $2 WHERE key = ANY($1)",
+      {array, run_id});
   if (!r) {
     return makeError("cannot record the cache entries run " + std::string(run_id) +
                      " replayed in " + describe() + ": " + r.error().message);

@@ -24,9 +24,6 @@ class PgCache : public cache::RemoteCache {
   [[nodiscard]] std::string describe() const override;
 
  private:
-  // One statement, reconnecting once (with backoff) when the server went away.
-  Result<pg::Rows> exec(std::string_view sql, std::initializer_list<pg::Param> params);
-
   std::unique_ptr<pg::Connection> conn_;
 };
 

@@ -1,7 +1,7 @@
 // PgStateBackend: the rows StateStore decided, stored in PostgreSQL under a scope.
 #include "oe/pgstore/pg_state_backend.hpp"
 
-#include "oe/pg/schema.hpp"
+#include "oe/pgstore/store_connection.hpp"
 #include "oe/state/state_store.hpp"
 
 namespace oe::pgstore {
@@ -46,12 +46,9 @@ std::optional<std::string> appendFrom(const std::optional<std::string>& old_text
 Result<std::unique_ptr<PgStateBackend>> PgStateBackend::open(const std::string& url,
                                                              std::string scope,
                                                              std::chrono::milliseconds retry_for) {
-  auto conn = pg::Connection::open(url, {.retry_for = retry_for, .application_name = "oe state"});
+  auto conn = connect(url, retry_for, "oe state");
   if (!conn) {
     return conn.error();
-  }
-  if (auto migrated = pg::migrate(**conn); !migrated) {
-    return migrated.error();
   }
   return std::make_unique<PgStateBackend>(std::move(*conn), std::move(scope));
 }
@@ -64,10 +61,8 @@ std::string PgStateBackend::describe() const {
 }
 
 Result<std::vector<std::pair<std::string, std::string>>> PgStateBackend::loadSnapshot() {
-  auto rows = conn_->exec("SELECT field, value FROM oe_state_snapshot WHERE scope = $1", {scope_});
-  if (!rows && conn_->lastFailure() == pg::Failure::kConnection && conn_->reconnect()) {
-    rows = conn_->exec("SELECT field, value FROM oe_state_snapshot WHERE scope = $1", {scope_});
-  }
+  auto rows =
+      execRetrying(*conn_, "SELECT field, value FROM oe_state_snapshot WHERE scope = $1", {scope_});
   if (!rows) {
     return rows.error();
   }
@@ -83,10 +78,7 @@ Result<std::unordered_map<std::string, std::string>> PgStateBackend::landedWrite
     std::string_view chain_id) {
   constexpr std::string_view kSql =
       "SELECT write_key, input_key FROM oe_landed_writes WHERE scope = $1 AND chain_id = $2";
-  auto rows = conn_->exec(kSql, {scope_, chain_id});
-  if (!rows && conn_->lastFailure() == pg::Failure::kConnection && conn_->reconnect()) {
-    rows = conn_->exec(kSql, {scope_, chain_id});
-  }
+  auto rows = execRetrying(*conn_, kSql, {scope_, chain_id});
   if (!rows) {
     return rows.error();
   }
@@ -141,10 +133,7 @@ Result<std::vector<state::HistoryRow>> PgStateBackend::history(std::string_view 
                               "SELECT id, field, value_old, value_new, node_id, run_id, ts FROM "
                               "oe_state_history WHERE scope = $1 AND ") +
                           (by_run ? "run_id" : "field") + " = $2 ORDER BY id";
-  auto rows = conn_->exec(sql, {scope_, key});
-  if (!rows && conn_->lastFailure() == pg::Failure::kConnection && conn_->reconnect()) {
-    rows = conn_->exec(sql, {scope_, key});
-  }
+  auto rows = execRetrying(*conn_, sql, {scope_, key});
   if (!rows) {
     return makeError("cannot read the state history in " + describe() + ": " +
                      rows.error().message);

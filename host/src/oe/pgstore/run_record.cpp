@@ -5,7 +5,7 @@
 
 #include <climits>
 
-#include "oe/pg/schema.hpp"
+#include "oe/pgstore/store_connection.hpp"
 
 namespace oe::pgstore {
 
@@ -77,14 +77,11 @@ Result<void> holdScope(pg::Connection& conn, const std::string& scope) {
 
 Result<std::unique_ptr<RunRecord>> RunRecord::begin(const std::string& url, RunInfo info,
                                                     std::chrono::milliseconds retry_for) {
-  auto conn = pg::Connection::open(url, {.retry_for = retry_for, .application_name = "oe run"});
+  auto conn = connect(url, retry_for, "oe run");
   if (!conn) {
     return conn.error();
   }
   pg::Connection& c = **conn;
-  if (auto migrated = pg::migrate(c); !migrated) {
-    return migrated.error();
-  }
   if (auto held = holdScope(c, info.scope); !held) {
     return held.error();
   }
@@ -122,10 +119,7 @@ Result<void> RunRecord::setPin(const Json& pin) {
 Result<void> RunRecord::finish(std::string_view status) {
   constexpr std::string_view kSql =
       "UPDATE oe_runs SET status = $2, finished_at = now() WHERE run_id = $1";
-  auto r = conn_->exec(kSql, {info_.run_id, status});
-  if (!r && conn_->lastFailure() == pg::Failure::kConnection && conn_->reconnect()) {
-    r = conn_->exec(kSql, {info_.run_id, status});
-  }
+  auto r = execRetrying(*conn_, kSql, {info_.run_id, status});
   if (!r) {
     return makeError("cannot record the end of run " + info_.run_id + ": " + r.error().message);
   }

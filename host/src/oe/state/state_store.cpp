@@ -541,18 +541,22 @@ Result<std::vector<std::string>> StateStore::write(const Json& delta, const Writ
   return written;
 }
 
+std::optional<std::string> StateStore::oldTextOf(const Pending& p) {
+  if (p.append) {
+    return appendMarker(p.slot->value->size());
+  }
+  if (p.slot->value) {
+    return p.slot->text;
+  }
+  return std::nullopt;
+}
+
 Result<void> StateStore::writeBackend(const std::vector<Pending>& pending, const WriteMeta& meta,
                                       const std::string& ts, bool mark) {
   std::vector<BackendRow> rows;
   rows.reserve(pending.size());
   for (const Pending& p : pending) {
-    std::optional<std::string> old_text;
-    if (p.append) {
-      old_text = appendMarker(p.slot->value->size());
-    } else if (p.slot->value) {
-      old_text = p.slot->text;
-    }
-    rows.push_back(BackendRow{p.slot->name, std::move(old_text), p.text, p.append});
+    rows.push_back(BackendRow{p.slot->name, oldTextOf(p), p.text, p.append});
   }
   // Unique across the processes writing the scope: a retried transaction recognizes its rows.
   const std::string write_id = std::string(meta.run_id) + ":" + std::to_string(++writes_);
@@ -634,13 +638,7 @@ Result<void> StateStore::writeJournal(const std::vector<Pending>& pending, const
     }
     const bool first = batch_.empty() && marks_.empty();
     for (const Pending& p : pending) {
-      std::optional<std::string> old_text;
-      if (p.append) {
-        old_text = appendMarker(p.slot->value->size());
-      } else if (p.slot->value) {
-        old_text = p.slot->text;
-      }
-      batch_.push_back(Row{p.slot->name, std::move(old_text), p.text, std::string(node),
+      batch_.push_back(Row{p.slot->name, oldTextOf(p), p.text, std::string(node),
                            std::string(meta.run_id), ts, p.append});
     }
     if (mark) {

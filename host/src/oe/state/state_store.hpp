@@ -189,6 +189,9 @@ class StateStore : public expr::StateReader {
     std::string text;
   };
 
+  // A row's value_old as stored: the append marker (D17), the value before, or none.
+  static std::optional<std::string> oldTextOf(const Pending& p);
+
   Result<void> init();
   Result<void> initBackend();
   // write()'s phase 2, one per kind of store: the rows (and mark) made durable, or an error
