@@ -167,6 +167,24 @@ TEST_F(PgStateTest, ScopesAreSeparateStates) {
   EXPECT_EQ(open("two")->snapshot(), (Json{{"greeting", "from two"}}));
 }
 
+TEST_F(PgStateTest, AWriteSentTwiceLandsOnce) {
+  // What a retry after a COMMIT whose answer was lost looks like to the database.
+  auto backend = PgStateBackend::open(db_.url(), "exp", std::chrono::seconds(5));
+  ASSERT_TRUE(backend);
+  const std::vector<state::BackendRow> first = {{"items", std::nullopt, "[\"a\\\\\\\"b\"]", false}};
+  const std::vector<state::BackendRow> rows = {
+      {"items", std::string(R"({"$oe_append":{"from_length":1}})"), "[\"c\"]", true}};
+  ASSERT_TRUE((*backend)->write({"r1:1", "n", "r1", "ts", "", "", "", first}));
+  const state::BackendWrite again{"r1:2", "n", "r1", "ts", "chain", "k", "i", rows};
+  ASSERT_TRUE((*backend)->write(again));
+  ASSERT_TRUE((*backend)->write(again));
+  EXPECT_EQ(stored("items"), "[\"a\\\\\\\"b\",\"c\"]");  // quotes and backslashes kept
+  EXPECT_EQ(historyRows(), 2);
+  auto marks = (*backend)->landedWrites("chain");
+  ASSERT_TRUE(marks);
+  EXPECT_EQ(marks->at("k"), "i");
+}
+
 TEST(PgStateRestartTest, AWriteAfterTheServerRestartedReconnectsAndLands) {
   test::TempDir tmp;
   auto cluster = test::PgCluster::privateIn(tmp.path() / "pg");

@@ -42,19 +42,8 @@ Result<void> PgCache::put(std::string_view key, std::string_view node_id, std::s
 }
 
 Result<void> PgCache::touch(const std::vector<std::string>& keys, std::string_view run_id) {
-  // The keys as one array literal: each element quoted, its quotes and backslashes escaped.
-  std::string array = "{";
-  for (size_t i = 0; i < keys.size(); ++i) {
-    array += i == 0 ? "\"" : ",\"";
-    for (char c : keys[i]) {
-      if (c == '"' || c == '\\') {
-        array += '\\';
-      }
-      array += c;
-    }
-    array += '"';
-  }
-  array += '}';
+  const std::string array =
+      arrayLiteral(std::vector<std::optional<std::string_view>>(keys.begin(), keys.end()));
   auto r = execRetrying(
       *conn_, "UPDATE oe_cache SET used_at = now(), last_used_run = $2 WHERE key = ANY($1)",
       {array, run_id});

@@ -8,26 +8,43 @@ namespace oe::pgstore {
 
 namespace {
 
-constexpr std::string_view kHistorySql =
-    "INSERT INTO oe_state_history (scope, field, value_old, value_new, append_from, node_id, "
-    "run_id, ts, write_id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)";
-// An append (D17) extends the stored array's text: values are stored compact, so the items
-// go in before its closing bracket; an empty side leaves the other.
-constexpr std::string_view kAppendSql =
-    "INSERT INTO oe_state_snapshot AS s (scope, field, value, updated_at, node_id, run_id) "
-    "VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (scope, field) DO UPDATE SET value = CASE "
-    "WHEN excluded.value = '[]' THEN s.value WHEN s.value = '[]' OR left(s.value, 1) <> '[' "
-    "THEN excluded.value ELSE left(s.value, -1) || ',' || substr(excluded.value, 2) END, "
-    "updated_at = excluded.updated_at, node_id = excluded.node_id, run_id = excluded.run_id";
-constexpr std::string_view kUpsertSql =
-    "INSERT INTO oe_state_snapshot (scope, field, value, updated_at, node_id, run_id) "
-    "VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (scope, field) DO UPDATE SET "
-    "value = excluded.value, updated_at = excluded.updated_at, node_id = excluded.node_id, "
-    "run_id = excluded.run_id";
-constexpr std::string_view kMarkSql =
-    "INSERT INTO oe_landed_writes (scope, chain_id, write_key, input_key, run_id) "
-    "VALUES ($1, $2, $3, $4, $5) ON CONFLICT (scope, chain_id, write_key) DO UPDATE SET "
-    "input_key = excluded.input_key, run_id = excluded.run_id";
+// One node's write as ONE statement (atomic on its own: no BEGIN/COMMIT round trips). `fresh`
+// is false when a row with this write id is already stored: a retry whose first try had landed
+// (its answer lost with the connection) then changes nothing. The rows come as parallel arrays,
+// in the write's order; an append (D17) extends the stored array's text, values being stored
+// compact: its items go in before the closing bracket, an empty side leaves the other.
+constexpr std::string_view kWriteSql = R"sql(
+WITH fresh AS (
+  SELECT NOT EXISTS (SELECT 1 FROM oe_state_history WHERE scope = $1 AND write_id = $2) AS ok
+), r AS (
+  SELECT * FROM unnest($6::text[], $7::text[], $8::text[], $9::bigint[], $10::boolean[])
+    WITH ORDINALITY AS r(field, old, new, from_len, app, ord)
+  WHERE (SELECT ok FROM fresh)
+), hist AS (
+  INSERT INTO oe_state_history (scope, field, value_old, value_new, append_from, node_id, run_id,
+                                ts, write_id)
+  SELECT $1, field, old, new, from_len, $3, $4, $5, $2 FROM r ORDER BY ord
+), plain AS (
+  INSERT INTO oe_state_snapshot (scope, field, value, updated_at, node_id, run_id)
+  SELECT $1, field, new, $5, $3, $4 FROM r WHERE NOT app
+  ON CONFLICT (scope, field) DO UPDATE SET value = excluded.value,
+    updated_at = excluded.updated_at, node_id = excluded.node_id, run_id = excluded.run_id
+), appended AS (
+  INSERT INTO oe_state_snapshot AS s (scope, field, value, updated_at, node_id, run_id)
+  SELECT $1, field, new, $5, $3, $4 FROM r WHERE app
+  ON CONFLICT (scope, field) DO UPDATE SET value = CASE
+    WHEN excluded.value = '[]' THEN s.value
+    WHEN s.value = '[]' OR left(s.value, 1) <> '[' THEN excluded.value
+    ELSE left(s.value, -1) || ',' || substr(excluded.value, 2) END,
+    updated_at = excluded.updated_at, node_id = excluded.node_id, run_id = excluded.run_id
+), mark AS (
+  INSERT INTO oe_landed_writes (scope, chain_id, write_key, input_key, run_id)
+  SELECT $1, $11, $12, $13, $4 WHERE $11 <> '' AND (SELECT ok FROM fresh)
+  ON CONFLICT (scope, chain_id, write_key) DO UPDATE SET input_key = excluded.input_key,
+    run_id = excluded.run_id
+)
+SELECT 1
+)sql";
 
 std::optional<std::string> appendFrom(const std::optional<std::string>& old_text, bool append) {
   if (!append || !old_text) {
@@ -90,42 +107,30 @@ Result<std::unordered_map<std::string, std::string>> PgStateBackend::landedWrite
 }
 
 Result<void> PgStateBackend::write(const state::BackendWrite& w) {
-  return conn_->transaction([this, &w](pg::Connection& c) -> Result<void> {
-    if (!w.rows.empty()) {
-      // A retry after a COMMIT whose answer was lost: the rows are in, do not apply them twice
-      // (an append would double).
-      auto seen =
-          c.exec("SELECT 1 FROM oe_state_history WHERE scope = $1 AND write_id = $2 LIMIT 1",
-                 {scope_, w.write_id});
-      if (!seen) {
-        return seen.error();
-      }
-      if (!seen->empty()) {
-        return {};
-      }
-    }
-    for (const state::BackendRow& row : w.rows) {
-      auto hist = c.exec(kHistorySql, {scope_, row.field, row.old_text, row.new_text,
-                                       appendFrom(row.old_text, row.append), w.node_id, w.run_id,
-                                       w.ts, w.write_id});
-      if (!hist) {
-        return makeError("state field \"" + row.field + "\": " + hist.error().message);
-      }
-      auto snap = c.exec(row.append ? kAppendSql : kUpsertSql,
-                         {scope_, row.field, row.new_text, w.ts, w.node_id, w.run_id});
-      if (!snap) {
-        return makeError("state field \"" + row.field + "\": " + snap.error().message);
-      }
-    }
-    if (!w.chain_id.empty()) {
-      auto mark = c.exec(kMarkSql, {scope_, w.chain_id, w.write_key, w.input_key, w.run_id});
-      if (!mark) {
-        return makeError("landed write \"" + std::string(w.write_key) +
-                         "\": " + mark.error().message);
-      }
-    }
-    return {};
-  });
+  std::vector<std::optional<std::string_view>> fields;
+  std::vector<std::optional<std::string_view>> olds;
+  std::vector<std::optional<std::string_view>> news;
+  std::vector<std::optional<std::string>> from_lengths;  // owned: the texts below point in
+  std::vector<std::optional<std::string_view>> froms;
+  std::vector<std::optional<std::string_view>> appends;
+  for (const state::BackendRow& row : w.rows) {
+    fields.emplace_back(row.field);
+    olds.push_back(row.old_text ? std::optional<std::string_view>(*row.old_text) : std::nullopt);
+    news.emplace_back(row.new_text);
+    from_lengths.push_back(appendFrom(row.old_text, row.append));
+    appends.emplace_back(row.append ? "t" : "f");
+  }
+  for (const auto& from : from_lengths) {
+    froms.push_back(from ? std::optional<std::string_view>(*from) : std::nullopt);
+  }
+  auto r = execRetrying(*conn_, kWriteSql,
+                        {scope_, w.write_id, w.node_id, w.run_id, w.ts, arrayLiteral(fields),
+                         arrayLiteral(olds), arrayLiteral(news), arrayLiteral(froms),
+                         arrayLiteral(appends), w.chain_id, w.write_key, w.input_key});
+  if (!r) {
+    return r.error();
+  }
+  return {};
 }
 
 Result<std::vector<state::HistoryRow>> PgStateBackend::history(std::string_view key, bool by_run) {

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <initializer_list>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,5 +26,9 @@ Result<pg::Rows> execRetrying(pg::Connection& conn, std::string_view sql,
                               std::initializer_list<pg::Param> params = {});
 Result<pg::Rows> execRetrying(pg::Connection& conn, std::string_view sql,
                               const std::vector<pg::Param>& params);
+
+// A PostgreSQL array literal of text elements (nullopt = NULL), for a parameter cast to text[]:
+// each element quoted, its quotes and backslashes escaped.
+std::string arrayLiteral(const std::vector<std::optional<std::string_view>>& items);
 
 }  // namespace oe::pgstore
