@@ -157,6 +157,17 @@ TEST_F(PgStoreCli, AKilledRunIsResumedFromAnotherFolderWithoutRerunningAFinished
   EXPECT_EQ(list[0]["status"], "success");
   EXPECT_EQ(list[0]["resumed_from"], list[1]["run_id"]);
   EXPECT_EQ(list[1]["status"], "unfinished");
+  // oe inspect reads both runs' events from the store, here where neither has a local log.
+  const std::string killed_id = list[1]["run_id"];
+  auto killed = oe(TempDir(), {"inspect", killed_id.substr(0, 8), "--json", "--store", db.url()});
+  ASSERT_EQ(killed.exit_code, 0) << killed.err;
+  auto killed_events = nlohmann::json::parse(killed.out);
+  ASSERT_FALSE(killed_events.empty());
+  EXPECT_EQ(killed_events.front()["type"], "run.started");
+  EXPECT_NE(killed_events.back()["type"], "run.finished");
+  auto last = oe(elsewhere, {"inspect", "--last", "--json", "--store", db.url()});
+  ASSERT_EQ(last.exit_code, 0) << last.err;
+  EXPECT_EQ(nlohmann::json::parse(last.out).back()["type"], "run.finished");
 }
 
 TEST_F(PgStoreCli, ARunRidesOutAServerRestartAndLosesNothing) {

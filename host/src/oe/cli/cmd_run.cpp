@@ -579,29 +579,8 @@ int resumeFromStore(const RunArgs& a, const std::string& store) {
     std::cerr << "oe: " << conn.error().message << '\n';
     return kExitFailed;
   }
-  std::string id = a.run_id;
-  if (a.last) {
-    auto experience = loadOnly(a.experience);
-    if (!experience) {
-      return kExitUsage;
-    }
-    auto runs = pgstore::listRuns(**conn, pgstore::storeScope(experience->name));
-    if (!runs || runs->empty()) {
-      std::cerr << "oe: "
-                << (runs ? "no runs of scope \"" + pgstore::storeScope(experience->name) +
-                               "\" in " + pg::redact(store)
-                         : runs.error().message)
-                << '\n';
-      return kExitUsage;
-    }
-    id = runs->back().run_id;
-  } else if (id.empty()) {
-    std::cerr << "oe: name the run to resume (its id or a unique prefix), or pass --last\n";
-    return kExitUsage;
-  }
-  auto run = pgstore::findRun(**conn, id, "");
+  auto run = resolveStoreRun(**conn, a.run_id, a.last, a.experience);
   if (!run) {
-    std::cerr << "oe: " << run.error().message << '\n';
     return kExitUsage;
   }
   auto log = pgstore::readRunEvents(**conn, run->run_id);

@@ -2,8 +2,10 @@
 #include "oe/cli/store_option.hpp"
 
 #include <cstdlib>
+#include <iostream>
 
 #include "oe/cli/app.hpp"
+#include "oe/cli/common.hpp"
 
 #include "oe/pgstore/scope.hpp"
 #include "oe/pgstore/store_connection.hpp"
@@ -39,6 +41,38 @@ std::string resolveStore(const std::string& flag, const Json* experience_raw) {
 
 Result<std::unique_ptr<pg::Connection>> openStore(const std::string& url) {
   return pgstore::connect(url, pgstore::storeRetry(), "oe");
+}
+
+std::optional<pgstore::RunInfo> resolveStoreRun(pg::Connection& conn, const std::string& id,
+                                                bool last, const std::string& experience_arg) {
+  std::string wanted = id;
+  if (last) {
+    auto experience = loadOnly(experience_arg);
+    if (!experience) {
+      return std::nullopt;
+    }
+    const std::string scope = pgstore::storeScope(experience->name);
+    auto runs = pgstore::listRuns(conn, scope);
+    if (!runs) {
+      std::cerr << "oe: " << runs.error().message << '\n';
+      return std::nullopt;
+    }
+    if (runs->empty()) {
+      std::cerr << "oe: no runs of scope \"" << scope << "\" in " << pg::redact(conn.url())
+                << " yet\n";
+      return std::nullopt;
+    }
+    wanted = runs->back().run_id;
+  } else if (wanted.empty()) {
+    std::cerr << "oe: name the run (its id or a unique prefix), or pass --last\n";
+    return std::nullopt;
+  }
+  auto run = pgstore::findRun(conn, wanted, "");
+  if (!run) {
+    std::cerr << "oe: " << run.error().message << '\n';
+    return std::nullopt;
+  }
+  return std::move(*run);
 }
 
 }  // namespace oe::cli

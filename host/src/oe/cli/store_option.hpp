@@ -9,6 +9,7 @@
 #include "oe/common/json.hpp"
 #include "oe/common/result.hpp"
 #include "oe/pg/connection.hpp"
+#include "oe/pgstore/run_record.hpp"
 
 namespace CLI {
 class App;
@@ -26,5 +27,11 @@ void addStoreOption(CLI::App& cmd, std::string& store);
 // Connects to a PostgreSQL store (retrying as a run does) and migrates its schema; the error
 // names the redacted URL.
 Result<std::unique_ptr<pg::Connection>> openStore(const std::string& url);
+
+// The run `oe resume`/`oe inspect` name in a PostgreSQL store: `id` (a run id or a unique prefix),
+// or with `last` the newest run of the scope of the experience `experience_arg` names. nullopt
+// after saying why on stderr (a bad invocation: exit 2).
+std::optional<pgstore::RunInfo> resolveStoreRun(pg::Connection& conn, const std::string& id,
+                                                bool last, const std::string& experience_arg);
 
 }  // namespace oe::cli
