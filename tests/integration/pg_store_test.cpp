@@ -105,6 +105,7 @@ TEST_F(PgStoreCli, ARunOnPostgresEndsWithTheSqliteRunsStateAndItsRecords) {
   writeExperience(dir);
   auto run = oe(dir, {"run", ".", "-q", "--store", db.url()});
   ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(run.out.find("warning"), std::string::npos) << run.out;
   EXPECT_EQ(stateOf(dir, db.url()), reference);
   EXPECT_FALSE(std::filesystem::exists(dir / ".openexpertise" / "state.sqlite"));
   EXPECT_FALSE(std::filesystem::exists(dir / ".openexpertise" / "cache"));
@@ -190,6 +191,7 @@ TEST_F(PgStoreCli, ARunRidesOutAServerRestartAndLosesNothing) {
   cluster->start();
   std::ofstream(release) << "go";
   ASSERT_EQ(run.wait(), 0) << run.err();
+  EXPECT_NE(run.out().find("was not held from then on"), std::string::npos) << run.out();
   EXPECT_EQ(stateOf(dir, db.url()), reference);
   EXPECT_EQ(executions(), (std::map<std::string, int>{{"a", 1}, {"b", 1}, {"gate", 1}, {"c", 1}}));
   // Every event line reached oe_events (the writer reconnected too).

@@ -102,7 +102,7 @@ Result<std::unique_ptr<RunRecord>> RunRecord::begin(const std::string& url, RunI
 }
 
 RunRecord::RunRecord(std::unique_ptr<pg::Connection> conn, RunInfo info)
-    : conn_(std::move(conn)), info_(std::move(info)) {}
+    : conn_(std::move(conn)), info_(std::move(info)), locked_pid_(conn_->backendPid()) {}
 
 RunRecord::~RunRecord() = default;
 

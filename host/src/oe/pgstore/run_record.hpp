@@ -50,12 +50,17 @@ class RunRecord {
   Result<void> setPin(const Json& pin);
   // Sets the row's status and finished_at (reconnecting if the server restarted meanwhile).
   Result<void> finish(std::string_view status);
+  // After finish(): true when the record's session was replaced (the server restarted or the
+  // connection broke during the run), so the scope's lock was not held from then on: another
+  // coordinator could have started on the scope meanwhile. The run reports it as a warning.
+  [[nodiscard]] bool lostLock() const { return conn_->backendPid() != locked_pid_; }
   const RunInfo& info() const { return info_; }
   pg::Connection& connection() { return *conn_; }
 
  private:
   std::unique_ptr<pg::Connection> conn_;
   RunInfo info_;
+  int locked_pid_ = 0;  // the server session that took the scope's lock
 };
 
 // Takes the scope's advisory lock on `conn` (held until the session ends); an error naming the

@@ -272,6 +272,14 @@ Result<RunSummary> runExperience(const spec::Experience& experience,
     if (auto finished = record->finish(toString(summary.status)); !finished) {
       summary.warnings.push_back(finished.error().message);
     }
+    if (record->lostLock()) {
+      summary.warnings.push_back(
+          "the connection to " + pg::redact(options.store_url) +
+          " was replaced during the run (a server restart?), so the lock that keeps a second "
+          "coordinator off scope \"" +
+          record->info().scope +
+          "\" was not held from then on; check `oe runs --store URL` for a run that overlapped");
+    }
   }
   return summary;
 }
