@@ -17,6 +17,12 @@ wall / N for both (the per-node cost including the tool), the re-run's CPU time 
 oe and its children) / N, which a busy machine inflates far less than the wall time, the peak
 RSS of the re-run and its growth per node over a 3-node run of the same flavour (the process's
 fixed base).
+
+  --store URL   runs with `--store URL` (state, cache, events and run records in PostgreSQL,
+                docs/storage.md); `--store pg` starts a throwaway cluster with
+                tests/support/pg_cluster.sh. Between the two runs the scope's rows and the
+                cache are deleted as the SQLite files are. The server's own CPU is not in cpu_us
+                (it is another process tree): compare the wall times too.
 """
 import argparse
 import glob
@@ -32,10 +38,15 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
+STORE = None  # --store URL, else None (SQLite)
+
+
 def run_once(oe, exp_dir):
     start = time.perf_counter()
-    proc = subprocess.Popen([oe, "run", exp_dir, "-q"], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE)
+    args = [oe, "run", exp_dir, "-q"] + (["--store", STORE] if STORE else [])
+    # Each folder is its own scope, so that runs never meet in the database.
+    env = dict(os.environ, OE_STORE_SCOPE=exp_dir)
+    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
     _, status, rusage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - start
     err = proc.stderr.read().decode(errors="replace")
@@ -52,6 +63,29 @@ def forget_run(exp_dir):
         os.remove(path)
     shutil.rmtree(os.path.join(ws, "cache"), ignore_errors=True)
     shutil.rmtree(os.path.join(ws, "runs"), ignore_errors=True)
+    if STORE:
+        subprocess.check_call(
+            [psql(), STORE, "-q", "-v", "ON_ERROR_STOP=1", "-c",
+             "TRUNCATE oe_cache, oe_events, oe_runs, oe_state_snapshot, oe_state_history, "
+             "oe_landed_writes"], stdout=subprocess.DEVNULL)
+
+
+def psql():
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/psql")) or [shutil.which("psql")]
+    return found[-1]
+
+
+def start_cluster():
+    """A throwaway cluster (tests/support/pg_cluster.sh) on a Unix socket; returns (url, stop)."""
+    script = os.path.join(HERE, "..", "tests", "support", "pg_cluster.sh")
+    d = tempfile.mkdtemp(prefix="oe-bench-pg-")
+    os.chmod(d, 0o755)
+    subprocess.check_call(["bash", script, "start", os.path.join(d, "pg")],
+                          stdout=subprocess.DEVNULL)
+    url = subprocess.check_output(["bash", script, "url", os.path.join(d, "pg")]).decode().strip()
+    return url, lambda: (subprocess.call(["bash", script, "stop", os.path.join(d, "pg")],
+                                         stdout=subprocess.DEVNULL),
+                         shutil.rmtree(d, ignore_errors=True))
 
 
 def generate(d, n, shape, flavour, native, exe):
@@ -69,8 +103,23 @@ def main():
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--max-nodes-exe", type=int, default=10000,
                    help="cap N for the exe flavour (one process per node)")
+    p.add_argument("--store", default="",
+                   help="a PostgreSQL URL, or `pg` to start a throwaway cluster")
     a = p.parse_args()
+    global STORE
+    stop = None
+    if a.store == "pg":
+        STORE, stop = start_cluster()
+    elif a.store:
+        STORE = a.store
+    try:
+        measure(a)
+    finally:
+        if stop:
+            stop()
 
+
+def measure(a):
     oe = os.path.join(a.build, "bin", "oe")
     native = os.path.join(a.build, "bench", "bench_native_tool.so")
     exe = os.path.join(a.build, "bench", "bench_exe_tool")

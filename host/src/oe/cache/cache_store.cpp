@@ -285,6 +285,13 @@ Result<std::unique_ptr<CacheStore>> CacheStore::open(const std::filesystem::path
   return store;
 }
 
+std::unique_ptr<CacheStore> CacheStore::open(std::unique_ptr<RemoteCache> remote) {
+  auto store = std::make_unique<CacheStore>(Private{});
+  store->path_ = remote->describe();
+  store->remote_ = std::move(remote);
+  return store;
+}
+
 Result<void> CacheStore::init(const std::filesystem::path& cache_dir) {
   std::error_code ec;
   std::filesystem::create_directories(cache_dir, ec);
@@ -369,6 +376,14 @@ bool CacheStore::foldOrphan(const std::filesystem::path& journal, std::string_vi
 
 std::optional<Json> CacheStore::get(std::string_view key) {
   std::lock_guard lock(mutex_);
+  if (remote_) {
+    auto text = remote_->get(key);
+    if (!text) {
+      return std::nullopt;
+    }
+    Json output = Json::parse(*text, nullptr, false);
+    return output.is_discarded() ? std::nullopt : std::optional<Json>(std::move(output));
+  }
   if (!batch_index_.empty()) {
     if (auto it = batch_index_.find(std::string(key)); it != batch_index_.end()) {
       Json output = Json::parse(batch_[it->second].output, nullptr, false);
@@ -406,6 +421,14 @@ Result<void> CacheStore::put(std::string_view key, std::string_view node_id,
   } catch (const Json::exception& e) {
     return makeError("cannot cache the output of node \"" + std::string(node_id) +
                      "\": " + e.what());
+  }
+  if (remote_) {
+    std::lock_guard lock(mutex_);
+    if (auto r = remote_->put(key, node_id, run_id, text); !r) {
+      return makeError("cannot store the cache entry of node \"" + std::string(node_id) + "\" in " +
+                       path_.string() + ": " + r.error().message);
+    }
+    return {};
   }
   JournalEntry entry{std::string(key), std::string(node_id), std::string(run_id),
                      sqlite::isoNow(), std::move(text)};
@@ -474,6 +497,9 @@ Result<void> CacheStore::flush() {
 
 std::vector<CacheEntry> CacheStore::list() {
   std::lock_guard lock(mutex_);
+  if (remote_) {
+    return {};
+  }
   endRead();
   (void)flushLocked();  // on failure its entries are still listed from the journal below
   sqlite3_stmt* stmt = sql_->list.get();
@@ -521,6 +547,9 @@ Result<void> CacheStore::touch(const std::vector<std::string>& keys, std::string
   }
   const std::string used_at = sqlite::isoNow();
   std::lock_guard lock(mutex_);
+  if (remote_) {
+    return remote_->touch(keys, run_id);
+  }
   endRead();
   if (auto r = flushLocked(); !r) {
     return r;
@@ -554,6 +583,10 @@ Result<void> CacheStore::touch(const std::vector<std::string>& keys, std::string
 Result<PruneStats> CacheStore::prune(const std::unordered_set<std::string>& keep_runs,
                                      bool dry_run) {
   std::lock_guard lock(mutex_);
+  if (remote_) {
+    return makeError("pruning the cache is not supported for a PostgreSQL store yet (" +
+                     path_.string() + ")");
+  }
   endRead();
   if (auto r = flushLocked(); !r) {
     return r.error();
@@ -593,6 +626,10 @@ Result<PruneStats> CacheStore::prune(const std::unordered_set<std::string>& keep
 }
 
 Result<void> CacheStore::compact() {
+  if (remote_) {
+    return makeError("compacting the cache is not supported for a PostgreSQL store yet (" +
+                     path_.string() + ")");
+  }
   std::lock_guard lock(mutex_);
   endRead();
   if (auto r = flushLocked(); !r) {

@@ -15,6 +15,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "oe/cache/remote_cache.hpp"
 #include "oe/common/journal.hpp"
 #include "oe/common/json.hpp"
 #include "oe/common/result.hpp"
@@ -92,6 +93,10 @@ class CacheStore {
   static constexpr size_t kFoldEntries = 512;
 
   static Result<std::unique_ptr<CacheStore>> open(const std::filesystem::path& cache_dir);
+  // A store whose entries live in `remote` (PostgreSQL, shared by every coordinator and
+  // worker): get/put/touch go there, each put() durable when it returns (no journal); list,
+  // prune and compact are not supported on it yet (list() is empty, the others fail).
+  static std::unique_ptr<CacheStore> open(std::unique_ptr<RemoteCache> remote);
 
   explicit CacheStore(const Private&);
   ~CacheStore();
@@ -137,6 +142,7 @@ class CacheStore {
   std::filesystem::path path_;
   std::mutex mutex_;
   std::unique_ptr<Sql> sql_;
+  std::unique_ptr<RemoteCache> remote_;  // set: the entries live there, sql_ is unused
   Journal journal_;
   std::vector<JournalEntry> batch_;
   // The batch's outputs by key: get() sees them before they are committed.

@@ -14,7 +14,9 @@
 #include "oe/cli/common.hpp"
 #include "oe/cli/run_history.hpp"
 #include "oe/cli/run_report.hpp"
+#include "oe/cli/store_option.hpp"
 #include "oe/events/event_log.hpp"
+#include "oe/pgstore/event_sink.hpp"
 
 namespace oe::cli {
 namespace {
@@ -158,6 +160,52 @@ void printTimeline(const std::vector<Json>& events, const std::string& run_id,
 
 }  // namespace
 
+namespace {
+
+// The timeline (or, `json`, the events) of a run's log as read from a file or the store.
+int showEvents(const Result<events::LogReadResult>& log, const std::string& run_id, bool json,
+               bool expand) {
+  if (!log) {
+    std::cerr << "oe: " << log.error().message << '\n';
+    return kExitFailed;
+  }
+  for (const auto& warning : log->warnings) {
+    std::cerr << "oe: warning: " << warning << '\n';
+  }
+  if (json) {
+    Json events(log->events);
+    if (expand) {
+      expandEvents(events, 0);
+    }
+    std::cout << events.dump(2) << '\n';
+    return kExitOk;
+  }
+  printTimeline(log->events, run_id, "", expand, 0);
+  return kExitOk;
+}
+
+// `oe inspect --store URL`: the run and its lines from the database.
+int inspectFromStore(const std::string& url, const std::string& run_id, bool last,
+                     const std::string& experience, bool json, bool expand, bool html) {
+  if (html) {
+    std::cerr << "oe: inspect --html is not supported with a PostgreSQL store yet; use --json or "
+                 "the timeline\n";
+    return kExitUsage;
+  }
+  auto conn = openStore(url);
+  if (!conn) {
+    std::cerr << "oe: " << conn.error().message << '\n';
+    return kExitFailed;
+  }
+  auto run = resolveStoreRun(**conn, run_id, last, experience);
+  if (!run) {
+    return kExitUsage;
+  }
+  return showEvents(pgstore::readRunEvents(**conn, run->run_id), run->run_id, json, expand);
+}
+
+}  // namespace
+
 void addInspectCommand(CLI::App& app, int& exit_code) {
   struct Args {
     std::string run_id;
@@ -167,6 +215,7 @@ void addInspectCommand(CLI::App& app, int& exit_code) {
     bool expand = false;
     bool html = false;
     std::string out;
+    std::string store;
   };
   auto a = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("inspect", "Show a run's timeline from its event log");
@@ -182,7 +231,14 @@ void addInspectCommand(CLI::App& app, int& exit_code) {
   html->excludes("--json");
   cmd->add_option("-o,--out", a->out, "With --html: write the report to this file, not stdout")
       ->needs(html);
+  addStoreOption(*cmd, a->store);
   cmd->callback([a, &exit_code] {
+    // --store or OE_STORE: the run's events from the database (it may have run elsewhere).
+    if (const std::string url = resolveStore(a->store, nullptr); pg::isUrl(url)) {
+      exit_code =
+          inspectFromStore(url, a->run_id, a->last, a->experience, a->json, a->expand, a->html);
+      return;
+    }
     auto run = resolveRun(a->experience, a->run_id, a->last);
     if (!run) {
       exit_code = kExitUsage;
@@ -202,26 +258,7 @@ void addInspectCommand(CLI::App& app, int& exit_code) {
       exit_code = writeOutput(a->out, runReportHtml(*input), "--out") ? kExitOk : kExitFailed;
       return;
     }
-    auto log = events::readEventLog(run->log);
-    if (!log) {
-      std::cerr << "oe: " << log.error().message << '\n';
-      exit_code = kExitFailed;
-      return;
-    }
-    for (const auto& warning : log->warnings) {
-      std::cerr << "oe: warning: " << warning << '\n';
-    }
-    if (a->json) {
-      Json events(log->events);
-      if (a->expand) {
-        expandEvents(events, 0);
-      }
-      std::cout << events.dump(2) << '\n';
-      exit_code = kExitOk;
-      return;
-    }
-    printTimeline(log->events, a->run_id, "", a->expand, 0);
-    exit_code = kExitOk;
+    exit_code = showEvents(events::readEventLog(run->log), a->run_id, a->json, a->expand);
   });
 }
 

@@ -19,9 +19,13 @@
 #include "oe/cli/evolve.hpp"
 #include "oe/cli/progress.hpp"
 #include "oe/cli/run_history.hpp"
+#include "oe/cli/store_option.hpp"
 #include "oe/events/event_log.hpp"
 #include "oe/llm/llm_service.hpp"
 #include "oe/mcp/framing.hpp"
+#include "oe/pgstore/event_sink.hpp"
+#include "oe/pgstore/run_record.hpp"
+#include "oe/pgstore/scope.hpp"
 #include "oe/run/run.hpp"
 #include "oe/telemetry/run_telemetry.hpp"
 #include "oe/view/live_view.hpp"
@@ -55,7 +59,7 @@ struct RunArgs {
 
   bool evolve = false;   // run: `oe evolve` the run after it succeeded
   bool otel = false;     // export the run's trace over OTLP (docs/telemetry.md)
-  std::string store;     // --store URL (else OE_STORE): PostgreSQL for the work queue
+  std::string store;     // --store URL (docs/storage.md)
   bool workers = false;  // --workers: node attempts go to `oe worker` processes
 };
 
@@ -110,11 +114,16 @@ bool parseBudget(const RunArgs& a, llm::Budget& budget) {
 
 // Compares the resumed run's pinned definition with the experience as it is now, and says on
 // stderr which nodes changed (they, and what depends on them, run again; the rest replays).
-Json definitionChanges(const spec::Experience& experience, const std::string& run_id) {
+// `stored_pin`: the pin a PostgreSQL store recorded, used when this machine has no file of it
+// (the run ran elsewhere).
+Json definitionChanges(const spec::Experience& experience, const std::string& run_id,
+                       const std::optional<Json>& stored_pin) {
   const auto pin_path = run::workspaceDir(experience) / "runs" / (run_id + ".pin.json");
   std::ifstream in(pin_path);
   Json before = Json::parse(in, nullptr, false);
-  if (!in || before.is_discarded()) {
+  if ((!in || before.is_discarded()) && stored_pin) {
+    before = *stored_pin;
+  } else if (!in || before.is_discarded()) {
     std::cerr << "oe: run " << run_id << " has no readable definition pin (" << pin_path.string()
               << "); nodes whose inputs changed run again, the rest replays from the cache\n";
     return nullptr;
@@ -296,7 +305,7 @@ int exitCodeOf(const run::RunSummary& s) {
 // `resume`: the run resumed, or empty for `oe run`; `path`: the experience as the user named it.
 int execute(const RunArgs& a, const std::string& path, Json run_args,
             const std::string& resumed_from, const std::string& chain_id = {},
-            llm::Usage prior_usage = {}) {
+            llm::Usage prior_usage = {}, const std::optional<Json>& stored_pin = {}) {
   run::RunOptions options;
   options.llm.env = llm::Environment::fromProcess();
   options.llm.provider_flag = a.llm;
@@ -321,12 +330,6 @@ int execute(const RunArgs& a, const std::string& path, Json run_args,
   };
   options.from_node = a.from_node;
   options.only_node = a.only_node;
-  options.store_url = storeOrEnv(a.store);
-  options.workers = a.workers;
-  if (a.workers && !resolveStoreUrl(options.store_url, "oe: --workers",
-                                    " to hand node attempts to `oe worker` processes")) {
-    return kExitUsage;
-  }
   if (!a.concurrency.empty()) {
     size_t used = 0;
     int value = 0;
@@ -352,9 +355,30 @@ int execute(const RunArgs& a, const std::string& path, Json run_args,
   if (!checkSelection(a, *experience)) {
     return kExitUsage;
   }
+  options.store_url = resolveStore(a.store, &experience->raw);
+  if (!options.store_url.empty() && !pg::isUrl(options.store_url)) {
+    std::cerr << "oe: --store (or OE_STORE, runtime.store) takes a PostgreSQL URL "
+                 "(postgresql://...), not \""
+              << options.store_url
+              << "\"; to move the SQLite state file, set state.store in experience.yaml\n";
+    return kExitUsage;
+  }
+  // OE_WORKERS=1 sends every run through the queue, as --workers does (a deployment where
+  // machines of workers serve every run sets it once).
+  const char* workers_env = std::getenv("OE_WORKERS");  // NOLINT(concurrency-mt-unsafe): read only
+  options.workers = a.workers || (workers_env != nullptr && std::string_view(workers_env) == "1");
+  if (options.workers && !resolveStoreUrl(options.store_url, "oe: --workers",
+                                          " to hand node attempts to `oe worker` processes")) {
+    return kExitUsage;
+  }
+  if (a.wait && pg::isUrl(options.store_url)) {
+    std::cerr << "oe: --wait is not supported with a PostgreSQL store yet: a run on the same "
+                 "scope is refused, naming the run that holds it\n";
+    return kExitUsage;
+  }
   Json changes;
   if (!resumed_from.empty()) {
-    changes = definitionChanges(*experience, resumed_from);
+    changes = definitionChanges(*experience, resumed_from, stored_pin);
   }
   // Progress on stderr: the live view on a terminal (or under --tui), else a line per event.
   std::unique_ptr<view::LiveView> live;
@@ -492,6 +516,7 @@ int execute(const RunArgs& a, const std::string& path, Json run_args,
 }
 
 void addCommonFlags(CLI::App& cmd, RunArgs& a) {
+  addStoreOption(cmd, a.store);
   cmd.add_option("--concurrency", a.concurrency,
                  "Nodes run at once (overrides runtime.concurrency)");
   cmd.add_flag("--no-cache", a.no_cache, "Run every node; neither read nor write the node cache");
@@ -519,12 +544,9 @@ void addCommonFlags(CLI::App& cmd, RunArgs& a) {
                "Export the run's trace (a span per node attempt and LLM call) over OTLP/HTTP "
                "to OTEL_EXPORTER_OTLP_ENDPOINT, else http://localhost:4318");
   cmd.add_option("--events-fd", a.events_fd)->group("");  // for `oe mcp`, not for users
-  cmd.add_option("--store", a.store,
-                 "PostgreSQL URL (postgresql://...) of the shared store and work queue "
-                 "(default: OE_STORE); see docs/scale-out.md");
   cmd.add_flag("--workers", a.workers,
                "Hand node attempts to `oe worker` processes through the --store work queue "
-               "instead of running them here");
+               "instead of running them here (also OE_WORKERS=1); see docs/scale-out.md");
   cmd.add_flag("--wait", a.wait,
                "If another run is using this experience's state, wait for it to end instead of "
                "refusing to start");
@@ -561,6 +583,40 @@ void addRunCommand(CLI::App& app, int& exit_code) {
   });
 }
 
+// `oe resume` on a PostgreSQL store: the run from oe_runs, its args, chain and prior usage from
+// its lines in oe_events.
+int resumeFromStore(const RunArgs& a, const std::string& store) {
+  auto conn = openStore(store);
+  if (!conn) {
+    std::cerr << "oe: " << conn.error().message << '\n';
+    return kExitFailed;
+  }
+  auto run = resolveStoreRun(**conn, a.run_id, a.last, a.experience);
+  if (!run) {
+    return kExitUsage;
+  }
+  auto log = pgstore::readRunEvents(**conn, run->run_id);
+  if (!log) {
+    std::cerr << "oe: cannot resume run " << run->run_id << ": " << log.error().message << '\n';
+    return kExitFailed;
+  }
+  for (const auto& warning : log->warnings) {
+    std::cerr << "oe: warning: " << warning << '\n';
+  }
+  Json args = Json::object();
+  if (!log->events.empty() && log->events.front().value("type", "") == "run.started") {
+    args = log->events.front().value("args", Json::object());
+  } else {
+    std::cerr << "oe: run " << run->run_id
+              << " has no run.started in the store's events; resuming with no args\n";
+  }
+  const std::string chain_id = run->chain_id.empty() ? run->run_id : run->chain_id;
+  RunArgs with_store = a;
+  with_store.store = store;
+  return execute(with_store, a.experience, std::move(args), run->run_id, chain_id,
+                 priorUsage(log->events), run->pin);
+}
+
 void addResumeCommand(CLI::App& app, int& exit_code) {
   auto a = std::make_shared<RunArgs>();
   CLI::App* cmd = app.add_subcommand(
@@ -572,6 +628,16 @@ void addResumeCommand(CLI::App& app, int& exit_code) {
   cmd->add_option("--experience", a->experience, "Experience folder")->capture_default_str();
   addCommonFlags(*cmd, *a);
   cmd->callback([a, &exit_code] {
+    // A PostgreSQL store: the run, its chain and its usage come from the database, so a
+    // resume works on another machine than the one that ran it.
+    // runtime.store from the yaml, loaded quietly (execute() reports its diagnostics).
+    const auto quiet = spec::loadExperience(spec::resolveExperiencePath(a->experience));
+    const std::string store =
+        resolveStore(a->store, quiet.experience ? &quiet.experience->raw : nullptr);
+    if (pg::isUrl(store)) {
+      exit_code = resumeFromStore(*a, store);
+      return;
+    }
     auto run = resolveRun(a->experience, a->run_id, a->last);
     if (!run) {
       exit_code = kExitUsage;

@@ -7,19 +7,67 @@
 #include "oe/cli/commands.hpp"
 #include "oe/cli/common.hpp"
 #include "oe/cli/run_history.hpp"
+#include "oe/cli/store_option.hpp"
+#include "oe/pgstore/run_record.hpp"
+#include "oe/pgstore/scope.hpp"
 
 namespace oe::cli {
+
+namespace {
+
+// The runs of the experience's scope in a PostgreSQL store, newest first, as listRuns gives
+// them for the local logs; nullopt after saying why on stderr.
+std::optional<std::vector<RunRecord>> storeRuns(const std::string& url,
+                                                const std::filesystem::path& experience) {
+  auto loaded = loadOnly(experience);
+  if (!loaded) {
+    return std::nullopt;
+  }
+  auto conn = openStore(url);
+  if (!conn) {
+    std::cerr << "oe: " << conn.error().message << '\n';
+    return std::nullopt;
+  }
+  auto infos = pgstore::listRuns(**conn, pgstore::storeScope(loaded->name));
+  if (!infos) {
+    std::cerr << "oe: " << infos.error().message << '\n';
+    return std::nullopt;
+  }
+  std::vector<RunRecord> runs;
+  for (auto it = infos->rbegin(); it != infos->rend(); ++it) {
+    RunRecord run;
+    run.id = it->run_id;
+    run.started_at = it->started_at;
+    run.started_ms = parseIsoMs(it->started_at);
+    run.finished_at = it->finished_at;
+    run.end_ms = it->finished_at.empty() ? -1 : parseIsoMs(it->finished_at);
+    // A row still `running` whose coordinator died stays so: its scope's lock is free again.
+    run.status = it->finished_at.empty() ? std::string("unfinished") : it->status;
+    run.resumed_from = it->resumed_from;
+    run.chain_id = it->chain_id;
+    run.ran = it->ran;
+    run.cached = it->cached;
+    run.failed = it->failed;
+    run.skipped = it->skipped;
+    runs.push_back(std::move(run));
+  }
+  return runs;
+}
+
+}  // namespace
 
 void addRunsCommand(CLI::App& app, int& exit_code) {
   struct Args {
     std::string experience = ".";
     bool json = false;
+    std::string store;
   };
   auto a = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand(
       "runs", "List past runs, newest first (start, duration, status, nodes ran/cached/failed)");
   cmd->add_option("--experience", a->experience, "Experience folder")->capture_default_str();
   cmd->add_flag("--json", a->json, "Print a JSON array");
+  addStoreOption(*cmd, a->store);
   cmd->callback([a, &exit_code] {
     const auto found = experienceDir(a->experience);
     if (!found) {
@@ -27,7 +75,19 @@ void addRunsCommand(CLI::App& app, int& exit_code) {
       return;
     }
     const auto& dir = *found;
-    const auto runs = listRuns(dir / ".openexpertise" / "runs", true);
+    // --store or OE_STORE (runtime.store would need the yaml loaded for every listing).
+    const std::string url = resolveStore(a->store, nullptr);
+    std::vector<RunRecord> runs;
+    if (pg::isUrl(url)) {
+      auto stored = storeRuns(url, dir);
+      if (!stored) {
+        exit_code = kExitFailed;
+        return;
+      }
+      runs = std::move(*stored);
+    } else {
+      runs = listRuns(dir / ".openexpertise" / "runs", true);
+    }
     for (const auto& run : runs) {
       for (const auto& warning : run.warnings) {
         std::cerr << "oe: warning: " << warning << '\n';

@@ -456,7 +456,6 @@ Result<LogReadResult> readEventLog(const std::filesystem::path& path) {
   buf << in.rdbuf();
   const std::string text = std::move(buf).str();
 
-  LogReadResult out;
   // Lines are [start, end) ranges; a final '\n' does not start another line.
   std::vector<std::string_view> lines;
   std::string_view rest(text);
@@ -469,6 +468,11 @@ Result<LogReadResult> readEventLog(const std::filesystem::path& path) {
     lines.push_back(rest.substr(0, nl));
     rest.remove_prefix(nl + 1);
   }
+  return parseEventLines(path.string(), lines);
+}
+
+LogReadResult parseEventLines(std::string_view source, const std::vector<std::string_view>& lines) {
+  LogReadResult out;
   out.events.reserve(lines.size());
   for (size_t i = 0; i < lines.size(); ++i) {
     std::string_view line = lines[i];
@@ -480,7 +484,7 @@ Result<LogReadResult> readEventLog(const std::filesystem::path& path) {
       out.events.push_back(std::move(event));
       continue;
     }
-    const std::string where = path.string() + ":" + std::to_string(i + 1) + ": ";
+    const std::string where = std::string(source) + ":" + std::to_string(i + 1) + ": ";
     if (i + 1 == lines.size()) {
       out.warnings.push_back(where +
                              "ignoring a torn last line (the run was probably killed while "

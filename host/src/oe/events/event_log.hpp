@@ -118,4 +118,8 @@ struct LogReadResult {
 // file cannot be read.
 Result<LogReadResult> readEventLog(const std::filesystem::path& path);
 
+// The same over lines read elsewhere (the PostgreSQL store's oe_events); `source` names them in
+// the warnings ("<source>:<line number>: ...").
+LogReadResult parseEventLines(std::string_view source, const std::vector<std::string_view>& lines);
+
 }  // namespace oe::events

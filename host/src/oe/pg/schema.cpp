@@ -51,8 +51,10 @@ CREATE TABLE oe_state_history (
   append_from bigint,
   node_id text NOT NULL,
   run_id text NOT NULL,
-  ts text NOT NULL
+  ts text NOT NULL,
+  write_id text NOT NULL DEFAULT ''
 );
+CREATE INDEX oe_state_history_write ON oe_state_history (scope, write_id);
 CREATE INDEX oe_state_history_field ON oe_state_history (scope, field, id);
 CREATE INDEX oe_state_history_run ON oe_state_history (scope, run_id, id);
 
@@ -71,7 +73,8 @@ CREATE TABLE oe_cache (
   run_id text NOT NULL,
   value text NOT NULL,
   created_at timestamptz NOT NULL DEFAULT now(),
-  used_at timestamptz NOT NULL DEFAULT now()
+  used_at timestamptz NOT NULL DEFAULT now(),
+  last_used_run text
 );
 
 CREATE TABLE oe_attempts (

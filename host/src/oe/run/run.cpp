@@ -9,6 +9,12 @@
 #include "oe/cache/cache_store.hpp"
 #include "oe/events/event_log.hpp"
 #include "oe/llm/llm_service.hpp"
+#include "oe/pg/connection.hpp"
+#include "oe/pgstore/event_sink.hpp"
+#include "oe/pgstore/pg_cache.hpp"
+#include "oe/pgstore/pg_state_backend.hpp"
+#include "oe/pgstore/run_record.hpp"
+#include "oe/pgstore/scope.hpp"
 #include "oe/run/engine.hpp"
 #include "oe/state/state_store.hpp"
 #include "oe/state/store_lock.hpp"
@@ -90,29 +96,61 @@ Result<RunSummary> runExperience(const spec::Experience& experience,
   }
   const std::filesystem::path db_path = options.state_db ? *options.state_db : statePath(experience);
   const std::string run_id = options.run_id.empty() ? events::newRunId() : options.run_id;
-  // One writer per store (issue 10): taken before anything is written, so a refused run leaves
-  // no log, and held until the summary is built.
-  auto lock = state::StoreLock::acquire(db_path, run_id, /*wait=*/false);
-  if (!lock && options.wait_for_lock) {
-    if (options.on_lock_wait) {
-      const auto holder = state::StoreLock::holder(db_path);
-      options.on_lock_wait(holder ? state::StoreLock::describe(*holder) : "another run");
+  const std::string chain_id = options.chain_id.empty() ? run_id : options.chain_id;
+  const bool remote = pg::isUrl(options.store_url);
+  const auto retry = pgstore::storeRetry();
+  // The PostgreSQL store: its run record holds the scope's lock (one coordinator per scope), as
+  // StoreLock holds state.sqlite's, from before anything is written to the end of the run.
+  std::unique_ptr<pgstore::RunRecord> record;
+  std::optional<state::StoreLock> lock;
+  Result<std::unique_ptr<state::StateStore>> store = makeError("not opened");
+  if (remote) {
+    pgstore::RunInfo info;
+    info.run_id = run_id;
+    info.scope = pgstore::storeScope(experience.name);
+    info.experience = experience.file.string();
+    info.chain_id = chain_id;
+    info.resumed_from = options.resumed_from;
+    auto begun = pgstore::RunRecord::begin(options.store_url, std::move(info), retry);
+    if (!begun) {
+      return begun.error();
     }
-    lock = state::StoreLock::acquire(db_path, run_id, /*wait=*/true);
-  }
-  if (!lock) {
-    return lock.error();
-  }
-  if (options.fresh) {
-    if (auto removed = state::removeStateFiles(db_path); !removed) {
-      return removed.error();
+    record = std::move(begun).value();
+    if (options.fresh) {
+      if (auto reset = pgstore::resetState(record->connection(), record->info().scope); !reset) {
+        return makeError("cannot reset the state (--fresh): " + reset.error().message);
+      }
     }
+    auto backend = pgstore::PgStateBackend::open(options.store_url, record->info().scope, retry);
+    if (!backend) {
+      return backend.error();
+    }
+    store = state::StateStore::open(std::move(backend).value(), experience.state);
+  } else {
+    // One writer per store (issue 10): taken before anything is written, so a refused run
+    // leaves no log, and held until the summary is built.
+    auto acquired = state::StoreLock::acquire(db_path, run_id, /*wait=*/false);
+    if (!acquired && options.wait_for_lock) {
+      if (options.on_lock_wait) {
+        const auto holder = state::StoreLock::holder(db_path);
+        options.on_lock_wait(holder ? state::StoreLock::describe(*holder) : "another run");
+      }
+      acquired = state::StoreLock::acquire(db_path, run_id, /*wait=*/true);
+    }
+    if (!acquired) {
+      return acquired.error();
+    }
+    lock.emplace(std::move(*acquired));
+    if (options.fresh) {
+      if (auto removed = state::removeStateFiles(db_path); !removed) {
+        return removed.error();
+      }
+    }
+    store = state::StateStore::open(db_path, experience.state);
   }
-  auto store = state::StateStore::open(db_path, experience.state);
   if (!store) {
     return store.error();
   }
-  const std::string chain_id = options.chain_id.empty() ? run_id : options.chain_id;
   if (auto began = (*store)->beginChain(chain_id); !began) {
     return began.error();
   }
@@ -134,7 +172,13 @@ Result<RunSummary> runExperience(const spec::Experience& experience,
     }
   }
   std::unique_ptr<cache::CacheStore> cache;
-  if (options.use_cache) {
+  if (options.use_cache && remote) {
+    auto pg_cache = pgstore::PgCache::open(options.store_url, retry);
+    if (!pg_cache) {
+      return pg_cache.error();
+    }
+    cache = cache::CacheStore::open(std::move(pg_cache).value());
+  } else if (options.use_cache) {
     auto opened = cache::CacheStore::open(workspace / "cache");
     if (!opened) {
       return opened.error();
@@ -168,6 +212,16 @@ Result<RunSummary> runExperience(const spec::Experience& experience,
   if (!log) {
     return log.error();
   }
+  // Every line also goes to oe_events, from a writer thread (no round trip on the engine's).
+  std::unique_ptr<pgstore::EventSink> sink;
+  if (remote) {
+    auto opened = pgstore::EventSink::open(options.store_url, run_id, retry);
+    if (!opened) {
+      return opened.error();
+    }
+    sink = std::move(opened).value();
+    sink->attach(**log);
+  }
   if (options.on_event) {
     (*log)->subscribe(options.on_event);
   }
@@ -179,6 +233,12 @@ Result<RunSummary> runExperience(const spec::Experience& experience,
     // Pinned before run.started: a resume can always say what changed since this run.
     std::ofstream pin(workspace / "runs" / (run_id + ".pin.json"), std::ios::trunc);
     pin << run.pin().dump() << '\n';
+  }
+  if (record) {
+    // In the database too: a resume on another machine compares against it.
+    if (auto pinned = record->setPin(run.pin()); !pinned) {
+      return pinned.error();
+    }
   }
   Json extra = {{"experience", experience.file.string()}, {"chain_id", chain_id}};
   if (!options.resumed_from.empty()) {
@@ -203,6 +263,24 @@ Result<RunSummary> runExperience(const spec::Experience& experience,
   run.destroyInstances();
   summary.event_log = log_path;
   summary.chain_id = chain_id;
+  if (sink) {
+    if (auto failed = sink->close()) {
+      summary.warnings.push_back(*failed);
+    }
+  }
+  if (record) {
+    if (auto finished = record->finish(toString(summary.status)); !finished) {
+      summary.warnings.push_back(finished.error().message);
+    }
+    if (record->lostLock()) {
+      summary.warnings.push_back(
+          "the connection to " + pg::redact(options.store_url) +
+          " was replaced during the run (a server restart?), so the lock that keeps a second "
+          "coordinator off scope \"" +
+          record->info().scope +
+          "\" was not held from then on; check `oe runs --store URL` for a run that overlapped");
+    }
+  }
   return summary;
 }
 

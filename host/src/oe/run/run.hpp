@@ -105,7 +105,10 @@ struct RunOptions {
   // With wait_for_lock, called once (with who holds the store) before waiting for it.
   std::function<void(const std::string& holder)> on_lock_wait;
   Nesting nesting;  // a nested run's link to its parent (oe.subrun/1-draft)
-  // --store URL: a PostgreSQL URL (pg::isUrl) for the run's store and work queue; empty: SQLite.
+  // --store / OE_STORE / runtime.store, resolved by the CLI: a PostgreSQL URL (pg::isUrl) puts
+  // the state, the cache, a copy of the events and the run's record in that database (scope:
+  // pgstore::storeScope), and is the work queue of --workers; empty (or a path) = SQLite as
+  // before. A nested run stays on SQLite.
   std::string store_url;
   // --workers (with a PostgreSQL store_url): node attempts go to the work queue, run by `oe
   // worker` processes, instead of this process's thread pool (docs/scale-out.md).

@@ -54,6 +54,10 @@ constexpr const char* kSchemaText = R"json({
       "properties": {
         "concurrency": { "type": "integer", "minimum": 1 },
         "deterministic": { "type": "boolean" },
+        "store": {
+          "type": "string",
+          "description": "A PostgreSQL URL (postgresql://...): state, cache, events and run records in that database (docs/storage.md); --store and OE_STORE win over it"
+        },
         "limits": {
           "type": "object",
           "description": "Rate limits per LLM provider (anthropic, openai) or CLI (claude-code, codex, gemini), shared by every node of a run",

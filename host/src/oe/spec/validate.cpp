@@ -603,7 +603,7 @@ class Validator {
     if (auto rt = exp_.raw.is_object() ? exp_.raw.find("runtime") : exp_.raw.end();
         exp_.raw.is_object() && rt != exp_.raw.end()) {
       checkClosedKeys(*rt, "/runtime",
-                      {"concurrency", "deterministic", "limits", "budget", "prices"});
+                      {"concurrency", "deterministic", "limits", "budget", "prices", "store"});
       if (auto limits = rt->is_object() ? rt->find("limits") : rt->end();
           rt->is_object() && limits != rt->end() && limits->is_object()) {
         for (const auto& [provider, entry] : limits->items()) {

@@ -285,6 +285,39 @@ Result<std::unique_ptr<StateStore>> StateStore::open(const std::filesystem::path
   return store;
 }
 
+Result<std::unique_ptr<StateStore>> StateStore::open(std::unique_ptr<StateBackend> backend,
+                                                     const spec::StateSpec& schema) {
+  const std::string where = backend->describe();
+  auto store = std::make_unique<StateStore>(Private{}, where, schema);
+  store->backend_ = std::move(backend);
+  if (auto r = store->initBackend(); !r) {
+    return makeError("cannot open the state store " + where + ": " + r.error().message);
+  }
+  return store;
+}
+
+Result<void> StateStore::initBackend() {
+  auto rows = backend_->loadSnapshot();
+  if (!rows) {
+    return rows.error();
+  }
+  // Declared fields only, as init() loads state.sqlite.
+  for (auto& [field, text] : *rows) {
+    Slot* slot = find(field);
+    if (slot == nullptr) {
+      continue;
+    }
+    Json value = Json::parse(text, nullptr, false);
+    if (value.is_discarded()) {
+      return makeError("state field " + inQuotes(slot->name) +
+                       " holds text that is not JSON. Reset the state (oe reset-state --yes).");
+    }
+    slot->text = value.dump(-1, ' ', false, Json::error_handler_t::replace);
+    slot->value = std::move(value);
+  }
+  return {};
+}
+
 Result<void> StateStore::init() {
   std::error_code ec;
   if (path_.has_parent_path()) {
@@ -395,14 +428,6 @@ Result<std::vector<std::string>> StateStore::write(const Json& delta, const Writ
 
   // Phase 1, in memory only: check every key and compute its merged text. Nothing is touched
   // until all keys pass, so an error leaves both the file and the mirror as they were.
-  struct Pending {
-    Slot* slot;
-    const Json* incoming;
-    // array_append onto an existing array: `text` is the appended items only (D17), the mirror
-    // is extended in place.
-    bool append;
-    std::string text;
-  };
   const Json null_value;  // D10: an absent/undefined value is stored as JSON null
   std::vector<Pending> pending;
   pending.reserve(delta.size());
@@ -484,6 +509,75 @@ Result<std::vector<std::string>> StateStore::write(const Json& delta, const Writ
   // unset), appended with one write(2): from here the write, and its mark, survive a kill.
   // All rows share one ts (upstream does the same).
   const std::string ts = sqlite::isoNow();
+  if (backend_) {
+    if (auto r = writeBackend(pending, meta, ts, mark); !r) {
+      return r.error();
+    }
+  } else if (auto r = writeJournal(pending, meta, ts, mark); !r) {
+    return r.error();
+  }
+
+  // Phase 3: stored; update the mirror (cannot fail).
+  if (mark) {
+    if (auto it = landed_.find(meta.write_key); it != landed_.end()) {
+      it->second.assign(meta.input_key);
+    } else {
+      landed_.emplace(std::string(meta.write_key), std::string(meta.input_key));
+    }
+  }
+  written.reserve(pending.size());
+  for (Pending& p : pending) {
+    Slot& slot = *p.slot;
+    if (p.append) {
+      slot.value->insert(slot.value->end(), p.incoming->begin(), p.incoming->end());
+      slot.text_stale = true;  // rebuilt only if ever needed (an array stays an array)
+    } else {
+      slot.value = *p.incoming;
+      slot.text = std::move(p.text);
+      slot.text_stale = false;
+    }
+    written.push_back(slot.name);
+  }
+  return written;
+}
+
+std::optional<std::string> StateStore::oldTextOf(const Pending& p) {
+  if (p.append) {
+    return appendMarker(p.slot->value->size());
+  }
+  if (p.slot->value) {
+    return p.slot->text;
+  }
+  return std::nullopt;
+}
+
+Result<void> StateStore::writeBackend(const std::vector<Pending>& pending, const WriteMeta& meta,
+                                      const std::string& ts, bool mark) {
+  std::vector<BackendRow> rows;
+  rows.reserve(pending.size());
+  for (const Pending& p : pending) {
+    rows.push_back(BackendRow{p.slot->name, oldTextOf(p), p.text, p.append});
+  }
+  // Unique across the processes writing the scope: a retried transaction recognizes its rows.
+  const std::string write_id = std::string(meta.run_id) + ":" + std::to_string(++writes_);
+  const BackendWrite write{write_id,
+                           meta.node_id,
+                           meta.run_id,
+                           ts,
+                           mark ? std::string_view(chain_id_) : std::string_view(),
+                           meta.write_key,
+                           meta.input_key,
+                           rows};
+  if (auto r = backend_->write(write); !r) {
+    return makeError("cannot write the state of node " + inQuotes(meta.node_id) + ": " +
+                     r.error().message + ". Nothing of the node's output was applied.");
+  }
+  return {};
+}
+
+Result<void> StateStore::writeJournal(const std::vector<Pending>& pending, const WriteMeta& meta,
+                                      const std::string& ts, bool mark) {
+  const std::string_view node = meta.node_id;
   std::string line;
   line.reserve(64 + node.size() + meta.run_id.size() + pending.size() * 32);
   line += "{\"n\":";
@@ -544,13 +638,7 @@ Result<std::vector<std::string>> StateStore::write(const Json& delta, const Writ
     }
     const bool first = batch_.empty() && marks_.empty();
     for (const Pending& p : pending) {
-      std::optional<std::string> old_text;
-      if (p.append) {
-        old_text = appendMarker(p.slot->value->size());
-      } else if (p.slot->value) {
-        old_text = p.slot->text;
-      }
-      batch_.push_back(Row{p.slot->name, std::move(old_text), p.text, std::string(node),
+      batch_.push_back(Row{p.slot->name, oldTextOf(p), p.text, std::string(node),
                            std::string(meta.run_id), ts, p.append});
     }
     if (mark) {
@@ -575,29 +663,7 @@ Result<std::vector<std::string>> StateStore::write(const Json& delta, const Writ
       timer_->arm();
     }
   }
-
-  // Phase 3: journaled; update the mirror (cannot fail).
-  if (mark) {
-    if (auto it = landed_.find(meta.write_key); it != landed_.end()) {
-      it->second.assign(meta.input_key);
-    } else {
-      landed_.emplace(std::string(meta.write_key), std::string(meta.input_key));
-    }
-  }
-  written.reserve(pending.size());
-  for (Pending& p : pending) {
-    Slot& slot = *p.slot;
-    if (p.append) {
-      slot.value->insert(slot.value->end(), p.incoming->begin(), p.incoming->end());
-      slot.text_stale = true;  // rebuilt only if ever needed (an array stays an array)
-    } else {
-      slot.value = *p.incoming;
-      slot.text = std::move(p.text);
-      slot.text_stale = false;
-    }
-    written.push_back(slot.name);
-  }
-  return written;
+  return {};
 }
 
 Result<void> StateStore::commitRows(const std::vector<Row>& rows, const std::vector<Mark>& marks,
@@ -875,6 +941,19 @@ Result<void> StateStore::forgetFoldedJournals() {
 }
 
 Result<void> StateStore::beginChain(std::string_view chain_id) {
+  if (backend_) {
+    auto marks = backend_->landedWrites(chain_id);
+    if (!marks) {
+      return makeError("cannot read the landed writes of chain " + inQuotes(chain_id) + " in " +
+                       path_.string() + ": " + marks.error().message);
+    }
+    landed_.clear();
+    for (auto& [key, input] : *marks) {
+      landed_.emplace(key, std::move(input));
+    }
+    chain_id_.assign(chain_id);
+    return {};
+  }
   std::lock_guard lock(mutex_);
   // The batch may hold marks of the previous chain: committed first, so the query below sees
   // everything this store landed.
@@ -913,6 +992,9 @@ bool StateStore::landed(std::string_view write_key, std::string_view input_key) 
 }
 
 Result<std::vector<HistoryRow>> StateStore::queryHistory(std::string_view key, bool by_run) {
+  if (backend_) {
+    return backend_->history(key, by_run);
+  }
   std::lock_guard lock(mutex_);
   if (auto r = foldLocked(); !r) {
     return makeError("cannot read the state history: " + r.error().message);
@@ -923,18 +1005,13 @@ Result<std::vector<HistoryRow>> StateStore::queryHistory(std::string_view key, b
   std::vector<HistoryRow> rows;
   int rc = SQLITE_ROW;
   while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
-    HistoryRow row;
-    row.id = sqlite3_column_int64(stmt, 0);
-    row.field = sqlite::columnText(stmt, 1);
+    std::optional<std::string_view> old_text;
     if (sqlite3_column_type(stmt, 2) != SQLITE_NULL) {
-      row.value_old = parseStored(sqlite::columnView(stmt, 2));
-      row.append_from = appendedOnto(*row.value_old);
+      old_text = sqlite::columnView(stmt, 2);
     }
-    row.value_new = parseStored(sqlite::columnView(stmt, 3));
-    row.node_id = sqlite::columnText(stmt, 4);
-    row.run_id = sqlite::columnText(stmt, 5);
-    row.ts = sqlite::columnText(stmt, 6);
-    rows.push_back(std::move(row));
+    rows.push_back(historyRowOf(sqlite3_column_int64(stmt, 0), sqlite::columnText(stmt, 1),
+                                old_text, sqlite::columnView(stmt, 3), sqlite::columnText(stmt, 4),
+                                sqlite::columnText(stmt, 5), sqlite::columnText(stmt, 6)));
   }
   if (rc != SQLITE_DONE) {
     return makeError("cannot read the state history in " + path_.string() + ": " +
@@ -949,6 +1026,23 @@ Result<std::vector<HistoryRow>> StateStore::history(std::string_view field) {
 
 Result<std::vector<HistoryRow>> StateStore::historyForRun(std::string_view run_id) {
   return queryHistory(run_id, true);
+}
+
+HistoryRow historyRowOf(int64_t id, std::string field,
+                        const std::optional<std::string_view>& old_text, std::string_view new_text,
+                        std::string node_id, std::string run_id, std::string ts) {
+  HistoryRow row;
+  row.id = id;
+  row.field = std::move(field);
+  if (old_text) {
+    row.value_old = parseStored(*old_text);
+    row.append_from = appendedOnto(*row.value_old);
+  }
+  row.value_new = parseStored(new_text);
+  row.node_id = std::move(node_id);
+  row.run_id = std::move(run_id);
+  row.ts = std::move(ts);
+  return row;
 }
 
 std::vector<HistoryRow> expandAppends(std::vector<HistoryRow> rows) {

@@ -20,6 +20,7 @@
 #include "oe/common/result.hpp"
 #include "oe/expr/state_reader.hpp"
 #include "oe/spec/experience.hpp"
+#include "oe/state/state_backend.hpp"
 
 namespace oe::state {
 
@@ -54,6 +55,13 @@ struct HistoryRow {
 // The output is as large as upstream's rows: ask for the window you need.
 [[nodiscard]] std::vector<HistoryRow> expandAppends(std::vector<HistoryRow> rows);
 
+// A history row from its stored columns (value_old NULL = nullopt; an append marker sets
+// append_from, D17), for a StateBackend's history().
+[[nodiscard]] HistoryRow historyRowOf(int64_t id, std::string field,
+                                      const std::optional<std::string_view>& old_text,
+                                      std::string_view new_text, std::string node_id,
+                                      std::string run_id, std::string ts);
+
 // One store per run, used from ONE thread (the scheduler's): the mirror and write() have no
 // locks. Reads never touch SQLite: the mirror holds every declared field's value, loaded once at
 // open and updated after each write. The mirror assumes this store is the only writer of the
@@ -79,6 +87,11 @@ class StateStore : public expr::StateReader {
   // Opens or creates the database (and its parent folders), WAL mode, upstream tables, and
   // folds the journals that killed stores left.
   static Result<std::unique_ptr<StateStore>> open(const std::filesystem::path& db_path,
+                                                  const spec::StateSpec& schema);
+
+  // The same store over another backend (PostgreSQL, pgstore/): the same checks, merges and
+  // mirror; each write() is committed by the backend before it returns (no journal, no batch).
+  static Result<std::unique_ptr<StateStore>> open(std::unique_ptr<StateBackend> backend,
                                                   const spec::StateSpec& schema);
 
   StateStore(const Private&, std::filesystem::path db_path, const spec::StateSpec& schema);
@@ -166,7 +179,27 @@ class StateStore : public expr::StateReader {
     std::string run_id;
   };
 
+  // One key of a delta that passed the checks, with its merged text.
+  struct Pending {
+    Slot* slot;
+    const Json* incoming;
+    // array_append onto an existing array: `text` is the appended items only (D17), the mirror
+    // is extended in place.
+    bool append;
+    std::string text;
+  };
+
+  // A row's value_old as stored: the append marker (D17), the value before, or none.
+  static std::optional<std::string> oldTextOf(const Pending& p);
+
   Result<void> init();
+  Result<void> initBackend();
+  // write()'s phase 2, one per kind of store: the rows (and mark) made durable, or an error
+  // that leaves nothing applied.
+  Result<void> writeJournal(const std::vector<Pending>& pending, const WriteMeta& meta,
+                            const std::string& ts, bool mark);
+  Result<void> writeBackend(const std::vector<Pending>& pending, const WriteMeta& meta,
+                            const std::string& ts, bool mark);
   // Commits `rows` and records that `journal` is folded up to `folded_bytes`, in ONE
   // transaction. Call with mutex_ held.
   Result<void> commitRows(const std::vector<Row>& rows, const std::vector<Mark>& marks,
@@ -193,6 +226,9 @@ class StateStore : public expr::StateReader {
   // store's own writes since beginChain(). Used by the scheduler's thread only.
   std::string chain_id_;
   std::unordered_map<std::string, std::string, NameHash, std::equal_to<>> landed_;
+  // Set: the rows go there instead of the journal and SQLite (sql_ is then unused).
+  std::unique_ptr<StateBackend> backend_;
+  uint64_t writes_ = 0;               // numbers the backend's write ids
   std::unique_ptr<FoldTimer> timer_;  // declared last: stopped before the rest goes
 };
 

@@ -1,0 +1,30 @@
+// The node cache in oe_cache (docs/storage.md): one table shared by every coordinator and worker
+// of a database, keyed by cache::cacheKey (the key covers the node's inputs, so no scope).
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "oe/cache/remote_cache.hpp"
+#include "oe/pg/connection.hpp"
+
+namespace oe::pgstore {
+
+class PgCache : public cache::RemoteCache {
+ public:
+  static Result<std::unique_ptr<PgCache>> open(const std::string& url,
+                                               std::chrono::milliseconds retry_for);
+  explicit PgCache(std::unique_ptr<pg::Connection> conn);
+
+  std::optional<std::string> get(std::string_view key) override;
+  Result<void> put(std::string_view key, std::string_view node_id, std::string_view run_id,
+                   std::string_view output) override;
+  Result<void> touch(const std::vector<std::string>& keys, std::string_view run_id) override;
+  [[nodiscard]] std::string describe() const override;
+
+ private:
+  std::unique_ptr<pg::Connection> conn_;
+};
+
+}  // namespace oe::pgstore

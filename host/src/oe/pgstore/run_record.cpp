@@ -1,0 +1,183 @@
+// RunRecord: oe_runs rows and the per-scope coordinator lock.
+#include "oe/pgstore/run_record.hpp"
+
+#include <unistd.h>
+
+#include <climits>
+
+#include "oe/pgstore/store_connection.hpp"
+
+namespace oe::pgstore {
+
+namespace {
+
+// Namespaced so that another advisory lock of oe (the migrations') never meets a scope's.
+std::string lockKey(const std::string& scope) { return "oe-scope:" + scope; }
+
+constexpr std::string_view kColumns =
+    "run_id, scope, experience, chain_id, coalesce(resumed_from, ''), status, "
+    "coalesce(coordinator, ''), to_char(started_at AT TIME ZONE 'UTC', "
+    "'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), coalesce(to_char(finished_at AT TIME ZONE 'UTC', "
+    "'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), ''), pin";
+
+RunInfo infoOf(const pg::Rows& rows, int i) {
+  RunInfo info;
+  info.run_id = rows.text(i, 0);
+  info.scope = rows.text(i, 1);
+  info.experience = rows.text(i, 2);
+  info.chain_id = rows.text(i, 3);
+  info.resumed_from = rows.text(i, 4);
+  info.status = rows.text(i, 5);
+  info.coordinator = rows.text(i, 6);
+  info.started_at = rows.text(i, 7);
+  info.finished_at = rows.text(i, 8);
+  if (!rows.isNull(i, 9)) {
+    Json pin = Json::parse(rows.text(i, 9), nullptr, false);
+    if (!pin.is_discarded()) {
+      info.pin = std::move(pin);
+    }
+  }
+  return info;
+}
+
+}  // namespace
+
+std::string coordinatorName() {
+  char host[HOST_NAME_MAX + 1] = {};
+  if (gethostname(host, sizeof host) != 0) {
+    host[0] = '\0';
+  }
+  return std::string(host) + ":" + std::to_string(getpid());
+}
+
+Result<void> holdScope(pg::Connection& conn, const std::string& scope) {
+  const std::string url = pg::redact(conn.url());
+  auto locked = conn.exec("SELECT pg_try_advisory_lock(hashtextextended($1, 0))", {lockKey(scope)});
+  if (!locked) {
+    return makeError("cannot lock scope \"" + scope + "\" in " + url + ": " +
+                     locked.error().message);
+  }
+  if (locked->boolean(0, 0)) {
+    return {};
+  }
+  auto holder = conn.exec(
+      "SELECT run_id, coalesce(coordinator, '?'), to_char(started_at AT TIME ZONE 'UTC', "
+      "'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') FROM oe_runs WHERE scope = $1 AND status = 'running' "
+      "ORDER BY started_at DESC LIMIT 1",
+      {scope});
+  std::string who = "another run";
+  if (holder && !holder->empty()) {
+    who = "run " + std::string(holder->text(0, 0)) + " (coordinator " +
+          std::string(holder->text(0, 1)) + ", started " + std::string(holder->text(0, 2)) + ")";
+  }
+  return makeError("the state store " + url + " (scope \"" + scope + "\") is in use by " + who +
+                   ". Wait for that run to finish (or stop it); a killed coordinator's lock goes "
+                   "when its connection ends.");
+}
+
+Result<std::unique_ptr<RunRecord>> RunRecord::begin(const std::string& url, RunInfo info,
+                                                    std::chrono::milliseconds retry_for) {
+  auto conn = connect(url, retry_for, "oe run");
+  if (!conn) {
+    return conn.error();
+  }
+  pg::Connection& c = **conn;
+  if (auto held = holdScope(c, info.scope); !held) {
+    return held.error();
+  }
+  info.status = "running";
+  info.coordinator = coordinatorName();
+  auto inserted = c.exec(
+      "INSERT INTO oe_runs (run_id, scope, experience, chain_id, resumed_from, status, "
+      "coordinator, pin) VALUES ($1, $2, $3, $4, $5, 'running', $6, $7) ON CONFLICT (run_id) DO "
+      "UPDATE SET status = 'running', coordinator = excluded.coordinator, finished_at = NULL",
+      {info.run_id, info.scope, info.experience, info.chain_id,
+       info.resumed_from.empty() ? pg::Param(nullptr) : pg::Param(info.resumed_from),
+       info.coordinator, info.pin ? pg::Param(info.pin->dump()) : pg::Param(nullptr)});
+  if (!inserted) {
+    return makeError("cannot record run " + info.run_id + " in " + pg::redact(url) + ": " +
+                     inserted.error().message);
+  }
+  return std::make_unique<RunRecord>(std::move(*conn), std::move(info));
+}
+
+RunRecord::RunRecord(std::unique_ptr<pg::Connection> conn, RunInfo info)
+    : conn_(std::move(conn)), info_(std::move(info)), locked_pid_(conn_->backendPid()) {}
+
+RunRecord::~RunRecord() = default;
+
+Result<void> RunRecord::setPin(const Json& pin) {
+  auto r = conn_->exec("UPDATE oe_runs SET pin = $2 WHERE run_id = $1", {info_.run_id, pin.dump()});
+  if (!r) {
+    return makeError("cannot record the definition pin of run " + info_.run_id + ": " +
+                     r.error().message);
+  }
+  info_.pin = pin;
+  return {};
+}
+
+Result<void> RunRecord::finish(std::string_view status) {
+  constexpr std::string_view kSql =
+      "UPDATE oe_runs SET status = $2, finished_at = now() WHERE run_id = $1";
+  auto r = execRetrying(*conn_, kSql, {info_.run_id, status});
+  if (!r) {
+    return makeError("cannot record the end of run " + info_.run_id + ": " + r.error().message);
+  }
+  info_.status = status;
+  return {};
+}
+
+Result<RunInfo> findRun(pg::Connection& conn, const std::string& id_or_prefix,
+                        const std::string& scope) {
+  auto rows = conn.exec(std::string("SELECT ") + std::string(kColumns) +
+                            " FROM oe_runs WHERE (run_id = $1 OR starts_with(run_id, $1)) AND "
+                            "($2 = '' OR scope = $2) ORDER BY run_id = $1 DESC, started_at "
+                            "LIMIT 3",
+                        {id_or_prefix, scope});
+  if (!rows) {
+    return makeError("cannot look up run " + id_or_prefix + " in " + pg::redact(conn.url()) + ": " +
+                     rows.error().message);
+  }
+  if (rows->empty()) {
+    return makeError("no run " + id_or_prefix + " in " + pg::redact(conn.url()) +
+                     (scope.empty() ? std::string() : " (scope \"" + scope + "\")") +
+                     ". List them with `oe runs --store URL`.");
+  }
+  if (rows->size() > 1 && rows->text(0, 0) != id_or_prefix) {
+    return makeError("run prefix " + id_or_prefix + " matches several runs (" +
+                     std::string(rows->text(0, 0)) + ", " + std::string(rows->text(1, 0)) +
+                     ", ...). Give more of the id.");
+  }
+  return infoOf(*rows, 0);
+}
+
+Result<std::vector<RunInfo>> listRuns(pg::Connection& conn, const std::string& scope) {
+  // The counts read the lines' heads, as the event log writes them: {"type":"<type>",...
+  auto rows = conn.exec(
+      std::string("SELECT ") + std::string(kColumns) +
+          ", c.ran, c.cached, c.failed, c.skipped FROM oe_runs r LEFT JOIN LATERAL (SELECT "
+          "count(*) FILTER (WHERE starts_with(line, '{\"type\":\"node.finished\"') AND "
+          "position('\"cached\":true' IN line) = 0) AS ran, count(*) FILTER (WHERE "
+          "starts_with(line, '{\"type\":\"node.finished\"') AND position('\"cached\":true' IN "
+          "line) > 0) AS cached, count(*) FILTER (WHERE starts_with(line, "
+          "'{\"type\":\"node.failed\"')) AS failed, count(*) FILTER (WHERE starts_with(line, "
+          "'{\"type\":\"node.skipped\"')) AS skipped FROM oe_events e WHERE e.run_id = "
+          "r.run_id) c ON true WHERE r.scope = $1 ORDER BY r.started_at, r.run_id",
+      {scope});
+  if (!rows) {
+    return makeError("cannot list the runs in " + pg::redact(conn.url()) + ": " +
+                     rows.error().message);
+  }
+  std::vector<RunInfo> out;
+  for (int i = 0; i < rows->size(); ++i) {
+    RunInfo info = infoOf(*rows, i);
+    info.ran = static_cast<size_t>(rows->int64(i, 10));
+    info.cached = static_cast<size_t>(rows->int64(i, 11));
+    info.failed = static_cast<size_t>(rows->int64(i, 12));
+    info.skipped = static_cast<size_t>(rows->int64(i, 13));
+    out.push_back(std::move(info));
+  }
+  return out;
+}
+
+}  // namespace oe::pgstore

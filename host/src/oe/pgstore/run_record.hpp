@@ -1,0 +1,80 @@
+// A run's row in oe_runs and the lock that lets one coordinator at a time run on a scope
+// (docs/storage.md): the PostgreSQL counterpart of state::StoreLock and of runs/<id>.pin.json.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "oe/common/json.hpp"
+#include "oe/common/result.hpp"
+#include "oe/pg/connection.hpp"
+
+namespace oe::pgstore {
+
+struct RunInfo {
+  std::string run_id;
+  std::string scope;
+  std::string experience;  // the experience file, as the coordinator named it
+  std::string chain_id;
+  std::string resumed_from;
+  std::string status;       // running, success, partial, failed, interrupted
+  std::string coordinator;  // host:pid
+  std::string started_at;   // ISO-8601 UTC
+  std::string finished_at;  // empty while running
+  std::optional<Json> pin;  // run::definitionPin of the run
+  // Filled by listRuns, from the run's lines in oe_events: node calls that ran, replayed from
+  // the cache (node.finished with "cached":true), failed, skipped.
+  size_t ran = 0;
+  size_t cached = 0;
+  size_t failed = 0;
+  size_t skipped = 0;
+};
+
+// Holds a session-level advisory lock on a hash of the scope for the run's life, on a
+// connection of its own: a second coordinator on the same scope is refused, and a killed
+// coordinator's session ends, so its lock goes with it.
+class RunRecord {
+ public:
+  // Takes the lock (refused, naming the run that holds it, when another coordinator has it)
+  // and inserts the run's row (status running, coordinator host:pid).
+  static Result<std::unique_ptr<RunRecord>> begin(const std::string& url, RunInfo info,
+                                                  std::chrono::milliseconds retry_for);
+
+  RunRecord(std::unique_ptr<pg::Connection> conn, RunInfo info);
+  ~RunRecord();  // the connection ends: the lock goes
+
+  // Records the run's definition pin (taken after the lock, once the run is prepared).
+  Result<void> setPin(const Json& pin);
+  // Sets the row's status and finished_at (reconnecting if the server restarted meanwhile).
+  Result<void> finish(std::string_view status);
+  // After finish(): true when the record's session was replaced (the server restarted or the
+  // connection broke during the run), so the scope's lock was not held from then on: another
+  // coordinator could have started on the scope meanwhile. The run reports it as a warning.
+  [[nodiscard]] bool lostLock() const { return conn_->backendPid() != locked_pid_; }
+  const RunInfo& info() const { return info_; }
+  pg::Connection& connection() { return *conn_; }
+
+ private:
+  std::unique_ptr<pg::Connection> conn_;
+  RunInfo info_;
+  int locked_pid_ = 0;  // the server session that took the scope's lock
+};
+
+// Takes the scope's advisory lock on `conn` (held until the session ends); an error naming the
+// run that holds it, and what to do, when another coordinator has it.
+Result<void> holdScope(pg::Connection& conn, const std::string& scope);
+
+// The run `id_or_prefix` (a full id or a unique prefix); `scope` empty = any scope. An error
+// names what matched (none, several).
+Result<RunInfo> findRun(pg::Connection& conn, const std::string& id_or_prefix,
+                        const std::string& scope);
+// The runs of `scope`, oldest first, with their node counts.
+Result<std::vector<RunInfo>> listRuns(pg::Connection& conn, const std::string& scope);
+
+// `host:pid` of this process.
+std::string coordinatorName();
+
+}  // namespace oe::pgstore

@@ -1,0 +1,17 @@
+// Which part of a shared PostgreSQL database an experience's state is: its scope.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <string_view>
+
+namespace oe::pgstore {
+
+// OE_STORE_SCOPE when set, else the experience's `name:` (else "default").
+[[nodiscard]] std::string storeScope(std::string_view experience_name);
+
+// How long a run keeps reconnecting to a PostgreSQL store that went away (a restart, a
+// failover) before a write fails: OE_STORE_RETRY_MS, else 30 s.
+[[nodiscard]] std::chrono::milliseconds storeRetry();
+
+}  // namespace oe::pgstore

@@ -1,0 +1,215 @@
+// `oe run --store URL` end to end (docs/storage.md): the real oe binary, the tool plugin and a
+// real PostgreSQL server. The final state equals the SQLite run's; a second coordinator on the
+// scope is refused; a run killed with SIGKILL is resumed from another folder (another machine,
+// as far as local files go) without re-running a finished node; a server restart mid-run is
+// ridden out.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <csignal>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "support/pg_test_db.hpp"
+#include "support/process.hpp"
+#include "support/temp_dir.hpp"
+
+namespace oe::test {
+namespace {
+
+// Appends its mark to `out` (one line per execution), then, if this node is the gate and
+// PGSTORE_GATE names a file, creates it and waits for PGSTORE_RELEASE (never, when unset):
+// the run is held there, its earlier nodes done, until the test kills or releases it.
+constexpr std::string_view kStepMjs = R"(import fs from 'node:fs';
+export default async function (args) {
+  fs.appendFileSync(args.out, args.mark + '\n');
+  const gate = process.env.PGSTORE_GATE;
+  if (args.gate && gate) {
+    fs.writeFileSync(gate, 'reached');
+    const release = process.env.PGSTORE_RELEASE;
+    while (!release || !fs.existsSync(release)) {
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  }
+  return { state_delta: { items: [args.mark], last: args.mark, first: 'set' } };
+}
+)";
+
+std::string experienceYaml(const std::filesystem::path& out) {
+  std::ostringstream yaml;
+  yaml << "name: pgstore-it\nversion: 0.1.0\nstate:\n  schema:\n"
+       << "    items: { type: array, merge: array_append }\n"
+       << "    last: { type: string }\n"
+       << "    first: { type: string, merge: set_once }\n"
+       << "graph:\n  nodes:\n";
+  for (const char* id : {"a", "b", "gate", "c"}) {
+    yaml << "    - { id: " << id << ", kind: tool, impl: ./tools/step.mjs, writes: [items, last, "
+         << "first], args: { mark: " << id << ", out: \"" << out.string()
+         << "\", gate: " << (std::string_view(id) == "gate" ? "true" : "false") << " } }\n";
+  }
+  yaml << "  edges:\n    - { from: a, to: b }\n    - { from: b, to: gate }\n"
+       << "    - { from: gate, to: c }\n";
+  return yaml.str();
+}
+
+class PgStoreCli : public ::testing::Test {
+ protected:
+  // An experience folder (with the shared execution counter file `runs_`).
+  void writeExperience(const TempDir& dir) {
+    dir.write("experience.yaml", experienceYaml(counter_ / "executions.txt"));
+    dir.write("tools/step.mjs", kStepMjs);
+  }
+  ProcessResult oe(const TempDir& dir, std::vector<std::string> args,
+                   std::map<std::string, std::string> env = {}) {
+    args.insert(args.begin(), OE_EXE);
+    env.emplace("OE_PLUGIN_PATH", "");
+    env.emplace("OE_STORE", "");
+    return runProcess(args, env, dir.path());
+  }
+  std::map<std::string, int> executions() {
+    std::map<std::string, int> n;
+    std::ifstream in(counter_ / "executions.txt");
+    for (std::string line; std::getline(in, line);) {
+      ++n[line];
+    }
+    return n;
+  }
+  nlohmann::json stateOf(const TempDir& dir, const std::string& store) {
+    std::vector<std::string> args = {"state", "--json"};
+    if (!store.empty()) {
+      args.insert(args.end(), {"--store", store});
+    }
+    auto r = oe(dir, args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return nlohmann::json::parse(r.out, nullptr, false);
+  }
+  // The state an uninterrupted SQLite run ends with.
+  nlohmann::json sqliteReference() {
+    TempDir ref;
+    writeExperience(ref);
+    auto r = oe(ref, {"run", ".", "-q"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    std::filesystem::remove(counter_ / "executions.txt");
+    return stateOf(ref, "");
+  }
+
+  TempDir counter_;
+};
+
+TEST_F(PgStoreCli, ARunOnPostgresEndsWithTheSqliteRunsStateAndItsRecords) {
+  PgTestDb db;
+  const auto reference = sqliteReference();
+  ASSERT_EQ(reference["items"], nlohmann::json({"a", "b", "gate", "c"}));
+  TempDir dir;
+  writeExperience(dir);
+  auto run = oe(dir, {"run", ".", "-q", "--store", db.url()});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(run.out.find("warning"), std::string::npos) << run.out;
+  EXPECT_EQ(stateOf(dir, db.url()), reference);
+  EXPECT_FALSE(std::filesystem::exists(dir / ".openexpertise" / "state.sqlite"));
+  EXPECT_FALSE(std::filesystem::exists(dir / ".openexpertise" / "cache"));
+  // OE_STORE selects it as --store does; the second run replays every node from oe_cache.
+  auto again = oe(dir, {"run", ".", "--json"}, {{"OE_STORE", db.url()}});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  auto summary = nlohmann::json::parse(again.out);
+  EXPECT_EQ(summary["nodes"]["cached"], 4) << again.out;
+  EXPECT_EQ(executions(), (std::map<std::string, int>{{"a", 1}, {"b", 1}, {"gate", 1}, {"c", 1}}));
+  auto runs = oe(dir, {"runs", "--json", "--store", db.url()});
+  ASSERT_EQ(runs.exit_code, 0) << runs.err;
+  auto list = nlohmann::json::parse(runs.out);
+  ASSERT_EQ(list.size(), 2u);
+  EXPECT_EQ(list[0]["status"], "success");
+  EXPECT_EQ(list[0]["nodes"]["cached"], 4);
+  EXPECT_EQ(list[1]["nodes"]["ran"], 4);
+  // A path is not a store URL: said, not silently used.
+  auto path = oe(dir, {"run", ".", "--store", "/tmp/x.sqlite"});
+  EXPECT_EQ(path.exit_code, 2);
+  EXPECT_NE(path.err.find("PostgreSQL URL"), std::string::npos) << path.err;
+}
+
+TEST_F(PgStoreCli, AKilledRunIsResumedFromAnotherFolderWithoutRerunningAFinishedNode) {
+  PgTestDb db;
+  const auto reference = sqliteReference();
+  TempDir first;
+  TempDir elsewhere;
+  writeExperience(first);
+  writeExperience(elsewhere);
+  const auto gate = counter_ / "gate";
+  BackgroundProcess held({OE_EXE, "run", ".", "-q", "--store", db.url()},
+                         {{"OE_PLUGIN_PATH", ""}, {"PGSTORE_GATE", gate.string()}}, first.path(),
+                         first / "held");
+  ASSERT_TRUE(waitForFile(gate)) << held.err();
+  // While it holds the scope, a second coordinator on it is refused, from any folder.
+  auto second = oe(elsewhere, {"run", ".", "-q", "--store", db.url()});
+  EXPECT_NE(second.exit_code, 0);
+  EXPECT_NE(second.err.find("is in use by run"), std::string::npos) << second.err;
+  held.signal(SIGKILL);
+  EXPECT_EQ(held.wait(), 128 + SIGKILL);
+  // No local file of the killed run here: the run, its chain and its args come from the store.
+  auto resumed = oe(elsewhere, {"resume", "--last", "-q", "--store", db.url()});
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_EQ(stateOf(elsewhere, db.url()), reference);
+  // a and b had finished: not again; the gate was running at the kill: once more; c once.
+  EXPECT_EQ(executions(), (std::map<std::string, int>{{"a", 1}, {"b", 1}, {"gate", 2}, {"c", 1}}));
+  auto runs = oe(elsewhere, {"runs", "--json", "--store", db.url()});
+  auto list = nlohmann::json::parse(runs.out);
+  ASSERT_EQ(list.size(), 2u);
+  EXPECT_EQ(list[0]["status"], "success");
+  EXPECT_EQ(list[0]["resumed_from"], list[1]["run_id"]);
+  EXPECT_EQ(list[1]["status"], "unfinished");
+  // oe inspect reads both runs' events from the store, here where neither has a local log.
+  const std::string killed_id = list[1]["run_id"];
+  auto killed = oe(TempDir(), {"inspect", killed_id.substr(0, 8), "--json", "--store", db.url()});
+  ASSERT_EQ(killed.exit_code, 0) << killed.err;
+  auto killed_events = nlohmann::json::parse(killed.out);
+  ASSERT_FALSE(killed_events.empty());
+  EXPECT_EQ(killed_events.front()["type"], "run.started");
+  EXPECT_NE(killed_events.back()["type"], "run.finished");
+  auto last = oe(elsewhere, {"inspect", "--last", "--json", "--store", db.url()});
+  ASSERT_EQ(last.exit_code, 0) << last.err;
+  EXPECT_EQ(nlohmann::json::parse(last.out).back()["type"], "run.finished");
+}
+
+TEST_F(PgStoreCli, ARunRidesOutAServerRestartAndLosesNothing) {
+  TempDir tmp;
+  auto cluster = PgCluster::privateIn(tmp / "pg");
+  PgTestDb db(*cluster);
+  const auto reference = sqliteReference();
+  TempDir dir;
+  writeExperience(dir);
+  const auto gate = counter_ / "gate";
+  const auto release = counter_ / "release";
+  BackgroundProcess run({OE_EXE, "run", ".", "-q", "--store", db.url()},
+                        {{"OE_PLUGIN_PATH", ""},
+                         {"PGSTORE_GATE", gate.string()},
+                         {"PGSTORE_RELEASE", release.string()}},
+                        dir.path(), dir / "run");
+  ASSERT_TRUE(waitForFile(gate)) << run.err();
+  // Every connection of the run dies; the next statements find the server back.
+  cluster->stopNow();
+  cluster->start();
+  std::ofstream(release) << "go";
+  ASSERT_EQ(run.wait(), 0) << run.err();
+  EXPECT_NE(run.out().find("was not held from then on"), std::string::npos) << run.out();
+  EXPECT_EQ(stateOf(dir, db.url()), reference);
+  EXPECT_EQ(executions(), (std::map<std::string, int>{{"a", 1}, {"b", 1}, {"gate", 1}, {"c", 1}}));
+  // Every event line reached oe_events (the writer reconnected too).
+  auto conn = pg::Connection::open(db.url());
+  ASSERT_TRUE(conn);
+  auto lines = (*conn)->exec("SELECT count(*) FROM oe_events");
+  ASSERT_TRUE(lines);
+  size_t local = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir / ".openexpertise" / "runs")) {
+    if (entry.path().extension() == ".jsonl") {
+      std::ifstream in(entry.path());
+      for (std::string line; std::getline(in, line);) {
+        ++local;
+      }
+    }
+  }
+  EXPECT_EQ(static_cast<size_t>(lines->int64(0, 0)), local);
+}
+
+}  // namespace
+}  // namespace oe::test
