@@ -14,6 +14,13 @@
 
 namespace oe::test {
 
+// The environment of a reference run on the default backend (SQLite, in this process), whatever
+// backend the test runs the rest on (backend_environment.cpp sets OE_STORE and OE_WORKERS for
+// the PostgreSQL runs of the run-engine tests): its result is what the other backend must equal.
+inline std::map<std::string, std::string> sqliteReferenceEnv() {
+  return {{"OE_PLUGIN_PATH", ""}, {"OE_STORE", ""}, {"OE_WORKERS", ""}};
+}
+
 class OeTest : public ::testing::Test {
  protected:
   // Runs `oe <args...>` with OE_PLUGIN_PATH unset, in the temp dir.

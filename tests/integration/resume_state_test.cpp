@@ -90,22 +90,24 @@ class ResumeState : public OeTest {
   }
 
   // `oe <args>` in `dir`, stdout parsed as JSON.
-  nlohmann::json oeJson(const TempDir& dir, std::vector<std::string> args, int* exit_code) {
+  nlohmann::json oeJson(const TempDir& dir, std::vector<std::string> args, int* exit_code,
+                        const std::map<std::string, std::string>& env = {{"OE_PLUGIN_PATH", ""}}) {
     args.insert(args.begin(), OE_EXE);
-    auto r = runProcess(args, {{"OE_PLUGIN_PATH", ""}}, dir.path());
+    auto r = runProcess(args, env, dir.path());
     *exit_code = r.exit_code;
     auto parsed = nlohmann::json::parse(r.out, nullptr, false);
     EXPECT_FALSE(parsed.is_discarded()) << "stdout: " << r.out << "\nstderr: " << r.err;
     return parsed;
   }
 
-  // The final state of one uninterrupted run of the same experience, in its own folder.
+  // The final state of one uninterrupted run of the same experience, in its own folder, on SQLite.
   nlohmann::json uninterrupted(bool deterministic) {
     TempDir clean;
     writeFanOut(clean, deterministic);
     clean.write("gate", "");
     int code = -1;
-    auto summary = oeJson(clean, {"run", clean.path().string(), "--json"}, &code);
+    auto summary =
+        oeJson(clean, {"run", clean.path().string(), "--json"}, &code, sqliteReferenceEnv());
     EXPECT_EQ(code, 0) << summary.dump(2);
     EXPECT_EQ(summary["final_state"]["results"].size(), static_cast<size_t>(kItems));
     return summary["final_state"];
@@ -331,13 +333,15 @@ TEST_F(ResumeState, ReviewBranchStoppedByItsBudgetResumesToTheStateOfOneRun) {
       }
     }
   };
-  auto run = [](const TempDir& in, std::vector<std::string> args, int* code) {
+  // `reference`: on SQLite whatever the backend under test (its result is the one to equal).
+  auto run = [](const TempDir& in, std::vector<std::string> args, int* code,
+                bool reference = false) {
     args.insert(args.begin(), OE_EXE);
     args.insert(args.end(), {"--json", "--llm-replay", (in / "llm-recording.jsonl").string()});
-    auto r = runProcess(args,
-                        {{"OE_PLUGIN_PATH", ""}, {"OPENAI_API_KEY", ""}, {"ANTHROPIC_API_KEY", ""},
-                         {"OPENAI_BASE_URL", ""}},
-                        in.path());
+    auto env = reference ? sqliteReferenceEnv() : std::map<std::string, std::string>{};
+    env.insert({{"OE_PLUGIN_PATH", ""}, {"OPENAI_API_KEY", ""}, {"ANTHROPIC_API_KEY", ""},
+                {"OPENAI_BASE_URL", ""}});
+    auto r = runProcess(args, env, in.path());
     *code = r.exit_code;
     auto parsed = nlohmann::json::parse(r.out, nullptr, false);
     EXPECT_TRUE(parsed.is_object()) << "exit " << r.exit_code << "\nstdout: " << r.out
@@ -347,7 +351,7 @@ TEST_F(ResumeState, ReviewBranchStoppedByItsBudgetResumesToTheStateOfOneRun) {
   TempDir clean;
   copy_example(clean);
   int code = -1;
-  const auto expected = run(clean, {"run", clean.path().string()}, &code);
+  const auto expected = run(clean, {"run", clean.path().string()}, &code, /*reference=*/true);
   ASSERT_EQ(code, 0) << expected.dump(2);
 
   TempDir dir;

@@ -210,7 +210,9 @@ graph:
   TempDir fresh;  // a fresh worker: the module-level counters start at zero
   std::filesystem::copy(dir_.path() / "experience.yaml", fresh / "experience.yaml");
   std::filesystem::copy(dir_.path() / "tools", fresh / "tools", std::filesystem::copy_options::recursive);
-  auto r = oe({"run", fresh.path().string(), "--json", "--no-cache"});
+  // --fresh: the first run's `seen` is not this one's (a new folder on SQLite, the same scope,
+  // the experience's name, on PostgreSQL).
+  auto r = oe({"run", fresh.path().string(), "--json", "--no-cache", "--fresh"});
   auto dep = nlohmann::json::parse(r.out);
   EXPECT_EQ(dep["final_state"]["max_in_flight"], 1);
   EXPECT_EQ(dep["final_state"]["seen"], nlohmann::json({"a", "b"}));

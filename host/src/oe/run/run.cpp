@@ -196,6 +196,12 @@ Result<RunSummary> runExperience(const spec::Experience& experience,
   if (options.budget_override.max_cost_usd) {
     llm_settings.budget.max_cost_usd = options.budget_override.max_cost_usd;
   }
+  if (options.workers && pg::isUrl(options.store_url)) {
+    // Its workers call the providers too: runtime.limits and runtime.budget are counted in the
+    // database over the chain, by every process serving it (docs/llm.md).
+    llm_settings.shared_store_url = options.store_url;
+    llm_settings.shared_scope = chain_id;
+  }
   std::unique_ptr<llm::LlmService> own_llm;
   llm::LlmService* llm_service = nesting.llm;
   if (llm_service == nullptr) {

@@ -338,6 +338,20 @@ Worker::Folder& Worker::folderFor(const std::string& dir) {
   return *folder;
 }
 
+std::string Worker::chainOf(const std::string& run_id) const {
+  // The coordinator recorded the run (oe_runs) before it queued any attempt; a run not found
+  // there (a store that lost it) counts on its own.
+  auto conn = pg::Connection::open(options_.url, {.retry_for = std::chrono::seconds(10),
+                                                  .application_name = "oe worker"});
+  if (conn) {
+    auto rows = (*conn)->exec("SELECT chain_id FROM oe_runs WHERE run_id = $1", {run_id});
+    if (rows && !rows->empty()) {
+      return std::string(rows->text(0, 0));
+    }
+  }
+  return run_id;
+}
+
 llm::LlmService* Worker::llmFor(const std::string& run_id, const std::string& experience_dir,
                                 std::string& error) {
   Folder& folder = folderFor(experience_dir);
@@ -351,6 +365,10 @@ llm::LlmService* Worker::llmFor(const std::string& run_id, const std::string& ex
       llm_by_run_.erase(run_id);
       return nullptr;
     }
+    // runtime.limits and runtime.budget are counted in the database, over the run's chain,
+    // with every other worker and the coordinator serving it (docs/llm.md).
+    settings.shared_store_url = options_.url;
+    settings.shared_scope = chainOf(run_id);
     auto created = llm::LlmService::create(std::move(settings), *folder.registry, {});
     if (!created) {
       error = created.error().message;

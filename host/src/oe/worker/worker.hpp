@@ -61,6 +61,8 @@ class Worker {
   void log(oe_log_level level, std::string_view source, std::string_view message);
   // The run's LLM service, made from its experience's runtime block on first use (null and
   // `error` set when that block cannot be used).
+  // The chain the run belongs to (oe_runs), the scope of its shared limits and budget.
+  [[nodiscard]] std::string chainOf(const std::string& run_id) const;
   llm::LlmService* llmFor(const std::string& run_id, const std::string& experience_dir,
                           std::string& error);
 
