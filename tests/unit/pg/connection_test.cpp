@@ -24,6 +24,29 @@ TEST(PgUrlTest, RedactsThePassword) {
   EXPECT_EQ(redact("postgresql:///oe?host=/tmp"), "postgresql:///oe?host=/tmp");
 }
 
+TEST(PgArrayTest, QuotesEveryElementAndWritesNullsBare) {
+  EXPECT_EQ(arrayLiteral(std::vector<std::string>{}), "{}");
+  EXPECT_EQ(arrayLiteral(std::vector<std::string>{"a", "b\"c", "d\\e", ""}),
+            R"({"a","b\"c","d\\e",""})");
+  EXPECT_EQ(arrayLiteral(std::vector<std::optional<std::string_view>>{"x", std::nullopt}),
+            R"({"x",NULL})");
+}
+
+TEST(PgConnectionTest, AnArrayLiteralRoundTripsThroughTheServer) {
+  test::PgTestDb db;
+  auto conn = Connection::open(db.url());
+  ASSERT_TRUE(conn);
+  const std::vector<std::optional<std::string_view>> items = {"a,b", "q\"uote", "{}", std::nullopt};
+  auto rows = (*conn)->exec("SELECT x FROM unnest($1::text[]) WITH ORDINALITY AS t(x, n) ORDER BY n",
+                            {arrayLiteral(items)});
+  ASSERT_TRUE(rows) << rows.error().message;
+  ASSERT_EQ(rows->size(), 4);
+  EXPECT_EQ(rows->text(0, 0), "a,b");
+  EXPECT_EQ(rows->text(1, 0), "q\"uote");
+  EXPECT_EQ(rows->text(2, 0), "{}");
+  EXPECT_TRUE(rows->isNull(3, 0));
+}
+
 TEST(PgConnectionTest, BindsParametersAndReadsRows) {
   test::PgTestDb db;
   auto conn = Connection::open(db.url());

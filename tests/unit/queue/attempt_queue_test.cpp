@@ -300,10 +300,5 @@ TEST_F(AttemptQueueTest, WorkersRegisterHeartbeatAndStop) {
   EXPECT_TRUE(rows->boolean(0, 4));
 }
 
-TEST(TextArrayTest, QuotesEveryElement) {
-  EXPECT_EQ(textArray({}), "{}");
-  EXPECT_EQ(textArray({"a", "b\"c", "d\\e", ""}), R"({"a","b\"c","d\\e",""})");
-}
-
 }  // namespace
 }  // namespace oe::queue

@@ -89,6 +89,39 @@ std::string quoteIdentifier(std::string_view name) {
   return out;
 }
 
+std::string arrayLiteral(const std::vector<std::optional<std::string_view>>& items) {
+  size_t size = 2;
+  for (const auto& item : items) {
+    size += (item ? item->size() : 0) + 4;
+  }
+  std::string out;
+  out.reserve(size);
+  out += '{';
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i > 0) {
+      out += ',';
+    }
+    if (!items[i]) {
+      out += "NULL";
+      continue;
+    }
+    out += '"';
+    for (char c : *items[i]) {
+      if (c == '"' || c == '\\') {
+        out += '\\';
+      }
+      out += c;
+    }
+    out += '"';
+  }
+  out += '}';
+  return out;
+}
+
+std::string arrayLiteral(const std::vector<std::string>& items) {
+  return arrayLiteral(std::vector<std::optional<std::string_view>>(items.begin(), items.end()));
+}
+
 Param::Param(double value) {
   char buffer[64];
   std::snprintf(buffer, sizeof buffer, "%.17g", value);

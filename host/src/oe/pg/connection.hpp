@@ -134,6 +134,11 @@ class Connection {
   Failure last_failure_ = Failure::kNone;
 };
 
+// A text[] parameter's literal ({"a","b",NULL}), for statements that take many rows at once
+// (unnest of parallel arrays): one round trip instead of one per row.
+[[nodiscard]] std::string arrayLiteral(const std::vector<std::optional<std::string_view>>& items);
+[[nodiscard]] std::string arrayLiteral(const std::vector<std::string>& items);
+
 // SQL string literal / identifier quoting for the few statements that cannot take parameters
 // (LISTEN, CREATE DATABASE).
 [[nodiscard]] std::string quoteIdentifier(std::string_view name);

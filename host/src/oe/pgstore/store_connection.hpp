@@ -15,6 +15,8 @@
 
 namespace oe::pgstore {
 
+using pg::arrayLiteral;
+
 // Connects and migrates (cheap when up to date); the error names the redacted URL.
 Result<std::unique_ptr<pg::Connection>> connect(const std::string& url,
                                                 std::chrono::milliseconds retry_for,
@@ -27,8 +29,5 @@ Result<pg::Rows> execRetrying(pg::Connection& conn, std::string_view sql,
 Result<pg::Rows> execRetrying(pg::Connection& conn, std::string_view sql,
                               const std::vector<pg::Param>& params);
 
-// A PostgreSQL array literal of text elements (nullopt = NULL), for a parameter cast to text[]:
-// each element quoted, its quotes and backslashes escaped.
-std::string arrayLiteral(const std::vector<std::optional<std::string_view>>& items);
 
 }  // namespace oe::pgstore

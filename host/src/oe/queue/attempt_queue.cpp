@@ -36,24 +36,6 @@ Error failed(std::string_view what, const Error& error) {
 
 }  // namespace
 
-std::string textArray(const std::vector<std::string>& items) {
-  std::string out = "{";
-  for (size_t i = 0; i < items.size(); ++i) {
-    if (i > 0) {
-      out += ',';
-    }
-    out += '"';
-    for (char c : items[i]) {
-      if (c == '"' || c == '\\') {
-        out += '\\';
-      }
-      out += c;
-    }
-    out += '"';
-  }
-  out += '}';
-  return out;
-}
 
 Result<std::vector<int64_t>> AttemptQueue::enqueue(const std::vector<NewAttempt>& attempts,
                                                    bool notify) {
@@ -83,9 +65,9 @@ Result<std::vector<int64_t>> AttemptQueue::enqueue(const std::vector<NewAttempt>
       "$3::text[], $4::int[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], "
       "$10::bigint[]) WITH ORDINALITY AS x(r, n, c, a, q, k, cf, rq, ck, t, o) ORDER BY o "
       "RETURNING id",
-      std::vector<pg::Param>{textArray(run_ids), textArray(node_ids), textArray(call_keys),
-                             int64Array(numbers), textArray(queues), textArray(kinds),
-                             textArray(configs), textArray(requests), textArray(cache_keys),
+      std::vector<pg::Param>{pg::arrayLiteral(run_ids), pg::arrayLiteral(node_ids), pg::arrayLiteral(call_keys),
+                             int64Array(numbers), pg::arrayLiteral(queues), pg::arrayLiteral(kinds),
+                             pg::arrayLiteral(configs), pg::arrayLiteral(requests), pg::arrayLiteral(cache_keys),
                              int64Array(timeouts)});
   if (!rows) {
     return failed("add attempts", rows.error());
@@ -116,7 +98,7 @@ Result<std::vector<Claimed>> AttemptQueue::claim(const std::string& worker,
           "ANY($2::text[]) ORDER BY id LIMIT $4 FOR UPDATE SKIP LOCKED) "
           "RETURNING a.id, a.fence, a.run_id, a.node_id, a.call_key, a.attempt, a.queue, a.kind, "
           "a.config, a.request, COALESCE(a.cache_key, ''), a.timeout_ms",
-      {worker, textArray(queues), static_cast<double>(lease.count()), max});
+      {worker, pg::arrayLiteral(queues), static_cast<double>(lease.count()), max});
   if (!rows) {
     return failed("claim attempts", rows.error());
   }
@@ -195,7 +177,7 @@ Result<bool> AttemptQueue::complete(const std::string& worker, const Completion&
                              completion.result_status, completion.response, completion.error,
                              worker, cached ? pg::Param(completion.cache->key) : pg::Param(nullptr),
                              cached ? pg::Param(completion.cache->value) : pg::Param(nullptr),
-                             textArray(completion.events)});
+                             pg::arrayLiteral(completion.events)});
   if (!rows) {
     return failed("complete attempt " + std::to_string(completion.id), rows.error());
   }
@@ -276,7 +258,7 @@ Result<void> AttemptQueue::registerWorker(const std::string& worker, const std::
       "INSERT INTO oe_workers (id, host, pid, queues, concurrency) "
       "VALUES ($1, $2, $3, $4::text[], $5) ON CONFLICT (id) DO UPDATE SET host = $2, pid = $3, "
       "queues = $4::text[], concurrency = $5, heartbeat_at = now(), stopped_at = NULL",
-      {worker, host, pid, textArray(queues), concurrency});
+      {worker, host, pid, pg::arrayLiteral(queues), concurrency});
   if (!rows) {
     return failed("register worker " + worker, rows.error());
   }

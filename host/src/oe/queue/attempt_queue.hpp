@@ -131,7 +131,5 @@ class AttemptQueue {
   pg::Connection& conn_;
 };
 
-// A PostgreSQL array literal of text ({"a","b\"c"}), for `= ANY($1::text[])`.
-[[nodiscard]] std::string textArray(const std::vector<std::string>& items);
 
 }  // namespace oe::queue
