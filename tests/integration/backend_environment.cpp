@@ -53,8 +53,8 @@ class BackendEnvironment final : public ::testing::Environment {
       EXPECT_GT(done->int64(0, 0), 0) << "no node attempt was run by an `oe worker`";
     }
     for (auto& worker : workers_) {
-      worker->signal(SIGTERM);
-      (void)worker->wait();
+      worker->signal(SIGTERM);  // a worker finishes what it holds and exits 0
+      EXPECT_EQ(worker->wait(), 0) << worker->err();
     }
     workers_.clear();
     db_.reset();

@@ -307,6 +307,10 @@ Worker::~Worker() {
 }
 
 void Worker::stop() {
+  // Under the lock: a waiter between its check and its wait does not miss the wake-up, and
+  // run() cannot return (and its caller destroy this) while the signal thread is still in
+  // notify_all.
+  std::lock_guard lock(mutex_);
   stopping_ = true;
   changed_.notify_all();
 }
