@@ -258,6 +258,8 @@ class Run {
   // cancelled: that call's completion can be queued ahead of the signal's cancelAll and finish the
   // run, which must still be `interrupted` (finishRun reads it).
   int pending_signal_ = 0;
+  // The reason of a requestStop (guarded by inline_mutex_), for the same race as pending_signal_.
+  std::string pending_stop_reason_;
   bool cancelling_ = false;
   bool main_done_ = false;
   bool finished_ = false;

@@ -163,6 +163,11 @@ void Run::requestStop(std::string reason) {
   {
     std::lock_guard lock(inline_mutex_);
     signalled_ = true;  // a call going inline after this is cancelled by attempt()
+    // As for a signal: the cancelled call's completion can be queued ahead of the cancelAll
+    // below and finish the run, which must still say why it stopped (finishRun reads it).
+    if (pending_stop_reason_.empty()) {
+      pending_stop_reason_ = reason;
+    }
     if (inline_call_ != nullptr) {
       inline_call_->requestCancel();
     }
@@ -229,6 +234,11 @@ void Run::finishRun() {
     std::lock_guard lock(inline_mutex_);
     if (summary_.signal == 0 && !cancelling_) {
       summary_.signal = pending_signal_;
+    }
+    if (summary_.stop_reason.empty() && !pending_stop_reason_.empty()) {
+      // A stop from outside (a nested run's parent call cancelled) whose cancelAll is queued.
+      cancelling_ = true;
+      summary_.stop_reason = pending_stop_reason_;
     }
   }
   // D6, plus D7: a run stopped by fail_run (or a signal) is `failed`.
