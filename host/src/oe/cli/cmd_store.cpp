@@ -15,6 +15,26 @@
 
 namespace oe::cli {
 
+namespace {
+
+// The store's connection for `oe store <verb>`, or nullptr after saying why (exit_code set).
+std::unique_ptr<pg::Connection> connectFor(std::string& store, const std::string& verb,
+                                           int& exit_code) {
+  if (!resolveStoreUrl(store, "oe store", "; a SQLite store needs no migration")) {
+    exit_code = kExitUsage;
+    return nullptr;
+  }
+  auto conn = pg::Connection::open(store, {.application_name = "oe store " + verb});
+  if (!conn) {
+    std::cerr << "oe store " << verb << ": " << conn.error().message << '\n';
+    exit_code = kExitFailed;
+    return nullptr;
+  }
+  return std::move(conn).value();
+}
+
+}  // namespace
+
 void addStoreCommand(CLI::App& app, int& exit_code) {
   auto store = std::make_shared<std::string>();
   CLI::App* cmd = app.add_subcommand("store", "Manage a PostgreSQL store (schema migrations)");
@@ -24,17 +44,11 @@ void addStoreCommand(CLI::App& app, int& exit_code) {
       cmd->add_subcommand("migrate", "Create or upgrade oe's tables in a PostgreSQL database");
   migrate->add_option("--store", *store, "postgresql://… URL (default: $OE_STORE)");
   migrate->callback([store, &exit_code] {
-    if (!resolveStoreUrl(*store, "oe store", "; a SQLite store needs no migration")) {
-      exit_code = kExitUsage;
-      return;
-    }
-    auto conn = pg::Connection::open(*store, {.application_name = "oe store migrate"});
+    auto conn = connectFor(*store, "migrate", exit_code);
     if (!conn) {
-      std::cerr << "oe store migrate: " << conn.error().message << '\n';
-      exit_code = kExitFailed;
       return;
     }
-    auto report = pg::migrate(**conn);
+    auto report = pg::migrate(*conn);
     if (!report) {
       std::cerr << "oe store migrate: " << report.error().message << '\n';
       exit_code = kExitFailed;
@@ -52,17 +66,11 @@ void addStoreCommand(CLI::App& app, int& exit_code) {
   CLI::App* status = cmd->add_subcommand("status", "Print the oe schema version of a database");
   status->add_option("--store", *store, "postgresql://… URL (default: $OE_STORE)");
   status->callback([store, &exit_code] {
-    if (!resolveStoreUrl(*store, "oe store", "; a SQLite store needs no migration")) {
-      exit_code = kExitUsage;
-      return;
-    }
-    auto conn = pg::Connection::open(*store, {.application_name = "oe store status"});
+    auto conn = connectFor(*store, "status", exit_code);
     if (!conn) {
-      std::cerr << "oe store status: " << conn.error().message << '\n';
-      exit_code = kExitFailed;
       return;
     }
-    auto version = pg::currentVersion(**conn);
+    auto version = pg::currentVersion(*conn);
     if (!version) {
       std::cerr << "oe store status: " << version.error().message << '\n';
       exit_code = kExitFailed;

@@ -1,6 +1,8 @@
 // Shared command helpers (see common.hpp).
 #include "oe/cli/common.hpp"
 
+#include "oe/cli/store_option.hpp"
+
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -34,16 +36,8 @@ void loadPlugins(plugins::PluginRegistry& registry,
   registry.loadFrom(plugins::PluginRegistry::searchPath(experience_dir));
 }
 
-std::string storeOrEnv(const std::string& flag) {
-  if (!flag.empty()) {
-    return flag;
-  }
-  const char* env = std::getenv("OE_STORE");  // NOLINT: read only
-  return env != nullptr ? std::string(env) : std::string();
-}
-
 bool resolveStoreUrl(std::string& store, std::string_view command, std::string_view hint) {
-  store = storeOrEnv(store);
+  store = resolveStore(store, /*experience_raw=*/nullptr);
   if (!pg::isUrl(store)) {
     std::cerr << command << ": "
               << (store.empty() ? std::string("no store given")

@@ -31,9 +31,6 @@ class StderrLog final : public plugins::LogSink {
 // Loads the plugins an experience can use (its own plugins/ folder included).
 void loadPlugins(plugins::PluginRegistry& registry,
                  const std::optional<std::filesystem::path>& experience_dir);
-
-// --store's value, else OE_STORE's, else empty.
-[[nodiscard]] std::string storeOrEnv(const std::string& flag);
 // For the commands that need PostgreSQL: --store, else OE_STORE, must be a PostgreSQL URL; false
 // (and the message on stderr, prefixed with `command`, ending with `hint`) when it is not.
 bool resolveStoreUrl(std::string& store, std::string_view command, std::string_view hint = "");
