@@ -18,6 +18,17 @@ std::string_view skipSpace(std::string_view text) {
   return text;
 }
 
+// The string member `key` of `object`, or "" (a provider's answer is not trusted to be shaped
+// right; nlohmann's value() would throw on a member of another type).
+std::string textOf(const Json& object, const char* key) {
+  if (object.is_object()) {
+    if (auto it = object.find(key); it != object.end() && it->is_string()) {
+      return it->get<std::string>();
+    }
+  }
+  return {};
+}
+
 Json usageOf(const Json& usage, const char* in_key, const char* out_key) {
   auto number = [&](const char* key) {
     auto it = usage.find(key);
@@ -185,14 +196,14 @@ Expected<Json> openAiResult(std::string_view body, const LlmRequest& request) {
     return fail(OE_UNKNOWN, "the response has no choices: " + excerpt(body));
   }
   const Json& choice = (*choices)[0];
-  const Json message = choice.value("message", Json::object());
+  const Json message = choice.is_object() ? choice.value("message", Json::object()) : Json::object();
   std::string text;
   if (auto content = message.find("content"); content != message.end()) {
     if (content->is_string()) {
       text = content->get<std::string>();
     } else if (content->is_array()) {  // some compatible servers answer with content parts
       for (const Json& part : *content) {
-        if (part.is_object() && part.value("type", "") == "text" && part.contains("text") &&
+        if (textOf(part, "type") == "text" && part.contains("text") &&
             part["text"].is_string()) {
           text += part["text"].get<std::string>();
         }
@@ -204,7 +215,7 @@ Expected<Json> openAiResult(std::string_view body, const LlmRequest& request) {
   if (auto tool_calls = message.find("tool_calls");
       tool_calls != message.end() && tool_calls->is_array()) {
     for (const Json& call : *tool_calls) {
-      if (!call.is_object() || call.value("type", "function") != "function") {
+      if (!call.is_object() || (call.contains("type") && textOf(call, "type") != "function")) {
         continue;
       }
       auto function = call.find("function");
@@ -252,7 +263,7 @@ Expected<Json> anthropicResult(std::string_view body, const LlmRequest& request)
     if (!block.is_object()) {
       continue;
     }
-    const std::string type = block.value("type", "");
+    const std::string type = textOf(block, "type");
     if (type == "text" && block.contains("text") && block["text"].is_string()) {
       text += block["text"].get<std::string>();
     } else if (type == "tool_use" && block.contains("name") && block["name"].is_string()) {

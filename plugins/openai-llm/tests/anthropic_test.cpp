@@ -169,5 +169,14 @@ TEST_F(AnthropicTest, ResponseWithoutContentBlocksIsAClearError) {
       << result.error;
 }
 
+TEST_F(AnthropicTest, BlocksWithTheWrongTypesAreSkippedNotThrownOn) {
+  server_.enqueue(FakeLlmServer::json(
+      200, Json::parse(R"({"model": "m", "content": [{"type": ["text"], "text": "no"}, 3,
+           {"type": "text", "text": "yes"}, {"type": "tool_use", "name": 5}]})")));
+  const Json response = responseOf(complete(config("anthropic"), userRequest("go")));
+  EXPECT_EQ(response["text"], "yes");
+  EXPECT_FALSE(response.contains("tool_calls"));
+}
+
 }  // namespace
 }  // namespace oe::llm::test

@@ -183,6 +183,25 @@ TEST_F(OpenAiTest, CallsThatAreNotNamedFunctionsAreDropped) {
   EXPECT_EQ(response["tool_calls"], Json::array({{{"name", "kept"}, {"input", {{"k", true}}}}}));
 }
 
+TEST_F(OpenAiTest, MembersOfTheWrongTypeAreSkippedNotThrownOn) {
+  Json body = Json::parse(FakeLlmServer::openAiText("").body);
+  body["choices"][0]["message"]["content"] =
+      Json::parse(R"([{"type": 7, "text": "no"}, {"type": "text", "text": "yes"}, "loose"])");
+  body["choices"][0]["message"]["tool_calls"] = Json::parse(R"([
+      {"type": ["function"], "function": {"name": "odd", "arguments": "{}"}},
+      {"function": {"name": "untyped", "arguments": "{}"}}])");
+  server_.enqueue(FakeLlmServer::json(200, body));
+  Json not_an_object = Json::parse(FakeLlmServer::openAiText("").body);
+  not_an_object["choices"] = Json::array({"a string choice"});
+  server_.enqueue(FakeLlmServer::json(200, not_an_object));
+  const Json response = responseOf(complete(config("openai"), userRequest("go")));
+  EXPECT_EQ(response["text"], "yes");
+  EXPECT_EQ(response["tool_calls"], Json::array({{{"name", "untyped"}, {"input", Json::object()}}}));
+  const CallResult refused = complete(config("openai"), userRequest("again"));
+  EXPECT_EQ(refused.status, OE_UNKNOWN);
+  EXPECT_NE(refused.error.find("the response has no choices"), std::string::npos) << refused.error;
+}
+
 TEST_F(OpenAiTest, MissingUsageNumbersAreZeroAndMissingUsageIsOmitted) {
   Json partial = Json::parse(FakeLlmServer::openAiText("x").body);
   partial["usage"] = Json{{"prompt_tokens", 5}};

@@ -105,5 +105,20 @@ TEST(UltraDraft, SynthesisRoundTripsThroughJson) {
   EXPECT_EQ(back.next_steps, s.next_steps);
 }
 
+// What CI's fuzzer found: a member of the wrong type aborted the process (nlohmann's value()
+// throws). A malformed answer reads as an empty draft, which the checks then refuse.
+TEST(UltraDraft, MembersOfTheWrongTypeReadAsAbsent) {
+  const Synthesis s = Synthesis::fromJson(Json::parse(
+      R"({"experience_yaml": [{"patnt": ""}], "files": [{"path": 3, "content": {"a": 1}},
+          "x", {"path": "b.txt", "content": "B"}], "next_steps": ["run", 4]})"));
+  EXPECT_EQ(s.experience_yaml, "");
+  ASSERT_EQ(s.files.size(), 2U);
+  EXPECT_EQ(s.files[0].path, "");
+  EXPECT_EQ(s.files[0].content, "");
+  EXPECT_EQ(s.files[1].path, "b.txt");
+  EXPECT_EQ(s.next_steps, std::vector<std::string>{"run"});
+  EXPECT_EQ(Synthesis::fromJson(Json::array()).experience_yaml, "");
+}
+
 }  // namespace
 }  // namespace oe::ultra

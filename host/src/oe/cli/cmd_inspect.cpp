@@ -64,21 +64,21 @@ void printTimeline(const std::vector<Json>& events, const std::string& run_id,
   int64_t run_start = -1;
   int64_t run_end = -1;
   for (const auto& e : events) {
-    const std::string type = e.value("type", "");
-    const int64_t ts = events::parseIsoMs(e.value("ts", ""));
+    const std::string type = stringField(e, "type");
+    const int64_t ts = events::parseIsoMs(stringField(e, "ts"));
     if (type == "run.started") {
       run_start = ts;
       continue;
     }
     if (type == "run.finished") {
       run_end = ts;
-      run_status = e.value("status", "?");
+      run_status = stringField(e, "status", "?");
       if (e.contains("reason")) {
         run_status += " (" + e["reason"].get<std::string>() + ")";
       }
       continue;
     }
-    const std::string id = e.value("node_id", "");
+    const std::string id = stringField(e, "node_id");
     if (id.empty()) {
       continue;
     }
@@ -106,10 +106,10 @@ void printTimeline(const std::vector<Json>& events, const std::string& run_id,
       line.last_ts = ts;
       ++line.failures;
       line.status = "failed";
-      line.detail = e.value("error", "");
+      line.detail = stringField(e, "error");
     } else if (type == "node.skipped") {
       line.status = "skipped";
-      line.detail = e.value("reason", "");
+      line.detail = stringField(e, "reason");
     } else if (type == "node.activity" && e.contains("sub_event_log") &&
                e["sub_event_log"].is_string()) {
       line.sub_logs.emplace_back(e["sub_event_log"].get<std::string>());

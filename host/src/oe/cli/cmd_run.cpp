@@ -68,7 +68,7 @@ struct RunArgs {
 llm::Usage priorUsage(const std::vector<Json>& events) {
   llm::Usage total;
   for (const auto& event : events) {
-    const std::string type = event.value("type", "");
+    const std::string type = stringField(event, "type");
     if (type == "run.started") {
       total += llm::Usage::fromJson(event.value("usage_before", Json::object()));
     } else if (type == "node.tokens") {
@@ -604,7 +604,7 @@ int resumeFromStore(const RunArgs& a, const std::string& store) {
     std::cerr << "oe: warning: " << warning << '\n';
   }
   Json args = Json::object();
-  if (!log->events.empty() && log->events.front().value("type", "") == "run.started") {
+  if (!log->events.empty() && stringField(log->events.front(), "type") == "run.started") {
     args = log->events.front().value("args", Json::object());
   } else {
     std::cerr << "oe: run " << run->run_id
@@ -655,7 +655,7 @@ void addResumeCommand(CLI::App& app, int& exit_code) {
     Json args = Json::object();
     // The chain is named by its first run; a log from before chains were recorded started one.
     std::string chain_id = run->id;
-    if (!log->events.empty() && log->events.front().value("type", "") == "run.started") {
+    if (!log->events.empty() && stringField(log->events.front(), "type") == "run.started") {
       const Json& started = log->events.front();
       args = started.value("args", Json::object());
       if (auto it = started.find("chain_id");

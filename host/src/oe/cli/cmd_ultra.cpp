@@ -265,11 +265,11 @@ int report(const ultra::UltraResult& r, bool json, bool revise) {
   }
   Json nodes = Json::array();
   for (const auto& sketch : r.analysis.value("node_sketches", Json::array())) {
-    nodes.push_back(sketch.value("id", "") + "(" + sketch.value("kind", "") + ")");
+    nodes.push_back(stringField(sketch, "id") + "(" + stringField(sketch, "kind") + ")");
   }
   Json phases = Json::array();
   for (const auto& phase : r.analysis.value("phases", Json::array())) {
-    phases.push_back(phase.value("id", ""));
+    phases.push_back(stringField(phase, "id"));
   }
   nlohmann::ordered_json fields;
   fields["slug"] = r.slug;

@@ -196,7 +196,7 @@ class NodeProgress {
   }
 
   void onEvent(const Json& event) {
-    const std::string type = event.value("type", "");
+    const std::string type = stringField(event, "type");
     const char* verb = type == "node.finished"
                            ? (event.value("cached", false) ? "cached" : "finished")
                        : type == "node.failed"  ? "failed"
@@ -426,8 +426,8 @@ Result<Json> initTool(const McpContext& context, mcp::ToolCall& call) {
 // (an LLM phase takes a while: the progress also keeps a client's request timeout from expiring).
 std::function<void(const Json&)> phaseProgress(mcp::ToolCall& call) {
   return [&call, count = std::make_shared<int>(0)](const Json& event) {
-    const std::string status = event.value("status", "");
-    if (event.value("type", "") != "ultra.phase" || status == "start") {
+    const std::string status = stringField(event, "status");
+    if (stringField(event, "type") != "ultra.phase" || status == "start") {
       return;
     }
     *count += 1;

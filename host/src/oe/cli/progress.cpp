@@ -77,21 +77,21 @@ void Progress::onEvent(const events::Event& event) {
   // The rare types below print a field of the event: only they parse it.
   if (type == "node.failed") {
     closeCall(node);
-    say("  FAILED  " + node + ": " + event.json().value("error", "") + '\n');
+    say("  FAILED  " + node + ": " + stringField(event.json(), "error") + '\n');
   } else if (type == "node.skipped") {
-    say("  skipped " + node + " (" + event.json().value("reason", "") + ")\n");
+    say("  skipped " + node + " (" + stringField(event.json(), "reason") + ")\n");
   } else if (type == "node.retry") {
     const Json& retry = event.json();
     say("  retry   " + node + " after attempt " + std::to_string(retry.value("attempt", 0)) +
         " in " + std::to_string(retry.value("delay_ms", 0)) +
-        " ms: " + oneLine(retry.value("error", "")) + '\n');
+        " ms: " + oneLine(stringField(retry, "error")) + '\n');
   } else if (type == "node.activity") {
-    printOnce(node, "          " + node + ": ", event.json().value("activity", ""));
+    printOnce(node, "          " + node + ": ", stringField(event.json(), "activity"));
   } else if (type == "node.log") {
     if (node.empty()) {
-      say("  warning " + event.json().value("message", "") + '\n');
+      say("  warning " + stringField(event.json(), "message") + '\n');
     } else {
-      printOnce(node, "  log     " + node + ": ", event.json().value("message", ""));
+      printOnce(node, "  log     " + node + ": ", stringField(event.json(), "message"));
     }
   }
 }

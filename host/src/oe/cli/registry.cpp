@@ -37,7 +37,7 @@ std::optional<fs::path> registryFile() {
 namespace {
 
 // The first problem wins: `error` is only set while empty.
-std::string stringField(const Json& entry, const char* key, std::string& error,
+std::string entryString(const Json& entry, const char* key, std::string& error,
                         const std::string& where, bool required) {
   if (!error.empty()) {
     return "";
@@ -89,15 +89,15 @@ RegistryLoad loadRegistry(const fs::path& file) {
     }
     RegistryEntry entry;
     std::string error;
-    entry.name = stringField(item, "name", error, where, true);
+    entry.name = entryString(item, "name", error, where, true);
     const std::string named = entry.name.empty() ? where : where + " (" + entry.name + ")";
-    entry.url = stringField(item, "url", error, named, false);
+    entry.url = entryString(item, "url", error, named, false);
     // Without a url the entry is a GitHub repository, which needs both.
-    entry.owner = stringField(item, "owner", error, named, entry.url.empty());
-    entry.repo = stringField(item, "repo", error, named, entry.url.empty());
-    entry.ref = stringField(item, "ref", error, named, false);
-    entry.description = stringField(item, "description", error, named, false);
-    entry.subpath = stringField(item, "subpath", error, named, false);
+    entry.owner = entryString(item, "owner", error, named, entry.url.empty());
+    entry.repo = entryString(item, "repo", error, named, entry.url.empty());
+    entry.ref = entryString(item, "ref", error, named, false);
+    entry.description = entryString(item, "description", error, named, false);
+    entry.subpath = entryString(item, "subpath", error, named, false);
     if (item.contains("tags")) {
       const Json& tags = item["tags"];
       if (!tags.is_array() ||

@@ -54,9 +54,9 @@ std::optional<std::string> lastLine(const std::filesystem::path& path, uint64_t 
 }
 
 void takeFinished(RunRecord& run, const Json& e) {
-  run.finished_at = e.value("ts", "");
+  run.finished_at = stringField(e, "ts");
   run.end_ms = parseIsoMs(run.finished_at);
-  run.status = e.value("status", "?");
+  run.status = stringField(e, "status", "?");
   if (auto it = e.find("reason"); it != e.end() && it->is_string()) {
     run.reason = it->get<std::string>();
   }
@@ -87,15 +87,15 @@ void countEvents(RunRecord& run) {
   RunRecord counted;
   const Json* finished = nullptr;
   for (const Json& e : log->events) {
-    const std::string type = e.value("type", "");
-    if (const int64_t ts = parseIsoMs(e.value("ts", "")); ts > run.end_ms) {
+    const std::string type = stringField(e, "type");
+    if (const int64_t ts = parseIsoMs(stringField(e, "ts")); ts > run.end_ms) {
       run.end_ms = ts;
     }
     if (type == "run.finished") {
       finished = &e;
       continue;
     }
-    const std::string node = e.value("node_id", "");
+    const std::string node = stringField(e, "node_id");
     if (type == "node.started") {
       ++open_calls[node];
     } else if (type == "node.finished" || type == "node.failed") {
@@ -127,7 +127,7 @@ void countEvents(RunRecord& run) {
 void readDetails(RunRecord& run) {
   if (auto last = lastLine(run.log, run.size_bytes)) {
     Json e = Json::parse(*last, nullptr, false);
-    if (e.is_object() && e.value("type", "") == "run.finished" && e.contains("nodes")) {
+    if (e.is_object() && stringField(e, "type") == "run.finished" && e.contains("nodes")) {
       takeFinished(run, e);
       return;
     }
@@ -178,8 +178,8 @@ std::vector<RunRecord> listRuns(const std::filesystem::path& runs_dir, bool deta
                         static_cast<int64_t>(st.st_mtim.tv_nsec / 1000000);
     }
     Json first = Json::parse(firstLine(path), nullptr, false);
-    if (first.is_object() && first.value("type", "") == "run.started") {
-      run.started_at = first.value("ts", "");
+    if (first.is_object() && stringField(first, "type") == "run.started") {
+      run.started_at = stringField(first, "ts");
       run.started_ms = parseIsoMs(run.started_at);
       if (auto from = first.find("resumed_from"); from != first.end() && from->is_string()) {
         run.resumed_from = from->get<std::string>();

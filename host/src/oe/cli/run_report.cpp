@@ -144,11 +144,6 @@ int64_t asInt(const Json& value) {
 }
 double asDouble(const Json& value) { return value.is_number() ? value.get<double>() : 0.0; }
 
-std::string stringField(const Json& event, const char* key) {
-  const Json& value = member(event, key);
-  return value.is_string() ? value.get<std::string>() : std::string();
-}
-
 NodeSummary& nodeOf(RunModel& model, const std::string& id) {
   auto [it, inserted] = model.index.emplace(id, model.nodes.size());
   if (inserted) {

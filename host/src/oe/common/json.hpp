@@ -26,4 +26,18 @@ inline std::string jsonQuoted(std::string_view s) {
   }
   return Json(std::string(s)).dump(-1, ' ', false, Json::error_handler_t::replace);
 }
+
+// The string at `key` of `object`, or `fallback` when `object` is not an object or the member
+// is absent or not a string. For JSON oe did not write itself (model answers, provider
+// responses, files a user may edit): nlohmann's value() throws there when a member has another
+// type, and a hostile answer must not abort the process.
+inline std::string stringField(const Json& object, std::string_view key,
+                               std::string_view fallback = {}) {
+  if (object.is_object()) {
+    if (auto it = object.find(key); it != object.end() && it->is_string()) {
+      return it->get<std::string>();
+    }
+  }
+  return std::string(fallback);
+}
 }  // namespace oe

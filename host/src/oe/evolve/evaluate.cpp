@@ -40,12 +40,12 @@ Baseline baselineOf(const std::vector<Json>& events, const Json& state_diff) {
   b.status = "unfinished";
   int64_t start = -1;
   for (const auto& event : events) {
-    const std::string type = event.value("type", "");
+    const std::string type = stringField(event, "type");
     if (type == "run.started") {
       b.args = event.value("args", Json::object());
       start = tsMs(event);
     } else if (type == "run.finished") {
-      b.status = event.value("status", "unfinished");
+      b.status = stringField(event, "status", "unfinished");
       const int64_t end = tsMs(event);
       b.ms = start >= 0 && end >= start ? end - start : -1;
     } else if (type == "node.tokens") {

@@ -46,7 +46,7 @@ Result<std::pair<std::string, std::string>> datasetFile(const fs::path& yaml_pat
       continue;
     }
     const Json source = node.raw.value("source", Json::object());
-    if (!source.is_object() || source.value("type", "") != "file") {
+    if (!source.is_object() || stringField(source, "type") != "file") {
       continue;
     }
     std::string uri = stringMember(source, "uri");

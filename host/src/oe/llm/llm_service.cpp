@@ -202,11 +202,11 @@ Answer LlmService::completeCall(const Site& site, std::string_view request_json,
                       "re-record with --llm-record " +
                       replayer_->path().string());
     }
-    const std::string model = found->response.value("model", request.value("model", ""));
+    const std::string model = stringField(found->response, "model", stringField(request, "model"));
     if (record != nullptr) {
       record->replayed = true;
       record->provider = found->provider;
-      record->request_model = request.value("model", model);
+      record->request_model = stringField(request, "model", model);
     }
     Usage used = Usage::fromJson(found->response.value("usage", Json::object()));
     Ledger::Reservation exact{used.tokens(), 0, 0};

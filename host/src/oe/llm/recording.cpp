@@ -40,7 +40,7 @@ Result<void> Recorder::append(const std::string& key, std::string_view node_id,
   return writeLine({{"key", key},
                     {"node_id", node_id},
                     {"provider", provider},
-                    {"model", response.value("model", request.value("model", ""))},
+                    {"model", stringField(response, "model", stringField(request, "model"))},
                     {"request", request},
                     {"response", response}});
 }
@@ -112,7 +112,7 @@ Result<std::unique_ptr<Replayer>> Replayer::load(const std::filesystem::path& pa
       continue;
     }
     replayer->exchanges_.try_emplace(line["key"].get<std::string>(),
-                                     Exchange{line.value("provider", ""), line["response"]});
+                                     Exchange{stringField(line, "provider"), line["response"]});
   }
   return replayer;
 }

@@ -172,7 +172,7 @@ Json standInResponse(const Json& request) {
   if (tools.is_array() && !tools.empty() && tools.front().is_object()) {
     const Json& tool = tools.front();
     Json call = Json::object();
-    call["name"] = tool.value("name", "structured_output");
+    call["name"] = stringField(tool, "name", "structured_output");
     Json input = standInInstance(tool.value("input_schema", Json::object()));
     call["input"] = input.is_object() ? input : Json::object();
     response["tool_calls"] = Json::array({call});
@@ -194,7 +194,7 @@ Json standInCliOutcome(std::string_view stdout_text) {
 }
 
 std::string standInCliStdout(const Json& node_spec) {
-  if (!node_spec.is_object() || node_spec.value("output_format", "text") != "json") {
+  if (!node_spec.is_object() || stringField(node_spec, "output_format", "text") != "json") {
     return "stand-in answer";
   }
   if (auto schema = node_spec.find("schema"); schema != node_spec.end() && schema->is_object()) {

@@ -28,10 +28,10 @@ std::optional<std::string> relayedActivity(const events::Event& event) {
     return node + (event.cached() ? " cached" : " finished");
   }
   if (type == "node.failed") {
-    return node + " failed: " + event.json().value("error", "");
+    return node + " failed: " + stringField(event.json(), "error");
   }
   if (type == "run.finished") {
-    return "run finished " + event.json().value("status", "");
+    return "run finished " + stringField(event.json(), "status");
   }
   return std::nullopt;
 }
@@ -93,7 +93,7 @@ oe_status Run::subrunFromPlugin(Call& call, std::string_view request_text, std::
   }
   const std::string written_path = request["experience"].get<std::string>();
   const std::string declared = request.value("declared_as", written_path);
-  const std::string scope = request.value("state_scope", "isolated");
+  const std::string scope = stringField(request, "state_scope", "isolated");
   if (scope != "isolated" && scope != "shared") {
     out =
         "oe.subrun/1-draft: state_scope must be \"isolated\" or \"shared\", not \"" + scope + "\"";

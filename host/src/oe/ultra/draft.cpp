@@ -61,15 +61,22 @@ Json Synthesis::toJson() const {
 
 Synthesis Synthesis::fromJson(const Json& json) {
   Synthesis s;
-  s.experience_yaml = json.value("experience_yaml", "");
-  for (const auto& f : json.value("files", Json::array())) {
-    if (f.is_object()) {
-      s.files.push_back({f.value("path", ""), f.value("content", "")});
+  if (!json.is_object()) {
+    return s;
+  }
+  s.experience_yaml = stringField(json, "experience_yaml");
+  if (auto files = json.find("files"); files != json.end() && files->is_array()) {
+    for (const auto& f : *files) {
+      if (f.is_object()) {
+        s.files.push_back({stringField(f, "path"), stringField(f, "content")});
+      }
     }
   }
-  for (const auto& step : json.value("next_steps", Json::array())) {
-    if (step.is_string()) {
-      s.next_steps.push_back(step.get<std::string>());
+  if (auto steps = json.find("next_steps"); steps != json.end() && steps->is_array()) {
+    for (const auto& step : *steps) {
+      if (step.is_string()) {
+        s.next_steps.push_back(step.get<std::string>());
+      }
     }
   }
   return s;

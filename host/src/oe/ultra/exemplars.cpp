@@ -85,12 +85,14 @@ std::vector<Exemplar> scanCorpus(const fs::path& dir) {
 
 std::vector<Exemplar> pickExemplars(const Json& analysis, const std::vector<Exemplar>& corpus,
                                     size_t count) {
-  std::string text = analysis.value("name", "") + " " + analysis.value("description", "") + " " +
-                     analysis.value("domain", "");
+  std::string text = stringField(analysis, "name") + " " + stringField(analysis, "description") + " " +
+                     stringField(analysis, "domain");
   std::set<std::string> kinds;
-  for (const auto& sketch : analysis.value("node_sketches", Json::array())) {
-    text += " " + sketch.value("purpose", "") + " " + sketch.value("id", "");
-    kinds.insert(sketch.value("kind", ""));
+  const auto sketches = analysis.is_object() ? analysis.find("node_sketches") : analysis.end();
+  for (const auto& sketch :
+       sketches != analysis.end() && sketches->is_array() ? *sketches : Json::array()) {
+    text += " " + stringField(sketch, "purpose") + " " + stringField(sketch, "id");
+    kinds.insert(stringField(sketch, "kind"));
   }
   const std::set<std::string> wanted = words(text);
   std::vector<std::pair<size_t, size_t>> scored;  // (score, index)

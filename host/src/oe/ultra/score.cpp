@@ -28,14 +28,16 @@ Json Finding::toJson() const {
 
 Finding Finding::fromJson(const Json& json) {
   Finding f;
-  f.dimension = json.value("dimension", "");
-  f.severity = json.value("severity", "low");
-  f.anchor = json.value("anchor", Json::object());
-  if (!f.anchor.is_object()) {
+  f.dimension = stringField(json, "dimension");
+  f.severity = stringField(json, "severity", "low");
+  if (auto anchor = json.is_object() ? json.find("anchor") : json.end();
+      anchor != json.end() && anchor->is_object()) {
+    f.anchor = *anchor;
+  } else {
     f.anchor = Json::object();
   }
-  f.evidence = json.value("evidence", "");
-  f.fix = json.value("fix", "");
+  f.evidence = stringField(json, "evidence");
+  f.fix = stringField(json, "fix");
   return f;
 }
 

@@ -86,14 +86,14 @@ class Session {
     if (response.is_object() && response.contains("tool_calls") &&
         response["tool_calls"].is_array()) {
       for (const auto& c : response["tool_calls"]) {
-        if (c.value("name", "") == "structured_output" && c.contains("input")) {
+        if (stringField(c, "name") == "structured_output" && c.contains("input")) {
           input = &c["input"];
           break;
         }
       }
     }
     if (input == nullptr) {
-      const std::string text = response.is_object() ? response.value("text", "") : out;
+      const std::string text = response.is_object() ? stringField(response, "text") : out;
       return makeError(phase_name + ": the LLM did not return a structured_output tool call" +
                        (text.empty() ? "" : " (it answered: " + text.substr(0, 200) + ")"));
     }
@@ -125,7 +125,7 @@ class Session {
                      kAnalyzeTokens, options_.model);
         },
         [](const Json& a) {
-          return a.value("name", "") + ": " + std::to_string(a["node_sketches"].size()) +
+          return stringField(a, "name") + ": " + std::to_string(a["node_sketches"].size()) +
                  " node(s)";
         });
   }
@@ -459,7 +459,7 @@ Result<UltraResult> author(const Context& context, const std::string& task,
     result.loop = session.finish();
     return result;
   }
-  result.slug = draft_slug.empty() ? slugify(result.analysis.value("name", "")) : draft_slug;
+  result.slug = draft_slug.empty() ? slugify(stringField(result.analysis, "name")) : draft_slug;
   if (auto guarded = guardedPath(result.slug);
       !guarded || guarded->find('/') != std::string::npos) {
     return makeError("the draft slug \"" + result.slug +
@@ -505,7 +505,7 @@ Result<UltraResult> reviseDraft(const Context& context, const fs::path& draft_di
   result.analysis = stored->analysis.is_null() ? Json::object() : stored->analysis;
   result.slug = draft_dir.filename().string();
   result.draft_dir = draft_dir;
-  const std::string task = result.analysis.value("description", "");
+  const std::string task = stringField(result.analysis, "description");
   std::vector<std::string> previous;
   for (const auto& f : stored->synthesis.files) {
     previous.push_back(f.path);

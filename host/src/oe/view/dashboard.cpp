@@ -9,11 +9,6 @@ namespace oe::view {
 
 namespace {
 
-std::string stringField(const Json& event, const char* name) {
-  auto it = event.find(name);
-  return it != event.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
 int64_t intField(const Json& event, const char* name) {
   auto it = event.find(name);
   return it != event.end() && it->is_number() ? it->get<int64_t>() : 0;
