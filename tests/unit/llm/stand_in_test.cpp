@@ -49,6 +49,15 @@ TEST(StandIn, HostileSchemasAreBounded) {
   const Json big = standInInstance(Json::parse(R"({"type":"array","minItems":1e12})"));
   EXPECT_LE(big.size(), 16U);
   EXPECT_TRUE(standInInstance(Json("not a schema")).is_null());
+  // Members of the wrong type (what the fuzzer found aborting): read as absent.
+  EXPECT_EQ(standInInstance(Json::parse(
+                R"({"type":"object","required":["a","b"],"properties":"object"})")),
+            Json::parse(R"({"a":null,"b":null})"));
+  EXPECT_EQ(standInInstance(Json::parse(R"({"type":"array","minItems":2,"items":"x"})")),
+            Json::parse("[null,null]"));
+  EXPECT_EQ(standInResponse(Json::parse(R"({"tools":[{"input_schema":3}]})"))["tool_calls"][0]
+                ["input"],
+            Json::object());
 }
 
 TEST(StandIn, ResponseCallsTheFirstToolOrAnswersText) {

@@ -47,6 +47,17 @@ const Json* resolveRef(const Json& root, const std::string& ref) {
   return at;
 }
 
+// `object[key]`, or null when `object` is not an object or has no such member (value() would
+// throw on a schema that is a string where an object belongs).
+const Json& member(const Json& object, const std::string& key) {
+  static const Json kNull;
+  if (!object.is_object()) {
+    return kNull;
+  }
+  auto it = object.find(key);
+  return it != object.end() ? *it : kNull;
+}
+
 int64_t bound(const Json& schema, const char* key, int64_t fallback, int64_t max) {
   auto it = schema.find(key);
   if (it == schema.end() || !it->is_number()) {
@@ -87,7 +98,7 @@ Json typed(Builder& b, const Json& schema, const std::string& type, int depth) {
   if (type == "array") {
     Json out = Json::array();
     const int64_t n = bound(schema, "minItems", 0, kMaxItems);
-    const Json items = schema.value("items", Json::object());
+    const Json& items = member(schema, "items");
     for (int64_t i = 0; i < n; ++i) {
       out.push_back(instance(b, items, depth + 1));
     }
@@ -95,13 +106,13 @@ Json typed(Builder& b, const Json& schema, const std::string& type, int depth) {
   }
   if (type == "object") {
     Json out = Json::object();
-    const Json properties = schema.value("properties", Json::object());
-    const Json required = schema.value("required", Json::array());
+    const Json& properties = member(schema, "properties");
+    const Json& required = member(schema, "required");
     if (required.is_array() && !required.empty()) {
       for (const auto& name : required) {
         if (name.is_string()) {
           const std::string key = name.get<std::string>();
-          out[key] = instance(b, properties.value(key, Json::object()), depth + 1);
+          out[key] = instance(b, member(properties, key), depth + 1);
         }
       }
     } else if (properties.is_object()) {
@@ -168,12 +179,12 @@ Json standInInstance(const Json& schema) {
 Json standInResponse(const Json& request) {
   Json response = Json::object();
   response["text"] = "";
-  const Json tools = request.value("tools", Json::array());
+  const Json& tools = member(request, "tools");
   if (tools.is_array() && !tools.empty() && tools.front().is_object()) {
     const Json& tool = tools.front();
     Json call = Json::object();
     call["name"] = stringField(tool, "name", "structured_output");
-    Json input = standInInstance(tool.value("input_schema", Json::object()));
+    Json input = standInInstance(member(tool, "input_schema"));
     call["input"] = input.is_object() ? input : Json::object();
     response["tool_calls"] = Json::array({call});
     response["stop_reason"] = "tool_use";
@@ -201,7 +212,7 @@ std::string standInCliStdout(const Json& node_spec) {
     return standInInstance(*schema).dump();
   }
   Json out = Json::object();
-  for (const auto& field : node_spec.value("writes", Json::array())) {
+  for (const auto& field : member(node_spec, "writes")) {
     if (field.is_string()) {
       out[field.get<std::string>()] = nullptr;
     }
