@@ -85,6 +85,8 @@ TEST_F(ScaleOutLlm, FourWorkersAgainstAProviderRefusingAboveFiveInFlightSeeNoRef
   EXPECT_EQ(out["final_state"]["out47"], "ok");
   EXPECT_EQ(server_.requestCount(), 48U);  // no 429, so no call was sent twice
   EXPECT_LE(server_.peakInFlight(), 5U);
+  // The workers' calls are the run's: counted in the coordinator's summary.
+  EXPECT_EQ(out["usage"]["llm_calls"], 48) << out.dump();
   // The calls were spread over the workers, not served by one.
   auto conn = pg::Connection::open(db_.url());
   ASSERT_TRUE(conn);
@@ -114,6 +116,25 @@ TEST_F(ScaleOutLlm, ABudgetSharedByFourWorkersIsNeverExceeded) {
   ASSERT_TRUE(spent) << spent.error().message;
   EXPECT_EQ(spent->int64(0, 0), static_cast<int64_t>(server_.requestCount() * 10));
   EXPECT_LE(spent->int64(0, 0), 200);
+  // What the workers spent is in the coordinator's summary and in each node's metrics (the
+  // node.finished events the coordinator logged).
+  const auto calls = static_cast<int64_t>(server_.requestCount());
+  EXPECT_EQ(out["usage"]["llm_calls"], calls) << out.dump();
+  EXPECT_EQ(out["usage"]["input_tokens"], calls * 7) << out.dump();
+  EXPECT_EQ(out["usage"]["output_tokens"], calls * 3) << out.dump();
+  int64_t metered = 0;
+  auto finished = (*conn)->exec(
+      "SELECT line FROM oe_events WHERE line::jsonb->>'type' = 'node.finished'");
+  ASSERT_TRUE(finished) << finished.error().message;
+  for (int i = 0; i < finished->size(); ++i) {
+    const json event = json::parse(finished->text(i, 0));
+    if (event.contains("metrics") && event["metrics"].contains("tokens_in")) {
+      EXPECT_EQ(event["metrics"]["tokens_in"], 7) << event.dump();
+      EXPECT_EQ(event["metrics"]["tokens_out"], 3) << event.dump();
+      ++metered;
+    }
+  }
+  EXPECT_EQ(metered, calls);
   // The refused nodes say why.
   EXPECT_NE(out.dump().find("budget"), std::string::npos) << out.dump();
 }

@@ -163,7 +163,8 @@ TEST_F(AttemptQueueTest, ACompletionCommitsTheResultTheCacheEntryAndTheEventsTog
                   R"({"state_delta":{"x":1}})",
                   "",
                   CacheEntry{"key-a", R"({"state_delta":{"x":1}})"},
-                  {R"({"type":"node.activity","node_id":"a"})"}};
+                  {R"({"type":"node.activity","node_id":"a"})"},
+                  R"({"input_tokens":7,"llm_calls":1})"};
   auto accepted = queue_->complete("w1", done);
   ASSERT_TRUE(accepted) << accepted.error().message;
   EXPECT_TRUE(*accepted);
@@ -183,6 +184,7 @@ TEST_F(AttemptQueueTest, ACompletionCommitsTheResultTheCacheEntryAndTheEventsTog
   ASSERT_EQ(finished->size(), 1u);
   EXPECT_TRUE((*finished)[0].ok);
   EXPECT_EQ((*finished)[0].response, R"({"state_delta":{"x":1}})");
+  EXPECT_EQ((*finished)[0].llm_usage, R"({"input_tokens":7,"llm_calls":1})");
   auto again = queue_->collect("run-1");
   ASSERT_TRUE(again);
   EXPECT_EQ(again->size(), 1u);  // until it is marked collected, it is read again
@@ -217,7 +219,8 @@ TEST_F(AttemptQueueTest, ALateCompletionWithAStaleFenceIsRefusedAndWritesNothing
                   R"({"state_delta":{"x":"late"}})",
                   "",
                   CacheEntry{"key-late", "{}"},
-                  {R"({"type":"node.activity"})"}};
+                  {R"({"type":"node.activity"})"},
+                  ""};
   auto refused = queue_->complete("w1", late);
   ASSERT_TRUE(refused) << refused.error().message;
   EXPECT_FALSE(*refused);

@@ -149,6 +149,11 @@ std::optional<Ledger::Refusal> Ledger::exhausted() const {
   return checkSpent(spent_);
 }
 
+void Ledger::count(const Usage& used) {
+  std::lock_guard lock(mutex_);
+  spent_ += used;
+}
+
 void Ledger::settle(const Reservation& reserved, const Usage& used) {
   if (shared_ != nullptr) {
     // On failure the hold stays (renewed while this process lives): the budget errs on the

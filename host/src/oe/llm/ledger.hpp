@@ -87,6 +87,9 @@ class Ledger {
   void settle(const Reservation& reserved, const Usage& used);
   // Gives back a reservation whose call failed before spending anything.
   void cancel(const Reservation& reserved);
+  // Counts what another process's calls for this run spent (an `oe worker`'s, which charged the
+  // shared budget itself): only this ledger's spent() grows.
+  void count(const Usage& used);
 
   [[nodiscard]] Usage spent() const;  // prior + this run
   [[nodiscard]] const Budget& budget() const { return budget_; }

@@ -102,6 +102,9 @@ class LlmService {
   // Gives back what waitForRoom granted; `actual_tokens` replaces the estimate.
   void giveBack(const RateLimiter::Ticket& ticket, int64_t actual_tokens);
 
+  // Counts the LLM usage of an attempt an `oe worker` ran for this run (Ledger::count).
+  void countRemoteUsage(const Usage& used) { ledger_.count(used); }
+
   [[nodiscard]] Usage runUsage() const;                               // this run's calls
   [[nodiscard]] Usage totalUsage() const { return ledger_.spent(); }  // prior + this run
   [[nodiscard]] const Settings& settings() const { return settings_; }

@@ -163,7 +163,7 @@ Result<bool> AttemptQueue::complete(const std::string& worker, const Completion&
   const bool cached = completion.cache && !completion.cache->key.empty();
   auto rows = conn_.exec(
       "WITH done AS (UPDATE oe_attempts SET status = $3, result_status = $4, response = $5, "
-      "error = $6, finished_at = now(), lease_expires_at = NULL "
+      "error = $6, llm_usage = $11, finished_at = now(), lease_expires_at = NULL "
       "WHERE id = $1 AND fence = $2 AND status = 'leased' AND lease_owner = $7 "
       "RETURNING run_id, node_id), "
       "cached AS (INSERT INTO oe_cache (key, node_id, run_id, value) "
@@ -177,7 +177,9 @@ Result<bool> AttemptQueue::complete(const std::string& worker, const Completion&
                              completion.result_status, completion.response, completion.error,
                              worker, cached ? pg::Param(completion.cache->key) : pg::Param(nullptr),
                              cached ? pg::Param(completion.cache->value) : pg::Param(nullptr),
-                             pg::arrayLiteral(completion.events)});
+                             pg::arrayLiteral(completion.events),
+                             completion.llm_usage.empty() ? pg::Param(nullptr)
+                                                          : pg::Param(completion.llm_usage)});
   if (!rows) {
     return failed("complete attempt " + std::to_string(completion.id), rows.error());
   }
@@ -187,7 +189,7 @@ Result<bool> AttemptQueue::complete(const std::string& worker, const Completion&
 Result<std::vector<Finished>> AttemptQueue::collect(const std::string& run_id) {
   auto rows = conn_.exec(
       "SELECT id, status = 'done', COALESCE(result_status, 0), COALESCE(response, ''), "
-      "COALESCE(error, '') FROM oe_attempts WHERE run_id = $1 AND status IN ('done', 'failed') "
+      "COALESCE(error, ''), COALESCE(llm_usage, '') FROM oe_attempts WHERE run_id = $1 AND status IN ('done', 'failed') "
       "AND collected_at IS NULL ORDER BY id",
       {run_id});
   if (!rows) {
@@ -201,6 +203,7 @@ Result<std::vector<Finished>> AttemptQueue::collect(const std::string& run_id) {
     f.result_status = static_cast<int>(rows->int64(i, 2));
     f.response = rows->text(i, 3);
     f.error = rows->text(i, 4);
+    f.llm_usage = rows->text(i, 5);
   }
   std::sort(finished.begin(), finished.end(),
             [](const Finished& x, const Finished& y) { return x.id < y.id; });

@@ -62,6 +62,7 @@ struct Completion {
   std::string error;
   std::optional<CacheEntry> cache;
   std::vector<std::string> events;  // JSONL lines for oe_events (node.activity, ...)
+  std::string llm_usage;            // llm::Usage JSON of the attempt's LLM calls; empty: none
 };
 
 // A finished attempt as the coordinator collects it.
@@ -71,6 +72,7 @@ struct Finished {
   int result_status = 0;
   std::string response;
   std::string error;
+  std::string llm_usage;  // as Completion's
 };
 
 // A held lease as the heartbeat renews it.

@@ -653,6 +653,14 @@ void Run::attemptRemote(const std::shared_ptr<Call>& call, std::string request) 
       call->status = f.ok ? OE_OK : status != OE_OK ? status : OE_INTERNAL;
       call->response.data = f.response;
       call->error.data = f.error;
+      if (!f.llm_usage.empty()) {
+        // What the worker's LLM calls used: the node's metrics and the run's summary count it
+        // (the chain's shared budget was charged by the worker already).
+        call->llm_usage.usage = llm::Usage::fromJson(Json::parse(f.llm_usage, nullptr, false));
+        if (llm_ != nullptr) {
+          llm_->countRemoteUsage(call->llm_usage.usage);
+        }
+      }
       invokeDone(call);
     });
   });

@@ -221,6 +221,12 @@ class WorkerCall final : public oe_host_ctx {
                                        request_.at("args"));
   }
   llm::Site site() { return llm::Site{this, attempt_.node_id, &usage_}; }
+
+ public:
+  // What the attempt's LLM calls used (read once invoke has returned).
+  [[nodiscard]] const llm::Usage& llmUsage() const { return usage_.usage; }
+
+ private:
   llm::LlmService* service(std::string& error) {
     return worker_.llmFor(attempt_.run_id, dir_, error);
   }
@@ -447,6 +453,18 @@ void Worker::execute(const queue::Claimed& attempt) {
   completion.ok = status == OE_OK;
   completion.result_status = status;
   completion.response = std::move(response.data);
+  if (const llm::Usage& used = call.llmUsage(); used.calls > 0) {
+    // Reported back so that the coordinator counts it in its summary; the node's metrics (and
+    // so its cache entry) get it as a local attempt's do.
+    completion.llm_usage = used.toJson().dump();
+    if (completion.ok) {
+      Json output = Json::parse(completion.response, nullptr, false);
+      if (output.is_object()) {
+        run::engine::addLlmMetrics(output, used);
+        completion.response = output.dump();
+      }
+    }
+  }
   if (!completion.ok) {
     completion.error = run::engine::invocationError(status, error.data, attempt.kind);
   } else if (!attempt.cache_key.empty()) {
