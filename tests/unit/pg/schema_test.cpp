@@ -29,6 +29,29 @@ TEST(PgSchemaTest, MigratesAnEmptyDatabaseOnceAndThenIsUpToDate) {
   EXPECT_EQ(tables->int64(0, 0), 6);
 }
 
+// A database an earlier oe created (version 1: before attempts carried their LLM usage) is
+// brought up to date, keeping its rows.
+TEST(PgSchemaTest, ADatabaseAtVersionOneIsMigratedForwardKeepingItsRows) {
+  test::PgTestDb db;
+  auto conn = Connection::open(db.url());
+  ASSERT_TRUE(conn);
+  ASSERT_TRUE(migrate(**conn));
+  ASSERT_TRUE((*conn)->exec("ALTER TABLE oe_attempts DROP COLUMN llm_usage"));
+  ASSERT_TRUE((*conn)->exec("DELETE FROM oe_schema_migrations WHERE version > 1"));
+  ASSERT_TRUE((*conn)->exec(
+      "INSERT INTO oe_attempts (run_id, node_id, call_key, attempt, kind, config, request) "
+      "VALUES ('r', 'n', 'n', 1, 'tool', '{}', '{}')"));
+  auto report = migrate(**conn);
+  ASSERT_TRUE(report) << report.error().message;
+  EXPECT_EQ(report->from, 1);
+  EXPECT_EQ(report->to, latestVersion());
+  auto row = (*conn)->exec("SELECT node_id, llm_usage IS NULL FROM oe_attempts");
+  ASSERT_TRUE(row) << row.error().message;
+  ASSERT_EQ(row->size(), 1);
+  EXPECT_EQ(row->text(0, 0), "n");
+  EXPECT_TRUE(row->boolean(0, 1));
+}
+
 TEST(PgSchemaTest, TwoProcessesMigratingAtOnceBothSucceed) {
   test::PgTestDb db;
   Result<MigrateReport> a = makeError("not run");
