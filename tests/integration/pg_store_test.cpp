@@ -53,6 +53,29 @@ std::string experienceYaml(const std::filesystem::path& out) {
   return yaml.str();
 }
 
+// The scope lock of experience `pgstore-it` as pg_locks shows it (classid: high half of the
+// 64-bit key, objid: low half).
+constexpr std::string_view kScopeLockWhere =
+    "locktype = 'advisory' AND objsubid = 1 AND granted AND "
+    "((classid::bigint << 32) | objid::bigint) = hashtextextended('oe-scope:pgstore-it', 0)";
+
+// Waits (polling, at most a minute) until a session holds the scope's lock; false if none did.
+bool waitForScopeLock(const std::string& url) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (auto conn = pg::Connection::open(url)) {
+      auto held = (*conn)->exec("SELECT count(*) FROM pg_locks WHERE " +
+                                std::string(kScopeLockWhere));
+      if (held && held->int64(0, 0) > 0) {
+        return true;
+      }
+    }
+    const timespec pause{0, 20'000'000};
+    nanosleep(&pause, nullptr);
+  }
+  return false;
+}
+
 class PgStoreCli : public ::testing::Test {
  protected:
   // An experience folder (with the shared execution counter file `runs_`).
@@ -144,6 +167,12 @@ TEST_F(PgStoreCli, AKilledRunIsResumedFromAnotherFolderWithoutRerunningAFinished
   auto second = oe(elsewhere, {"run", ".", "-q", "--store", db.url()});
   EXPECT_NE(second.exit_code, 0);
   EXPECT_NE(second.err.find("is in use by run"), std::string::npos) << second.err;
+  // `oe runs` tells the run in progress (its coordinator holds the scope) from a dead one.
+  auto during = oe(elsewhere, {"runs", "--json", "--store", db.url()});
+  ASSERT_EQ(during.exit_code, 0) << during.err;
+  const auto in_progress = nlohmann::json::parse(during.out);
+  ASSERT_EQ(in_progress.size(), 1u) << during.out;
+  EXPECT_EQ(in_progress[0]["status"], "running");
   held.signal(SIGKILL);
   EXPECT_EQ(held.wait(), 128 + SIGKILL);
   // No local file of the killed run here: the run, its chain and its args come from the store.
@@ -189,9 +218,16 @@ TEST_F(PgStoreCli, ARunRidesOutAServerRestartAndLosesNothing) {
   // Every connection of the run dies; the next statements find the server back.
   cluster->stopNow();
   cluster->start();
+  // The run takes the scope's lock again on a new session: a second coordinator is refused.
+  ASSERT_TRUE(waitForScopeLock(db.url()));
+  TempDir elsewhere;
+  writeExperience(elsewhere);
+  auto second = oe(elsewhere, {"run", ".", "-q", "--store", db.url()});
+  EXPECT_NE(second.exit_code, 0);
+  EXPECT_NE(second.err.find("is in use by run"), std::string::npos) << second.err;
   std::ofstream(release) << "go";
   ASSERT_EQ(run.wait(), 0) << run.err();
-  EXPECT_NE(run.out().find("was not held from then on"), std::string::npos) << run.out();
+  EXPECT_EQ(run.out().find("was not held from then on"), std::string::npos) << run.out();
   EXPECT_EQ(stateOf(dir, db.url()), reference);
   EXPECT_EQ(executions(), (std::map<std::string, int>{{"a", 1}, {"b", 1}, {"gate", 1}, {"c", 1}}));
   // Every event line reached oe_events (the writer reconnected too).
@@ -209,6 +245,63 @@ TEST_F(PgStoreCli, ARunRidesOutAServerRestartAndLosesNothing) {
     }
   }
   EXPECT_EQ(static_cast<size_t>(lines->int64(0, 0)), local);
+}
+
+// The session holding the scope's lock dies and, before the run can take the lock again,
+// another coordinator has it (here the test, in the statement that ends that session): the run
+// stops rather than write the state alongside it.
+TEST_F(PgStoreCli, ARunWhoseScopeWasTakenWhileItsLockWasLostStops) {
+  PgTestDb db;
+  TempDir dir;
+  writeExperience(dir);
+  const auto gate = counter_ / "gate";
+  BackgroundProcess run({OE_EXE, "run", ".", "-q", "--store", db.url()},
+                        {{"OE_PLUGIN_PATH", ""}, {"PGSTORE_GATE", gate.string()}}, dir.path(),
+                        dir / "run");
+  ASSERT_TRUE(waitForFile(gate)) << run.err();
+  auto other = pg::Connection::open(db.url());
+  ASSERT_TRUE(other);
+  // One statement: end the holder's session (waiting until it is gone), then take the lock.
+  auto taken = (*other)->exec(
+      "SELECT pg_terminate_backend(pid, 30000), "
+      "pg_advisory_lock(hashtextextended('oe-scope:pgstore-it', 0)) FROM pg_locks WHERE " +
+      std::string(kScopeLockWhere));
+  ASSERT_TRUE(taken) << taken.error().message;
+  ASSERT_EQ(taken->size(), 1);
+  EXPECT_NE(run.wait(), 0);
+  const std::string said = run.out() + run.err();
+  EXPECT_NE(said.find("another coordinator took the lock meanwhile"), std::string::npos) << said;
+  // The gate never finished; what finished before it is in the store.
+  EXPECT_EQ(executions(), (std::map<std::string, int>{{"a", 1}, {"b", 1}, {"gate", 1}}));
+  auto state = stateOf(dir, db.url());
+  EXPECT_EQ(state["last"], "b") << state.dump();
+}
+
+// The same, when the other run came and went while the lock was free (here: its oe_runs row,
+// written in the statement that ends the holder's session): the run takes the lock again, sees
+// that run, and stops.
+TEST_F(PgStoreCli, ARunThatFindsAnotherRanWhileItsLockWasLostStops) {
+  PgTestDb db;
+  TempDir dir;
+  writeExperience(dir);
+  const auto gate = counter_ / "gate";
+  BackgroundProcess run({OE_EXE, "run", ".", "-q", "--store", db.url()},
+                        {{"OE_PLUGIN_PATH", ""}, {"PGSTORE_GATE", gate.string()}}, dir.path(),
+                        dir / "run");
+  ASSERT_TRUE(waitForFile(gate)) << run.err();
+  auto other = pg::Connection::open(db.url());
+  ASSERT_TRUE(other);
+  auto cut = (*other)->exec(
+      "WITH gone AS (SELECT pg_terminate_backend(pid, 30000) FROM pg_locks WHERE " +
+      std::string(kScopeLockWhere) +
+      ") INSERT INTO oe_runs (run_id, scope, chain_id, status, started_at, finished_at) "
+      "SELECT 'intruder', 'pgstore-it', 'intruder', 'success', now(), now() FROM gone");
+  ASSERT_TRUE(cut) << cut.error().message;
+  EXPECT_NE(run.wait(), 0);
+  const std::string said = run.out() + run.err();
+  EXPECT_NE(said.find("run intruder started on the scope while the lock was free"),
+            std::string::npos)
+      << said;
 }
 
 }  // namespace

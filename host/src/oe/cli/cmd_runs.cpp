@@ -41,8 +41,11 @@ std::optional<std::vector<RunRecord>> storeRuns(const std::string& url,
     run.started_ms = parseIsoMs(it->started_at);
     run.finished_at = it->finished_at;
     run.end_ms = it->finished_at.empty() ? -1 : parseIsoMs(it->finished_at);
-    // A row still `running` whose coordinator died stays so: its scope's lock is free again.
-    run.status = it->finished_at.empty() ? std::string("unfinished") : it->status;
+    // A row still `running` whose coordinator died stays so in the table; the scope's lock,
+    // free again, tells it from the run in progress.
+    run.status = !it->finished_at.empty() ? it->status
+                 : it->live                ? std::string("running")
+                                           : std::string("unfinished");
     run.resumed_from = it->resumed_from;
     run.chain_id = it->chain_id;
     run.ran = it->ran;

@@ -104,7 +104,63 @@ Result<std::unique_ptr<RunRecord>> RunRecord::begin(const std::string& url, RunI
 RunRecord::RunRecord(std::unique_ptr<pg::Connection> conn, RunInfo info)
     : conn_(std::move(conn)), info_(std::move(info)), locked_pid_(conn_->backendPid()) {}
 
-RunRecord::~RunRecord() = default;
+RunRecord::~RunRecord() { stopGuard(); }
+
+void RunRecord::guard(std::chrono::milliseconds every, std::function<void(std::string)> lost) {
+  guard_ = std::thread([this, every, lost = std::move(lost)] {
+    std::unique_lock lock(mutex_);
+    while (!wake_.wait_for(lock, every, [this] { return stopping_; })) {
+      if (auto problem = keepLock()) {
+        lock.unlock();
+        lost(std::move(*problem));
+        return;
+      }
+    }
+  });
+}
+
+std::optional<std::string> RunRecord::keepLock() {
+  if (conn_->exec("SELECT 1") && conn_->backendPid() == locked_pid_) {
+    return std::nullopt;
+  }
+  if (!conn_->healthy() && !conn_->reconnect()) {
+    return std::nullopt;  // the server is still away: try again at the next look
+  }
+  const std::string scope = "scope \"" + info_.scope + "\" in " + pg::redact(conn_->url());
+  if (auto held = holdScope(*conn_, info_.scope); !held) {
+    if (!conn_->healthy()) {
+      return std::nullopt;
+    }
+    return "the connection holding the lock on " + scope +
+           " was lost (a server restart?) and another coordinator took the lock meanwhile: " +
+           held.error().message + " This run stops so that the state keeps one writer; resume "
+           "it once the other run is done.";
+  }
+  locked_pid_ = conn_->backendPid();
+  // Held again. A run of the scope that started while it was free wrote the same state.
+  auto others = conn_->exec(
+      "SELECT run_id FROM oe_runs WHERE scope = $1 AND run_id <> $2 AND started_at >= "
+      "(SELECT started_at FROM oe_runs WHERE run_id = $2) ORDER BY started_at LIMIT 1",
+      {info_.scope, info_.run_id});
+  if (others && !others->empty()) {
+    return "the connection holding the lock on " + scope +
+           " was lost (a server restart?) and run " + std::string(others->text(0, 0)) +
+           " started on the scope while the lock was free. This run stops so that the state "
+           "keeps one writer; check the state (`oe state --store URL`) before resuming.";
+  }
+  return std::nullopt;
+}
+
+void RunRecord::stopGuard() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (guard_.joinable()) {
+    guard_.join();
+  }
+}
 
 Result<void> RunRecord::setPin(const Json& pin) {
   auto r = conn_->exec("UPDATE oe_runs SET pin = $2 WHERE run_id = $1", {info_.run_id, pin.dump()});
@@ -117,6 +173,7 @@ Result<void> RunRecord::setPin(const Json& pin) {
 }
 
 Result<void> RunRecord::finish(std::string_view status) {
+  stopGuard();
   constexpr std::string_view kSql =
       "UPDATE oe_runs SET status = $2, finished_at = now() WHERE run_id = $1";
   auto r = execRetrying(*conn_, kSql, {info_.run_id, status});
@@ -164,6 +221,13 @@ Result<std::vector<RunInfo>> listRuns(pg::Connection& conn, const std::string& s
           "'{\"type\":\"node.skipped\"')) AS skipped FROM oe_events e WHERE e.run_id = "
           "r.run_id) c ON true WHERE r.scope = $1 ORDER BY r.started_at, r.run_id",
       {scope});
+  // Whether some session holds the scope's lock: pg_locks shows a 64-bit advisory key as
+  // classid (high half) and objid (low half), objsubid 1.
+  auto held = conn.exec(
+      "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 1 AND "
+      "granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database()) "
+      "AND ((classid::bigint << 32) | objid::bigint) = hashtextextended($1, 0))",
+      {lockKey(scope)});
   if (!rows) {
     return makeError("cannot list the runs in " + pg::redact(conn.url()) + ": " +
                      rows.error().message);
@@ -176,6 +240,14 @@ Result<std::vector<RunInfo>> listRuns(pg::Connection& conn, const std::string& s
     info.failed = static_cast<size_t>(rows->int64(i, 12));
     info.skipped = static_cast<size_t>(rows->int64(i, 13));
     out.push_back(std::move(info));
+  }
+  if (held && !held->empty() && held->boolean(0, 0)) {
+    for (auto it = out.rbegin(); it != out.rend(); ++it) {
+      if (it->status == "running" && it->finished_at.empty()) {
+        it->live = true;
+        break;
+      }
+    }
   }
   return out;
 }

@@ -3,9 +3,13 @@
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "oe/common/json.hpp"
@@ -25,6 +29,9 @@ struct RunInfo {
   std::string started_at;   // ISO-8601 UTC
   std::string finished_at;  // empty while running
   std::optional<Json> pin;  // run::definitionPin of the run
+  // Filled by listRuns: the row says running and a coordinator holds the scope's lock now (the
+  // newest such row of the scope). A row left running by a killed coordinator is not live.
+  bool live = false;
   // Filled by listRuns, from the run's lines in oe_events: node calls that ran, replayed from
   // the cache (node.finished with "cached":true), failed, skipped.
   size_t ran = 0;
@@ -32,6 +39,10 @@ struct RunInfo {
   size_t failed = 0;
   size_t skipped = 0;
 };
+
+// How often RunRecord::guard looks at the lock's session: the longest a run goes on, after a
+// server restart, before it holds the scope again (or stops).
+inline constexpr std::chrono::milliseconds kLockCheckInterval{1000};
 
 // Holds a session-level advisory lock on a hash of the scope for the run's life, on a
 // connection of its own: a second coordinator on the same scope is refused, and a killed
@@ -44,23 +55,42 @@ class RunRecord {
                                                   std::chrono::milliseconds retry_for);
 
   RunRecord(std::unique_ptr<pg::Connection> conn, RunInfo info);
-  ~RunRecord();  // the connection ends: the lock goes
+  ~RunRecord();  // stops the guard; the connection ends: the lock goes
 
   // Records the run's definition pin (taken after the lock, once the run is prepared).
   Result<void> setPin(const Json& pin);
-  // Sets the row's status and finished_at (reconnecting if the server restarted meanwhile).
+
+  // Watches the lock's session on a thread of its own, every `every`. When the session is gone
+  // (a server restart, a connection cut), it reconnects and takes the scope's lock again, then
+  // checks that no other run of the scope started meanwhile. When another coordinator holds
+  // the lock by then, or ran while it was free, it calls `lost` once with what happened (the
+  // run stops: two coordinators must not write one state) and watches no more.
+  void guard(std::chrono::milliseconds every, std::function<void(std::string)> lost);
+  // Stops the guard (waiting for a `lost` call in progress); finish() and the destructor do.
+  void stopGuard();
+
+  // Stops the guard, then sets the row's status and finished_at (reconnecting if the server
+  // restarted meanwhile).
   Result<void> finish(std::string_view status);
-  // After finish(): true when the record's session was replaced (the server restarted or the
-  // connection broke during the run), so the scope's lock was not held from then on: another
-  // coordinator could have started on the scope meanwhile. The run reports it as a warning.
+  // After finish(): true when the record's session was replaced and the lock not taken again
+  // (no guard, or the session went after its last look), so the scope's lock was not held
+  // from then on: another coordinator could have started on the scope meanwhile. The run
+  // reports it as a warning.
   [[nodiscard]] bool lostLock() const { return conn_->backendPid() != locked_pid_; }
   const RunInfo& info() const { return info_; }
   pg::Connection& connection() { return *conn_; }
 
  private:
+  // On the guard's thread, with mutex_ held: an error when the lock could not be kept.
+  std::optional<std::string> keepLock();
+
+  std::mutex mutex_;  // conn_ and locked_pid_ while the guard runs
   std::unique_ptr<pg::Connection> conn_;
   RunInfo info_;
-  int locked_pid_ = 0;  // the server session that took the scope's lock
+  int locked_pid_ = 0;  // the server session that holds the scope's lock
+  std::condition_variable wake_;
+  bool stopping_ = false;
+  std::thread guard_;
 };
 
 // Takes the scope's advisory lock on `conn` (held until the session ends); an error naming the

@@ -262,7 +262,16 @@ Result<RunSummary> runExperience(const spec::Experience& experience,
   if (nesting.stop) {
     nesting.stop->attach(&run);
   }
+  if (record) {
+    // A restarted server ends the session that holds the scope's lock: the guard takes it
+    // again, or stops the run when another coordinator got the scope meanwhile.
+    record->guard(pgstore::kLockCheckInterval,
+                  [&run](std::string why) { run.requestStop(std::move(why)); });
+  }
   RunSummary summary = run.execute();
+  if (record) {
+    record->stopGuard();  // before `run` can go
+  }
   if (nesting.stop) {
     nesting.stop->detach();
   }
