@@ -123,6 +123,8 @@ graph:
   EXPECT_TRUE(saw_tool) << "stream-json tool uses are live node.activity events";
 }
 
+// The deadline leaves the fake CLI time to start its grandchild even on a loaded machine (a
+// sanitizer build on 2 cores took over a second), so the kill is what is tested.
 TEST_F(OeRunTest, TimeoutLeavesNoProcessBehind) {
   dir_.write("experience.yaml", R"(name: cli-timeout
 version: 0.1.0
@@ -135,7 +137,7 @@ graph:
       kind: cli-agent
       provider: claude-code
       prompt: "orphan"
-      timeout_ms: 1000
+      timeout_ms: 3000
       writes: [out]
   edges: []
 )");
