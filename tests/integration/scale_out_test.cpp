@@ -194,6 +194,54 @@ TEST_F(ScaleOut, ANodeOnAnotherQueueRunsOnlyOnAWorkerServingIt) {
   }
 }
 
+// A coding CLI on a worker (the fake claude first on the worker's PATH, streaming): what the
+// plugin emits there (node.activity per tool use, node.tokens) reaches the coordinator's own
+// log, marked with the worker, and the store's copy of the log holds each line once.
+TEST_F(ScaleOut, APluginsEventsOnAWorkerReachTheCoordinatorsLogOnce) {
+  writeExperience(
+      "name: cli-on-worker\nversion: 0.1.0\nstate:\n  schema:\n    summary: { type: string }\n"
+      "graph:\n  nodes:\n"
+      "    - { id: summarize, kind: cli-agent, provider: claude-code, prompt: \"stream summarize "
+      "it\", stream: true, output_format: json, writes: [summary] }\n"
+      "  edges: []\n");
+  const char* path = std::getenv("PATH");  // NOLINT(concurrency-mt-unsafe): read only
+  // The coordinator checks the program is on PATH too (one image for both, as deployed).
+  const std::map<std::string, std::string> env = {
+      {"OE_PLUGIN_PATH", ""},
+      {"PATH", std::string(OE_SOURCE_DIR) + "/plugins/cli-agent/tests/fixtures/bin:" +
+                   (path != nullptr ? path : "/usr/bin:/bin")},
+      {"FAKE_CLI_RECORD", (dir_.path() / "record.jsonl").string()}};
+  BackgroundProcess worker(
+      {OE_EXE, "worker", "--store", url_, "--id", "cli-worker", "--concurrency", "2"}, env,
+      dir_.path(), dir_.path() / "cli-worker");
+  auto r = oe({"run", dir_.path().string(), "--json", "--store", url_, "--workers"}, env);
+  stopWorker(worker);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto run = nlohmann::json::parse(r.out);
+  ASSERT_EQ(run["status"], "success") << r.err;
+  EXPECT_EQ(run["final_state"]["summary"], "one file");
+  const auto log = events(run["run_id"]);
+  bool saw_tool = false;
+  for (const auto& e : log) {
+    if (e.value("type", "") == "node.activity" && e.value("node_id", "") == "summarize") {
+      EXPECT_EQ(e.value("worker", ""), "cli-worker") << e.dump();
+      saw_tool = saw_tool || e.value("activity", "") == "tool: Bash ls -la";
+    }
+  }
+  EXPECT_TRUE(saw_tool) << "the worker's node.activity is in the coordinator's log";
+  EXPECT_EQ(count(log, "node.tokens", "summarize"), 1U);
+  // The coordinator's log is what the store keeps: no line twice.
+  auto conn = pg::Connection::open(url_);
+  ASSERT_TRUE(conn);
+  auto stored = (*conn)->exec(
+      "SELECT count(*) FILTER (WHERE line::jsonb->>'type' = 'node.tokens'), count(*) FROM "
+      "oe_events WHERE run_id = $1",
+      {run["run_id"].get<std::string>()});
+  ASSERT_TRUE(stored) << stored.error().message;
+  EXPECT_EQ(stored->int64(0, 0), 1);
+  EXPECT_EQ(static_cast<size_t>(stored->int64(0, 1)), log.size());
+}
+
 TEST_F(ScaleOut, AKilledWorkersAttemptRunsAgainElsewhereAndLandsOnce) {
   const nlohmann::json plain = blockingFanOut();
   ASSERT_EQ(plain["status"], "success") << last_stderr_;

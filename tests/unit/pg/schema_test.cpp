@@ -29,14 +29,14 @@ TEST(PgSchemaTest, MigratesAnEmptyDatabaseOnceAndThenIsUpToDate) {
   EXPECT_EQ(tables->int64(0, 0), 6);
 }
 
-// A database an earlier oe created (version 1: before attempts carried their LLM usage) is
+// A database an earlier oe created (version 1: before attempts carried usage and events) is
 // brought up to date, keeping its rows.
 TEST(PgSchemaTest, ADatabaseAtVersionOneIsMigratedForwardKeepingItsRows) {
   test::PgTestDb db;
   auto conn = Connection::open(db.url());
   ASSERT_TRUE(conn);
   ASSERT_TRUE(migrate(**conn));
-  ASSERT_TRUE((*conn)->exec("ALTER TABLE oe_attempts DROP COLUMN llm_usage"));
+  ASSERT_TRUE((*conn)->exec("ALTER TABLE oe_attempts DROP COLUMN llm_usage, DROP COLUMN events"));
   ASSERT_TRUE((*conn)->exec("DELETE FROM oe_schema_migrations WHERE version > 1"));
   ASSERT_TRUE((*conn)->exec(
       "INSERT INTO oe_attempts (run_id, node_id, call_key, attempt, kind, config, request) "

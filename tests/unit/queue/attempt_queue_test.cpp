@@ -174,10 +174,11 @@ TEST_F(AttemptQueueTest, ACompletionCommitsTheResultTheCacheEntryAndTheEventsTog
   ASSERT_EQ(cache->size(), 1);
   EXPECT_EQ(cache->text(0, 0), "a");
   EXPECT_EQ(cache->text(0, 1), "run-1");
-  auto events = conn_->exec("SELECT line FROM oe_events WHERE run_id = 'run-1'");
+  // The plugin's events ride with the result: the coordinator logs them when it collects it.
+  auto events = conn_->exec("SELECT events FROM oe_attempts WHERE id = $1", {held[0].id});
   ASSERT_TRUE(events);
   ASSERT_EQ(events->size(), 1);
-  EXPECT_EQ(events->text(0, 0), R"({"type":"node.activity","node_id":"a"})");
+  EXPECT_EQ(events->text(0, 0), R"([{"type":"node.activity","node_id":"a"}])");
 
   auto finished = queue_->collect("run-1");
   ASSERT_TRUE(finished) << finished.error().message;
@@ -185,6 +186,7 @@ TEST_F(AttemptQueueTest, ACompletionCommitsTheResultTheCacheEntryAndTheEventsTog
   EXPECT_TRUE((*finished)[0].ok);
   EXPECT_EQ((*finished)[0].response, R"({"state_delta":{"x":1}})");
   EXPECT_EQ((*finished)[0].llm_usage, R"({"input_tokens":7,"llm_calls":1})");
+  EXPECT_EQ((*finished)[0].events, R"([{"type":"node.activity","node_id":"a"}])");
   auto again = queue_->collect("run-1");
   ASSERT_TRUE(again);
   EXPECT_EQ(again->size(), 1u);  // until it is marked collected, it is read again
@@ -228,7 +230,7 @@ TEST_F(AttemptQueueTest, ALateCompletionWithAStaleFenceIsRefusedAndWritesNothing
   EXPECT_FALSE(*queue_->complete("w1", result(second[0].id, second[0].fence, true, 0, "{}")));
   auto stray = conn_->exec(
       "SELECT (SELECT count(*) FROM oe_cache WHERE key = 'key-late') + (SELECT count(*) FROM "
-      "oe_events)");
+      "oe_attempts WHERE events IS NOT NULL)");
   ASSERT_TRUE(stray);
   EXPECT_EQ(stray->int64(0, 0), 0);
 

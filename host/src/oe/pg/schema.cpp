@@ -157,10 +157,12 @@ CREATE INDEX oe_budget_holds_chain ON oe_budget_holds (chain_id);
 CREATE INDEX oe_budget_holds_holder ON oe_budget_holds (holder);
 )sql";
 
-// Version 2: what a worker's LLM calls for an attempt used (llm::Usage as JSON), so the
-// coordinator's summary and the node's metrics count them.
+// Version 2: what a worker's attempt hands the coordinator besides its result: what its LLM
+// calls used (llm::Usage as JSON), for the run's summary and the node's metrics, and the events
+// its plugin emitted (a JSON array), which the coordinator logs as a local attempt's.
 constexpr std::string_view kV2 = R"sql(
 ALTER TABLE oe_attempts ADD COLUMN llm_usage text;
+ALTER TABLE oe_attempts ADD COLUMN events text;
 )sql";
 
 // The advisory lock key of migrations: any 64-bit constant of oe's own.
@@ -171,7 +173,7 @@ constexpr int64_t kMigrateLock = 0x6f655f6d69677261;  // "oe_migra"
 const std::vector<Migration>& migrations() {
   static const std::vector<Migration> all = {
       {1, "runs, events, state, cache, attempts, workers, limits, budget", kV1},
-      {2, "attempts: the LLM usage of a worker's attempt", kV2},
+      {2, "attempts: the LLM usage and plugin events of a worker's attempt", kV2},
   };
   return all;
 }

@@ -158,26 +158,33 @@ Result<std::vector<int64_t>> AttemptQueue::renew(const std::string& worker,
 }
 
 Result<bool> AttemptQueue::complete(const std::string& worker, const Completion& completion) {
-  // One statement, so one transaction and one round trip: the fenced update, and only when it
-  // matched (the CTEs read its RETURNING), the cache entry and the events.
+  // One statement, so one transaction and one round trip: the fenced update (with the events,
+  // which the coordinator logs when it collects the result), and only when it matched (the CTE
+  // reads its RETURNING), the cache entry.
   const bool cached = completion.cache && !completion.cache->key.empty();
+  std::string events;
+  if (!completion.events.empty()) {
+    events = "[";
+    for (const std::string& event : completion.events) {
+      events += (events.size() > 1 ? "," : "") + event;
+    }
+    events += "]";
+  }
   auto rows = conn_.exec(
       "WITH done AS (UPDATE oe_attempts SET status = $3, result_status = $4, response = $5, "
-      "error = $6, llm_usage = $11, finished_at = now(), lease_expires_at = NULL "
+      "error = $6, events = $10, llm_usage = $11, finished_at = now(), "
+      "lease_expires_at = NULL "
       "WHERE id = $1 AND fence = $2 AND status = 'leased' AND lease_owner = $7 "
       "RETURNING run_id, node_id), "
       "cached AS (INSERT INTO oe_cache (key, node_id, run_id, value) "
       "SELECT $8, node_id, run_id, $9 FROM done WHERE $8::text IS NOT NULL "
-      "ON CONFLICT (key) DO NOTHING), "
-      "logged AS (INSERT INTO oe_events (run_id, line) "
-      "SELECT run_id, line FROM done, unnest($10::text[]) WITH ORDINALITY AS e(line, n) "
-      "ORDER BY n) "
+      "ON CONFLICT (key) DO NOTHING) "
       "SELECT count(*) FROM done",
       std::vector<pg::Param>{completion.id, completion.fence, completion.ok ? "done" : "failed",
                              completion.result_status, completion.response, completion.error,
                              worker, cached ? pg::Param(completion.cache->key) : pg::Param(nullptr),
                              cached ? pg::Param(completion.cache->value) : pg::Param(nullptr),
-                             pg::arrayLiteral(completion.events),
+                             events.empty() ? pg::Param(nullptr) : pg::Param(events),
                              completion.llm_usage.empty() ? pg::Param(nullptr)
                                                           : pg::Param(completion.llm_usage)});
   if (!rows) {
@@ -189,7 +196,8 @@ Result<bool> AttemptQueue::complete(const std::string& worker, const Completion&
 Result<std::vector<Finished>> AttemptQueue::collect(const std::string& run_id) {
   auto rows = conn_.exec(
       "SELECT id, status = 'done', COALESCE(result_status, 0), COALESCE(response, ''), "
-      "COALESCE(error, ''), COALESCE(llm_usage, '') FROM oe_attempts WHERE run_id = $1 AND status IN ('done', 'failed') "
+      "COALESCE(error, ''), COALESCE(llm_usage, ''), COALESCE(events, '') FROM oe_attempts "
+      "WHERE run_id = $1 AND status IN ('done', 'failed') "
       "AND collected_at IS NULL ORDER BY id",
       {run_id});
   if (!rows) {
@@ -204,6 +212,7 @@ Result<std::vector<Finished>> AttemptQueue::collect(const std::string& run_id) {
     f.response = rows->text(i, 3);
     f.error = rows->text(i, 4);
     f.llm_usage = rows->text(i, 5);
+    f.events = rows->text(i, 6);
   }
   std::sort(finished.begin(), finished.end(),
             [](const Finished& x, const Finished& y) { return x.id < y.id; });

@@ -61,7 +61,7 @@ struct Completion {
   std::string response;
   std::string error;
   std::optional<CacheEntry> cache;
-  std::vector<std::string> events;  // JSONL lines for oe_events (node.activity, ...)
+  std::vector<std::string> events;  // the plugin's events (node.activity, ...), a JSON object each
   std::string llm_usage;            // llm::Usage JSON of the attempt's LLM calls; empty: none
 };
 
@@ -73,6 +73,7 @@ struct Finished {
   std::string response;
   std::string error;
   std::string llm_usage;  // as Completion's
+  std::string events;     // Completion's events as one JSON array; empty: none
 };
 
 // A held lease as the heartbeat renews it.

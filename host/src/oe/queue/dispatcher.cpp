@@ -144,7 +144,7 @@ bool Dispatcher::round() {
       return true;
     }
     if (*cancelled) {
-      take(cancels[i], Finished{id->second, false, OE_CANCELLED, "", "cancelled", ""});
+      take(cancels[i], Finished{id->second, false, OE_CANCELLED, "", "cancelled", "", ""});
       ticket_of_.erase(id->second);
       id_of_.erase(id);
     }  // else it had finished: the collect below hands its result over
@@ -196,7 +196,7 @@ void Dispatcher::failAll(const std::string& message) {
   ticket_of_.clear();
   id_of_.clear();
   for (auto& [ticket, callback] : callbacks) {
-    callback(Finished{0, false, OE_UNAVAILABLE, "", message, ""});
+    callback(Finished{0, false, OE_UNAVAILABLE, "", message, "", ""});
   }
 }
 

@@ -653,6 +653,22 @@ void Run::attemptRemote(const std::shared_ptr<Call>& call, std::string request) 
       call->status = f.ok ? OE_OK : status != OE_OK ? status : OE_INTERNAL;
       call->response.data = f.response;
       call->error.data = f.error;
+      if (!f.events.empty()) {
+        // The plugin's events, logged here as a local attempt's are (stamped now: a worker's
+        // node.activity reaches the log when its attempt is collected, not as it happens).
+        const Json events = Json::parse(f.events, nullptr, false);
+        for (const Json& event : events.is_array() ? events : Json::array()) {
+          const std::string type = stringField(event, "type");
+          if (type.empty() || !event.is_object()) {
+            continue;
+          }
+          Json fields = event;
+          for (const char* own : {"type", "run_id", "node_id", "ts"}) {
+            fields.erase(own);
+          }
+          (void)log_.nodeEvent(type, call->node->spec->id, fields.dump());
+        }
+      }
       if (!f.llm_usage.empty()) {
         // What the worker's LLM calls used: the node's metrics and the run's summary count it
         // (the chain's shared budget was charged by the worker already).
