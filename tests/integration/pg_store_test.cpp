@@ -8,6 +8,7 @@
 
 #include <csignal>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <sstream>
 
@@ -145,6 +146,17 @@ TEST_F(PgStoreCli, ARunOnPostgresEndsWithTheSqliteRunsStateAndItsRecords) {
   EXPECT_EQ(list[0]["status"], "success");
   EXPECT_EQ(list[0]["nodes"]["cached"], 4);
   EXPECT_EQ(list[1]["nodes"]["ran"], 4);
+  // The first run's HTML report, from the store: its events, its state writes, the graph.
+  const std::string first_id = list[1]["run_id"];
+  auto report = oe(dir, {"inspect", first_id, "--html", "--store", db.url(), "-o", "report.html"});
+  ASSERT_EQ(report.exit_code, 0) << report.err;
+  EXPECT_EQ(report.err.find("warning"), std::string::npos) << report.err;
+  std::ifstream page_file(dir / "report.html");
+  const std::string page((std::istreambuf_iterator<char>(page_file)), {});
+  EXPECT_NE(page.find(first_id), std::string::npos);
+  EXPECT_NE(page.find("<svg"), std::string::npos) << "the graph is drawn";
+  EXPECT_NE(page.find("<th>state last</th><td><pre>gate</pre>"), std::string::npos)
+      << "gate's write, from the state history in PostgreSQL";
   // A path is not a store URL: said, not silently used.
   auto path = oe(dir, {"run", ".", "--store", "/tmp/x.sqlite"});
   EXPECT_EQ(path.exit_code, 2);

@@ -184,14 +184,11 @@ int showEvents(const Result<events::LogReadResult>& log, const std::string& run_
   return kExitOk;
 }
 
-// `oe inspect --store URL`: the run and its lines from the database.
+// `oe inspect --store URL`: the run and its lines from the database; with `html`, its report
+// written to `out` (stdout when empty).
 int inspectFromStore(const std::string& url, const std::string& run_id, bool last,
-                     const std::string& experience, bool json, bool expand, bool html) {
-  if (html) {
-    std::cerr << "oe: inspect --html is not supported with a PostgreSQL store yet; use --json or "
-                 "the timeline\n";
-    return kExitUsage;
-  }
+                     const std::string& experience, bool json, bool expand, bool html,
+                     const std::string& out) {
   auto conn = openStore(url);
   if (!conn) {
     std::cerr << "oe: " << conn.error().message << '\n';
@@ -200,6 +197,17 @@ int inspectFromStore(const std::string& url, const std::string& run_id, bool las
   auto run = resolveStoreRun(**conn, run_id, last, experience);
   if (!run) {
     return kExitUsage;
+  }
+  if (html) {
+    auto input = loadStoreRunReport(**conn, experience, run->run_id);
+    if (!input) {
+      std::cerr << "oe: " << input.error().message << '\n';
+      return kExitFailed;
+    }
+    for (const auto& note : input->notes) {
+      std::cerr << "oe: warning: " << note << '\n';
+    }
+    return writeOutput(out, runReportHtml(*input), "--out") ? kExitOk : kExitFailed;
   }
   return showEvents(pgstore::readRunEvents(**conn, run->run_id), run->run_id, json, expand);
 }
@@ -236,7 +244,8 @@ void addInspectCommand(CLI::App& app, int& exit_code) {
     // --store or OE_STORE: the run's events from the database (it may have run elsewhere).
     if (const std::string url = resolveStore(a->store, nullptr); pg::isUrl(url)) {
       exit_code =
-          inspectFromStore(url, a->run_id, a->last, a->experience, a->json, a->expand, a->html);
+          inspectFromStore(url, a->run_id, a->last, a->experience, a->json, a->expand, a->html,
+                           a->out);
       return;
     }
     auto run = resolveRun(a->experience, a->run_id, a->last);

@@ -13,6 +13,7 @@
 #include "oe/cli/run_history.hpp"
 #include "oe/common/json.hpp"
 #include "oe/common/result.hpp"
+#include "oe/pg/connection.hpp"
 #include "oe/spec/experience.hpp"
 #include "oe/state/state_store.hpp"
 
@@ -41,6 +42,13 @@ struct RunReportInput {
 // other missing piece becomes a note.
 Result<RunReportInput> loadRunReport(const std::filesystem::path& experience_path,
                                      const RunRecord& run);
+
+// The same for run `run_id` of a PostgreSQL store (`oe inspect --store URL --html`): its log from
+// oe_events, its state rows from its scope (the experience's name), its edge outputs from
+// oe_cache; the experience from `experience_path` on this machine, as it is now.
+Result<RunReportInput> loadStoreRunReport(pg::Connection& conn,
+                                          const std::filesystem::path& experience_path,
+                                          const std::string& run_id);
 
 // The whole of `oe inspect <run-id> --html` without the CLI (for an MCP tool): the run is found
 // as `oe inspect` finds it (a unique id prefix, or the newest with `last`).
