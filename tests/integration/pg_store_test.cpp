@@ -10,6 +10,7 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "support/pg_test_db.hpp"
@@ -157,6 +158,27 @@ TEST_F(PgStoreCli, ARunOnPostgresEndsWithTheSqliteRunsStateAndItsRecords) {
   EXPECT_NE(page.find("<svg"), std::string::npos) << "the graph is drawn";
   EXPECT_NE(page.find("<th>state last</th><td><pre>gate</pre>"), std::string::npos)
       << "gate's write, from the state history in PostgreSQL";
+  // The scope's cache entries, listed and cleared in the database (the local folder has none).
+  auto cached = oe(dir, {"cache", "ls", "--json", "--store", db.url()});
+  ASSERT_EQ(cached.exit_code, 0) << cached.err;
+  std::set<std::string> cached_nodes;
+  for (const auto& entry : nlohmann::json::parse(cached.out)) {
+    cached_nodes.insert(entry["node_id"].get<std::string>());
+    EXPECT_EQ(entry["run_id"], first_id);
+  }
+  EXPECT_EQ(cached_nodes, (std::set<std::string>{"a", "b", "gate", "c"}));
+  auto cleared = oe(dir, {"cache", "clear", "--yes"}, {{"OE_STORE", db.url()}});
+  ASSERT_EQ(cleared.exit_code, 0) << cleared.err;
+  EXPECT_NE(cleared.out.find("removed 4 entries"), std::string::npos) << cleared.out;
+  auto none = oe(dir, {"cache", "ls", "--json", "--store", db.url()});
+  EXPECT_EQ(nlohmann::json::parse(none.out), nlohmann::json::array()) << none.out;
+  // What reads only the SQLite files says so rather than work on files that are not the store.
+  auto gc = oe(dir, {"gc", "--keep", "1"}, {{"OE_STORE", db.url()}});
+  EXPECT_EQ(gc.exit_code, 2);
+  EXPECT_NE(gc.err.find("which gc does not prune yet"), std::string::npos) << gc.err;
+  auto evolve = oe(dir, {"evolve", "--last"}, {{"OE_STORE", db.url()}});
+  EXPECT_EQ(evolve.exit_code, 2);
+  EXPECT_NE(evolve.err.find("which evolve does not read yet"), std::string::npos) << evolve.err;
   // A path is not a store URL: said, not silently used.
   auto path = oe(dir, {"run", ".", "--store", "/tmp/x.sqlite"});
   EXPECT_EQ(path.exit_code, 2);
@@ -179,6 +201,10 @@ TEST_F(PgStoreCli, AKilledRunIsResumedFromAnotherFolderWithoutRerunningAFinished
   auto second = oe(elsewhere, {"run", ".", "-q", "--store", db.url()});
   EXPECT_NE(second.exit_code, 0);
   EXPECT_NE(second.err.find("is in use by run"), std::string::npos) << second.err;
+  // Nor may its cache be cleared under it.
+  auto clear = oe(elsewhere, {"cache", "clear", "--yes", "--store", db.url()});
+  EXPECT_NE(clear.exit_code, 0);
+  EXPECT_NE(clear.err.find("cannot clear the cache"), std::string::npos) << clear.err;
   // `oe runs` tells the run in progress (its coordinator holds the scope) from a dead one.
   auto during = oe(elsewhere, {"runs", "--json", "--store", db.url()});
   ASSERT_EQ(during.exit_code, 0) << during.err;

@@ -2,12 +2,15 @@
 #include <iomanip>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include "oe/cache/cache_store.hpp"
 #include "oe/cli/app.hpp"
 #include "oe/cli/commands.hpp"
 #include "oe/cli/common.hpp"
 #include "oe/cli/run_history.hpp"
+#include "oe/cli/store_option.hpp"
+#include "oe/pgstore/pg_cache.hpp"
 #include "oe/run/run.hpp"
 #include "oe/spec/loader.hpp"
 #include "oe/state/store_lock.hpp"
@@ -21,23 +24,9 @@ std::filesystem::path cacheDir(const std::string& experience) {
   return spec::resolveExperiencePath(experience).parent_path() / ".openexpertise" / "cache";
 }
 
-int listEntries(const std::filesystem::path& dir, bool json) {
-  std::error_code ec;
-  if (!std::filesystem::exists(dir / "cache.sqlite", ec)) {
-    // Opening would create an empty cache: a listing must not write anything.
-    if (json) {
-      std::cout << "[]\n";
-    } else {
-      std::cout << "no cache entries (" << dir.string() << " holds no cache.sqlite)\n";
-    }
-    return kExitOk;
-  }
-  auto store = cache::CacheStore::open(dir);
-  if (!store) {
-    std::cerr << "oe: " << store.error().message << '\n';
-    return kExitFailed;
-  }
-  const auto entries = (*store)->list();
+// Prints `entries` (as JSON, or a table ending with a total and `where` they are).
+void printEntries(const std::vector<cache::CacheEntry>& entries, const std::string& where,
+                  bool json) {
   if (json) {
     Json out = Json::array();
     for (const auto& e : entries) {
@@ -50,7 +39,7 @@ int listEntries(const std::filesystem::path& dir, bool json) {
                      {"last_used_at", e.last_used_at.empty() ? Json() : Json(e.last_used_at)}});
     }
     std::cout << out.dump(2) << '\n';
-    return kExitOk;
+    return;
   }
   size_t node_width = 4;
   size_t run_width = 3;
@@ -71,7 +60,62 @@ int listEntries(const std::filesystem::path& dir, bool json) {
               << (e.last_used_run.empty() ? "-" : e.last_used_run) << '\n';
   }
   std::cout << entries.size() << (entries.size() == 1 ? " entry, " : " entries, ")
-            << humanBytes(total) << " of outputs in " << (*store)->path().string() << '\n';
+            << humanBytes(total) << " of outputs in " << where << '\n';
+}
+
+int listEntries(const std::filesystem::path& dir, bool json) {
+  std::error_code ec;
+  if (!std::filesystem::exists(dir / "cache.sqlite", ec)) {
+    // Opening would create an empty cache: a listing must not write anything.
+    if (json) {
+      std::cout << "[]\n";
+    } else {
+      std::cout << "no cache entries (" << dir.string() << " holds no cache.sqlite)\n";
+    }
+    return kExitOk;
+  }
+  auto store = cache::CacheStore::open(dir);
+  if (!store) {
+    std::cerr << "oe: " << store.error().message << '\n';
+    return kExitFailed;
+  }
+  printEntries((*store)->list(), (*store)->path().string(), json);
+  return kExitOk;
+}
+
+int listStoreEntries(const ExperienceStore& store, bool json) {
+  auto conn = openStore(store.url);
+  if (!conn) {
+    std::cerr << "oe: " << conn.error().message << '\n';
+    return kExitFailed;
+  }
+  auto entries = pgstore::scopeCacheEntries(**conn, store.scope);
+  if (!entries) {
+    std::cerr << "oe: " << entries.error().message << '\n';
+    return kExitFailed;
+  }
+  printEntries(*entries, pg::redact(store.url) + " (scope \"" + store.scope + "\")", json);
+  return kExitOk;
+}
+
+// The scope's entries go, unless a coordinator holds the scope (its run may be writing them).
+int clearStoreEntries(const ExperienceStore& store) {
+  auto conn = openStore(store.url);
+  if (!conn) {
+    std::cerr << "oe: " << conn.error().message << '\n';
+    return kExitFailed;
+  }
+  if (auto held = pgstore::holdScope(**conn, store.scope); !held) {
+    std::cerr << "oe: cannot clear the cache: " << held.error().message << '\n';
+    return kExitFailed;
+  }
+  auto removed = pgstore::clearScopeCache(**conn, store.scope);
+  if (!removed) {
+    std::cerr << "oe: " << removed.error().message << '\n';
+    return kExitFailed;
+  }
+  std::cout << "removed " << *removed << (*removed == 1 ? " entry" : " entries")
+            << " of scope \"" << store.scope << "\" from " << pg::redact(store.url) << '\n';
   return kExitOk;
 }
 
@@ -82,21 +126,47 @@ void addCacheCommand(CLI::App& app, int& exit_code) {
     std::string experience = ".";
     bool json = false;
     bool yes = false;
+    std::string store;
   };
   auto a = std::make_shared<Args>();
   CLI::App* cmd =
-      app.add_subcommand("cache", "List or clear the node cache (.openexpertise/cache)");
+      app.add_subcommand("cache", "List or clear the node cache (.openexpertise/cache, or oe_cache)");
   cmd->require_subcommand(1);
 
   CLI::App* ls = cmd->add_subcommand("ls", "List the cache entries, oldest first");
   ls->add_option("--experience", a->experience, "Experience folder")->capture_default_str();
   ls->add_flag("--json", a->json, "Print a JSON array");
-  ls->callback([a, &exit_code] { exit_code = listEntries(cacheDir(a->experience), a->json); });
+  addStoreOption(*ls, a->store);
+  ls->callback([a, &exit_code] {
+    bool failed = false;
+    if (auto store = experienceStore(a->experience, a->store, failed)) {
+      exit_code = listStoreEntries(*store, a->json);
+    } else {
+      exit_code = failed ? kExitFailed : listEntries(cacheDir(a->experience), a->json);
+    }
+  });
 
-  CLI::App* clear = cmd->add_subcommand("clear", "Delete the cache folder (every entry)");
+  CLI::App* clear = cmd->add_subcommand(
+      "clear", "Delete the cache folder (every entry; on a PostgreSQL store, the scope's)");
   clear->add_option("--experience", a->experience, "Experience folder")->capture_default_str();
   clear->add_flag("--yes", a->yes, "Confirm the deletion");
+  addStoreOption(*clear, a->store);
   clear->callback([a, &exit_code] {
+    bool failed = false;
+    auto store = experienceStore(a->experience, a->store, failed);
+    if (failed) {
+      exit_code = kExitFailed;
+      return;
+    }
+    if (store && !a->yes) {
+      std::cerr << "oe: cache clear requires --yes to confirm destructive action\n";
+      exit_code = kExitFailed;
+      return;
+    }
+    if (store) {
+      exit_code = clearStoreEntries(*store);
+      return;
+    }
     const auto dir = cacheDir(a->experience);
     std::error_code ec;
     if (!std::filesystem::exists(dir, ec)) {

@@ -14,6 +14,7 @@
 #include "oe/cli/app.hpp"
 #include "oe/cli/commands.hpp"
 #include "oe/cli/common.hpp"
+#include "oe/cli/store_option.hpp"
 #include "oe/cli/run_history.hpp"
 #include "oe/common/file.hpp"
 #include "oe/events/event_log.hpp"
@@ -435,6 +436,19 @@ void addEvolveCommand(CLI::App& app, int& exit_code) {
         return;
       }
       exit_code = applyProposal(*yaml, run->id, a->apply, std::cout);
+      return;
+    }
+    // The advisor reads the run's state diff and log from the experience's SQLite files.
+    bool failed = false;
+    if (auto store = experienceStore(a->experience, "", failed); store || failed) {
+      if (store) {
+        std::cerr << "oe: evolve reads a run's state from the experience's SQLite files; this "
+                     "experience keeps its state in PostgreSQL ("
+                  << pg::redact(store->url)
+                  << ", from OE_STORE or runtime.store), which evolve does not read yet. Evolve "
+                     "a run made without the store (`OE_STORE= oe run ...`).\n";
+      }
+      exit_code = kExitUsage;
       return;
     }
     a->options.llm.env = llm::Environment::fromProcess();

@@ -11,6 +11,7 @@
 #include "oe/cli/app.hpp"
 #include "oe/cli/commands.hpp"
 #include "oe/cli/common.hpp"
+#include "oe/cli/store_option.hpp"
 #include "oe/cli/run_history.hpp"
 #include "oe/run/run.hpp"
 #include "oe/state/state_store.hpp"
@@ -58,6 +59,17 @@ int runGc(const GcArgs& a) {
       return kExitUsage;
     }
     max_age = *parsed;
+  }
+  bool failed = false;
+  if (auto store = experienceStore(a.experience, "", failed); store || failed) {
+    if (store) {
+      std::cerr << "oe: gc prunes the experience's SQLite files; this experience keeps its runs, "
+                   "state and cache in PostgreSQL ("
+                << pg::redact(store->url)
+                << ", from OE_STORE or runtime.store), which gc does not prune yet. To prune "
+                   "the local run logs only: OE_STORE= oe gc ...\n";
+    }
+    return kExitUsage;
   }
   auto experience = loadOnly(a.experience);
   if (!experience) {

@@ -6,6 +6,8 @@
 
 #include "oe/cli/app.hpp"
 #include "oe/cli/common.hpp"
+#include "oe/common/diagnostic.hpp"
+#include "oe/spec/loader.hpp"
 
 #include "oe/pgstore/scope.hpp"
 #include "oe/pgstore/store_connection.hpp"
@@ -37,6 +39,26 @@ std::string resolveStore(const std::string& flag, const Json* experience_raw) {
     }
   }
   return {};
+}
+
+std::optional<ExperienceStore> experienceStore(const std::string& experience_arg,
+                                               const std::string& flag, bool& failed) {
+  failed = false;
+  const auto yaml = spec::resolveExperiencePath(experience_arg);
+  auto loaded = spec::loadExperience(yaml);
+  if (!loaded.experience || hasErrors(loaded.diagnostics)) {
+    if (pg::isUrl(resolveStore(flag, nullptr))) {
+      std::cerr << "oe: " << yaml.string()
+                << " does not load, so its store scope (its name:) is unknown: run `oe validate` "
+                   "on it\n";
+      failed = true;
+    }
+    return std::nullopt;
+  }
+  if (std::string url = resolveStore(flag, &loaded.experience->raw); pg::isUrl(url)) {
+    return ExperienceStore{std::move(url), pgstore::storeScope(loaded.experience->name)};
+  }
+  return std::nullopt;
 }
 
 Result<std::unique_ptr<pg::Connection>> openStore(const std::string& url) {

@@ -24,6 +24,17 @@ void addStoreOption(CLI::App& cmd, std::string& store);
 // `experience_raw`, which may be null). Empty = the SQLite files of the experience.
 [[nodiscard]] std::string resolveStore(const std::string& flag, const Json* experience_raw);
 
+// The PostgreSQL store of the experience `experience_arg` names (--store `flag`, OE_STORE,
+// runtime.store) and its scope (the experience's name); nullopt when it keeps its state in
+// files. nullopt with `failed` set, after saying why, when a store is named but the experience
+// does not load (its scope is unknown).
+struct ExperienceStore {
+  std::string url;
+  std::string scope;
+};
+std::optional<ExperienceStore> experienceStore(const std::string& experience_arg,
+                                               const std::string& flag, bool& failed);
+
 // Connects to a PostgreSQL store (retrying as a run does) and migrates its schema; the error
 // names the redacted URL.
 Result<std::unique_ptr<pg::Connection>> openStore(const std::string& url);

@@ -54,4 +54,54 @@ Result<void> PgCache::touch(const std::vector<std::string>& keys, std::string_vi
   return {};
 }
 
+namespace {
+
+// The scope's entries: those whose writing run is one of the scope's (oe_cache has no scope:
+// its key covers the node's inputs, so two scopes could share an entry; it counts for the
+// scope that wrote it).
+constexpr std::string_view kOfScope =
+    "FROM oe_cache c WHERE c.run_id IN (SELECT run_id FROM oe_runs WHERE scope = $1)";
+
+constexpr std::string_view kTs = "'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'";
+
+}  // namespace
+
+Result<std::vector<cache::CacheEntry>> scopeCacheEntries(pg::Connection& conn,
+                                                         const std::string& scope) {
+  auto rows = conn.exec(
+      "SELECT c.key, c.node_id, c.run_id, to_char(c.created_at AT TIME ZONE 'UTC', " +
+          std::string(kTs) + "), octet_length(c.value), coalesce(c.last_used_run, ''), " +
+          "CASE WHEN c.last_used_run IS NULL THEN '' ELSE to_char(c.used_at AT TIME ZONE 'UTC', " +
+          std::string(kTs) + ") END " + std::string(kOfScope) + " ORDER BY c.created_at, c.key",
+      {scope});
+  if (!rows) {
+    return makeError("cannot list the cache of scope \"" + scope + "\" in " +
+                     pg::redact(conn.url()) + ": " + rows.error().message);
+  }
+  std::vector<cache::CacheEntry> out;
+  for (int i = 0; i < rows->size(); ++i) {
+    cache::CacheEntry e;
+    e.key = rows->text(i, 0);
+    e.node_id = rows->text(i, 1);
+    e.run_id = rows->text(i, 2);
+    e.created_at = rows->text(i, 3);
+    e.size_bytes = static_cast<size_t>(rows->int64(i, 4));
+    e.last_used_run = rows->text(i, 5);
+    e.last_used_at = rows->text(i, 6);
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+Result<int64_t> clearScopeCache(pg::Connection& conn, const std::string& scope) {
+  auto rows = conn.exec("WITH gone AS (DELETE " + std::string(kOfScope) +
+                            " RETURNING 1) SELECT count(*) FROM gone",
+                        {scope});
+  if (!rows) {
+    return makeError("cannot clear the cache of scope \"" + scope + "\" in " +
+                     pg::redact(conn.url()) + ": " + rows.error().message);
+  }
+  return rows->int64(0, 0);
+}
+
 }  // namespace oe::pgstore

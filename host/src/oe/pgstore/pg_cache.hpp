@@ -5,7 +5,9 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "oe/cache/cache_store.hpp"
 #include "oe/cache/remote_cache.hpp"
 #include "oe/pg/connection.hpp"
 
@@ -26,5 +28,11 @@ class PgCache : public cache::RemoteCache {
  private:
   std::unique_ptr<pg::Connection> conn_;
 };
+
+// The entries that runs of `scope` wrote (`oe cache ls --store URL`), oldest first.
+Result<std::vector<cache::CacheEntry>> scopeCacheEntries(pg::Connection& conn,
+                                                         const std::string& scope);
+// Deletes them (`oe cache clear --yes --store URL`; the caller holds the scope); how many went.
+Result<int64_t> clearScopeCache(pg::Connection& conn, const std::string& scope);
 
 }  // namespace oe::pgstore
