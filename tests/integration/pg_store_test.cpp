@@ -342,5 +342,44 @@ TEST_F(PgStoreCli, ARunThatFindsAnotherRanWhileItsLockWasLostStops) {
       << said;
 }
 
+// `oe run --wait` on a scope another coordinator holds: it says whom it waits for, starts once
+// that run has ended, and replays what that run cached.
+TEST_F(PgStoreCli, ARunWithWaitStartsWhenTheCoordinatorHoldingTheScopeEnds) {
+  PgTestDb db;
+  TempDir first;
+  TempDir elsewhere;
+  writeExperience(first);
+  writeExperience(elsewhere);
+  const auto gate = counter_ / "gate";
+  const auto release = counter_ / "release";
+  BackgroundProcess held({OE_EXE, "run", ".", "-q", "--store", db.url()},
+                         {{"OE_PLUGIN_PATH", ""},
+                          {"PGSTORE_GATE", gate.string()},
+                          {"PGSTORE_RELEASE", release.string()}},
+                         first.path(), first / "held");
+  ASSERT_TRUE(waitForFile(gate)) << held.err();
+  BackgroundProcess waiting({OE_EXE, "run", ".", "--json", "--store", db.url(), "--wait"},
+                            {{"OE_PLUGIN_PATH", ""}, {"OE_STORE", ""}}, elsewhere.path(),
+                            elsewhere / "waiting");
+  // It says whom it waits for (its stderr, read as it is written), and has not started.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+  std::string said;
+  while (said.find("waiting for run") == std::string::npos &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::ifstream in(elsewhere / "waiting.err");
+    said.assign(std::istreambuf_iterator<char>(in), {});
+    const timespec pause{0, 20'000'000};
+    nanosleep(&pause, nullptr);
+  }
+  ASSERT_NE(said.find("waiting for run"), std::string::npos) << said;
+  std::ofstream(release) << "go";
+  ASSERT_EQ(held.wait(), 0) << held.err();
+  ASSERT_EQ(waiting.wait(), 0) << waiting.err();
+  const auto summary = nlohmann::json::parse(waiting.out());
+  EXPECT_EQ(summary["status"], "success");
+  EXPECT_EQ(summary["nodes"]["cached"], 4) << waiting.out();
+  EXPECT_EQ(executions(), (std::map<std::string, int>{{"a", 1}, {"b", 1}, {"gate", 1}, {"c", 1}}));
+}
+
 }  // namespace
 }  // namespace oe::test

@@ -371,11 +371,6 @@ int execute(const RunArgs& a, const std::string& path, Json run_args,
                                           " to hand node attempts to `oe worker` processes")) {
     return kExitUsage;
   }
-  if (a.wait && pg::isUrl(options.store_url)) {
-    std::cerr << "oe: --wait is not supported with a PostgreSQL store yet: a run on the same "
-                 "scope is refused, naming the run that holds it\n";
-    return kExitUsage;
-  }
   Json changes;
   if (!resumed_from.empty()) {
     changes = definitionChanges(*experience, resumed_from, stored_pin);

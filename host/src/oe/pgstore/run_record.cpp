@@ -50,40 +50,71 @@ std::string coordinatorName() {
   return std::string(host) + ":" + std::to_string(getpid());
 }
 
-Result<void> holdScope(pg::Connection& conn, const std::string& scope) {
-  const std::string url = pg::redact(conn.url());
+Result<bool> tryHoldScope(pg::Connection& conn, const std::string& scope) {
   auto locked = conn.exec("SELECT pg_try_advisory_lock(hashtextextended($1, 0))", {lockKey(scope)});
   if (!locked) {
-    return makeError("cannot lock scope \"" + scope + "\" in " + url + ": " +
+    return makeError("cannot lock scope \"" + scope + "\" in " + pg::redact(conn.url()) + ": " +
                      locked.error().message);
   }
-  if (locked->boolean(0, 0)) {
-    return {};
-  }
+  return locked->boolean(0, 0);
+}
+
+std::string scopeHolder(pg::Connection& conn, const std::string& scope) {
   auto holder = conn.exec(
       "SELECT run_id, coalesce(coordinator, '?'), to_char(started_at AT TIME ZONE 'UTC', "
       "'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') FROM oe_runs WHERE scope = $1 AND status = 'running' "
       "ORDER BY started_at DESC LIMIT 1",
       {scope});
-  std::string who = "another run";
   if (holder && !holder->empty()) {
-    who = "run " + std::string(holder->text(0, 0)) + " (coordinator " +
-          std::string(holder->text(0, 1)) + ", started " + std::string(holder->text(0, 2)) + ")";
+    return "run " + std::string(holder->text(0, 0)) + " (coordinator " +
+           std::string(holder->text(0, 1)) + ", started " + std::string(holder->text(0, 2)) + ")";
   }
-  return makeError("the state store " + url + " (scope \"" + scope + "\") is in use by " + who +
-                   ". Wait for that run to finish (or stop it); a killed coordinator's lock goes "
-                   "when its connection ends.");
+  return "another run";
 }
 
-Result<std::unique_ptr<RunRecord>> RunRecord::begin(const std::string& url, RunInfo info,
-                                                    std::chrono::milliseconds retry_for) {
+Result<void> holdScope(pg::Connection& conn, const std::string& scope) {
+  auto locked = tryHoldScope(conn, scope);
+  if (!locked) {
+    return locked.error();
+  }
+  if (*locked) {
+    return {};
+  }
+  return makeError("the state store " + pg::redact(conn.url()) + " (scope \"" + scope +
+                   "\") is in use by " + scopeHolder(conn, scope) +
+                   ". Wait for that run to finish (or stop it), or pass --wait; a killed "
+                   "coordinator's lock goes when its connection ends.");
+}
+
+Result<std::unique_ptr<RunRecord>> RunRecord::begin(
+    const std::string& url, RunInfo info, std::chrono::milliseconds retry_for,
+    const std::function<void(const std::string& holder)>& on_wait) {
   auto conn = connect(url, retry_for, "oe run");
   if (!conn) {
     return conn.error();
   }
   pg::Connection& c = **conn;
-  if (auto held = holdScope(c, info.scope); !held) {
-    return held.error();
+  if (!on_wait) {
+    if (auto held = holdScope(c, info.scope); !held) {
+      return held.error();
+    }
+  } else {
+    // Polled rather than a blocking pg_advisory_lock, so that a signal still ends the wait.
+    bool told = false;
+    for (;;) {
+      auto locked = tryHoldScope(c, info.scope);
+      if (!locked) {
+        return locked.error();
+      }
+      if (*locked) {
+        break;
+      }
+      if (!told) {
+        on_wait(scopeHolder(c, info.scope));
+        told = true;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
   }
   info.status = "running";
   info.coordinator = coordinatorName();
@@ -127,14 +158,16 @@ std::optional<std::string> RunRecord::keepLock() {
     return std::nullopt;  // the server is still away: try again at the next look
   }
   const std::string scope = "scope \"" + info_.scope + "\" in " + pg::redact(conn_->url());
-  if (auto held = holdScope(*conn_, info_.scope); !held) {
-    if (!conn_->healthy()) {
-      return std::nullopt;
-    }
+  auto held = tryHoldScope(*conn_, info_.scope);
+  if (!held) {
+    return std::nullopt;  // lost again: the next look tries again
+  }
+  if (!*held) {
     return "the connection holding the lock on " + scope +
            " was lost (a server restart?) and another coordinator took the lock meanwhile: " +
-           held.error().message + " This run stops so that the state keeps one writer; resume "
-           "it once the other run is done.";
+           scopeHolder(*conn_, info_.scope) +
+           ". This run stops so that the state keeps one writer; resume it once the other run "
+           "is done.";
   }
   locked_pid_ = conn_->backendPid();
   // Held again. A run of the scope that started while it was free wrote the same state.

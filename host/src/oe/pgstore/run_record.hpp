@@ -51,8 +51,11 @@ class RunRecord {
  public:
   // Takes the lock (refused, naming the run that holds it, when another coordinator has it)
   // and inserts the run's row (status running, coordinator host:pid).
-  static Result<std::unique_ptr<RunRecord>> begin(const std::string& url, RunInfo info,
-                                                  std::chrono::milliseconds retry_for);
+  // With `on_wait` (--wait), a scope another coordinator holds is waited for instead: `on_wait`
+  // is called once with who holds it, then the lock is tried again until it is free.
+  static Result<std::unique_ptr<RunRecord>> begin(
+      const std::string& url, RunInfo info, std::chrono::milliseconds retry_for,
+      const std::function<void(const std::string& holder)>& on_wait = {});
 
   RunRecord(std::unique_ptr<pg::Connection> conn, RunInfo info);
   ~RunRecord();  // stops the guard; the connection ends: the lock goes
@@ -96,6 +99,10 @@ class RunRecord {
 // Takes the scope's advisory lock on `conn` (held until the session ends); an error naming the
 // run that holds it, and what to do, when another coordinator has it.
 Result<void> holdScope(pg::Connection& conn, const std::string& scope);
+// The same without the message: false when another session holds it.
+Result<bool> tryHoldScope(pg::Connection& conn, const std::string& scope);
+// Who holds the scope: "run <id> (coordinator host:pid, started ...)", or "another run".
+std::string scopeHolder(pg::Connection& conn, const std::string& scope);
 
 // The run `id_or_prefix` (a full id or a unique prefix); `scope` empty = any scope. An error
 // names what matched (none, several).

@@ -111,7 +111,11 @@ Result<RunSummary> runExperience(const spec::Experience& experience,
     info.experience = experience.file.string();
     info.chain_id = chain_id;
     info.resumed_from = options.resumed_from;
-    auto begun = pgstore::RunRecord::begin(options.store_url, std::move(info), retry);
+    std::function<void(const std::string&)> on_wait;
+    if (options.wait_for_lock) {
+      on_wait = options.on_lock_wait ? options.on_lock_wait : [](const std::string&) {};
+    }
+    auto begun = pgstore::RunRecord::begin(options.store_url, std::move(info), retry, on_wait);
     if (!begun) {
       return begun.error();
     }
