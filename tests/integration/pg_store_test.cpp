@@ -173,9 +173,6 @@ TEST_F(PgStoreCli, ARunOnPostgresEndsWithTheSqliteRunsStateAndItsRecords) {
   auto none = oe(dir, {"cache", "ls", "--json", "--store", db.url()});
   EXPECT_EQ(nlohmann::json::parse(none.out), nlohmann::json::array()) << none.out;
   // What reads only the SQLite files says so rather than work on files that are not the store.
-  auto gc = oe(dir, {"gc", "--keep", "1"}, {{"OE_STORE", db.url()}});
-  EXPECT_EQ(gc.exit_code, 2);
-  EXPECT_NE(gc.err.find("which gc does not prune yet"), std::string::npos) << gc.err;
   auto evolve = oe(dir, {"evolve", "--last"}, {{"OE_STORE", db.url()}});
   EXPECT_EQ(evolve.exit_code, 2);
   EXPECT_NE(evolve.err.find("which evolve does not read yet"), std::string::npos) << evolve.err;
@@ -379,6 +376,61 @@ TEST_F(PgStoreCli, ARunWithWaitStartsWhenTheCoordinatorHoldingTheScopeEnds) {
   EXPECT_EQ(summary["status"], "success");
   EXPECT_EQ(summary["nodes"]["cached"], 4) << waiting.out();
   EXPECT_EQ(executions(), (std::map<std::string, int>{{"a", 1}, {"b", 1}, {"gate", 1}, {"c", 1}}));
+}
+
+// `oe gc` on the store: three runs, keep the newest. The dry run counts and deletes nothing;
+// then the older runs' rows go (events, records, their history rows of fields the kept run
+// wrote again, their local logs), the state stays as it was, and the kept run is untouched.
+TEST_F(PgStoreCli, GcPrunesTheOlderRunsOfTheScopeAndLeavesTheState) {
+  PgTestDb db;
+  TempDir dir;
+  writeExperience(dir);
+  for (const auto& extra : {std::vector<std::string>{}, std::vector<std::string>{"--no-cache"},
+                            std::vector<std::string>{"--no-cache"}}) {
+    std::vector<std::string> args = {"run", ".", "-q", "--store", db.url()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    auto r = oe(dir, args);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  const auto state = stateOf(dir, db.url());
+  auto listed = nlohmann::json::parse(oe(dir, {"runs", "--json", "--store", db.url()}).out);
+  ASSERT_EQ(listed.size(), 3u);
+  const std::string newest = listed[0]["run_id"];
+  const std::string oldest = listed[2]["run_id"];
+  ASSERT_TRUE(std::filesystem::exists(dir / ".openexpertise" / "runs" / (oldest + ".jsonl")));
+
+  auto dry = oe(dir, {"gc", "--keep", "1", "--dry-run", "--json"}, {{"OE_STORE", db.url()}});
+  ASSERT_EQ(dry.exit_code, 0) << dry.err;
+  const auto would = nlohmann::json::parse(dry.out);
+  EXPECT_EQ(would["runs_removed"].size(), 2u) << dry.out;
+  EXPECT_GT(would["events_removed"], 0) << dry.out;
+  EXPECT_EQ(nlohmann::json::parse(oe(dir, {"runs", "--json", "--store", db.url()}).out).size(),
+            3u);
+
+  auto gc = oe(dir, {"gc", "--keep", "1", "--json", "--store", db.url()});
+  ASSERT_EQ(gc.exit_code, 0) << gc.err;
+  const auto done = nlohmann::json::parse(gc.out);
+  EXPECT_EQ(done["runs_removed"], would["runs_removed"]);
+  EXPECT_EQ(done["events_removed"], would["events_removed"]);
+  EXPECT_EQ(done["history_rows_removed"], would["history_rows_removed"]);
+  EXPECT_GT(done["history_rows_removed"], 0) << gc.out;
+  auto left = nlohmann::json::parse(oe(dir, {"runs", "--json", "--store", db.url()}).out);
+  ASSERT_EQ(left.size(), 1u);
+  EXPECT_EQ(left[0]["run_id"], newest);
+  EXPECT_EQ(left[0]["nodes"]["ran"], 4);
+  EXPECT_EQ(stateOf(dir, db.url()), state);
+  EXPECT_FALSE(std::filesystem::exists(dir / ".openexpertise" / "runs" / (oldest + ".jsonl")));
+  auto conn = pg::Connection::open(db.url());
+  ASSERT_TRUE(conn);
+  auto rows = (*conn)->exec(
+      "SELECT (SELECT count(*) FROM oe_events WHERE run_id <> $1), (SELECT count(*) FROM "
+      "oe_state_history WHERE field = 'last' AND run_id <> $1), (SELECT count(*) FROM "
+      "oe_state_history WHERE field = 'last' AND run_id = $1)",
+      {newest});
+  ASSERT_TRUE(rows) << rows.error().message;
+  EXPECT_EQ(rows->int64(0, 0), 0);
+  EXPECT_EQ(rows->int64(0, 1), 0) << "the older runs' writes of `last` are explained by the kept";
+  EXPECT_EQ(rows->int64(0, 2), 4);
 }
 
 }  // namespace

@@ -13,6 +13,9 @@
 #include "oe/cli/common.hpp"
 #include "oe/cli/store_option.hpp"
 #include "oe/cli/run_history.hpp"
+#include "oe/pgstore/gc.hpp"
+#include "oe/pgstore/run_record.hpp"
+#include "oe/spec/loader.hpp"
 #include "oe/run/run.hpp"
 #include "oe/state/state_store.hpp"
 
@@ -43,7 +46,77 @@ struct GcArgs {
   std::string older_than;
   bool dry_run = false;
   bool json = false;
+  std::string store;
 };
+
+// gc on a PostgreSQL store: refused while a coordinator holds the scope; the runs' local logs
+// (on this machine, if it ran them) go with their rows.
+int storeGc(const GcArgs& a, const ExperienceStore& store, std::optional<int64_t> max_age) {
+  auto conn = openStore(store.url);
+  if (!conn) {
+    std::cerr << "oe: " << conn.error().message << '\n';
+    return kExitFailed;
+  }
+  if (auto held = pgstore::holdScope(**conn, store.scope); !held) {
+    std::cerr << "oe: cannot prune: " << held.error().message << '\n';
+    return kExitFailed;
+  }
+  pgstore::GcPolicy policy;
+  if (a.keep >= 0) {
+    policy.keep = a.keep;
+  }
+  policy.max_age_ms = max_age;
+  policy.dry_run = a.dry_run;
+  auto report = pgstore::pruneScope(**conn, store.scope, policy);
+  if (!report) {
+    std::cerr << "oe: " << report.error().message << '\n';
+    return kExitFailed;
+  }
+  uint64_t log_bytes = 0;
+  const auto runs_dir = spec::resolveExperiencePath(a.experience).parent_path() / ".openexpertise" /
+                        "runs";
+  for (const std::string& id : report->removed) {
+    for (const char* ext : {".jsonl", ".pin.json"}) {
+      const auto file = runs_dir / (id + ext);
+      std::error_code ec;
+      if (const auto size = std::filesystem::file_size(file, ec); !ec) {
+        log_bytes += size;
+        if (!a.dry_run) {
+          std::filesystem::remove(file, ec);
+        }
+      }
+    }
+  }
+  const uint64_t freed = static_cast<uint64_t>(report->bytes) + log_bytes;
+  const size_t removed = report->removed.size();
+  if (a.json) {
+    std::cout << Json{{"dry_run", a.dry_run},
+                      {"store", pg::redact(store.url)},
+                      {"scope", store.scope},
+                      {"runs_kept", report->kept.size()},
+                      {"runs_removed", report->removed},
+                      {"events_removed", report->events},
+                      {"attempts_removed", report->attempts},
+                      {"cache_entries_removed", report->cache_entries},
+                      {"history_rows_removed", report->history_rows},
+                      {"landed_marks_removed", report->landed_marks},
+                      {"log_bytes", log_bytes},
+                      {"bytes_freed", freed}}
+                     .dump(2)
+              << '\n';
+    return kExitOk;
+  }
+  std::cout << (a.dry_run ? "gc (dry run): would remove " : "gc: removed ") << removed
+            << (removed == 1 ? " run" : " runs") << " of scope \"" << store.scope << "\" in "
+            << pg::redact(store.url) << " (" << report->events << " event lines), "
+            << report->cache_entries
+            << (report->cache_entries == 1 ? " cache entry, " : " cache entries, ")
+            << report->history_rows << (report->history_rows == 1 ? " history row" : " history rows")
+            << "; " << (a.dry_run ? "would free about " : "freed about ") << humanBytes(freed)
+            << " of data; kept " << report->kept.size()
+            << (report->kept.size() == 1 ? " run" : " runs") << '\n';
+  return kExitOk;
+}
 
 int runGc(const GcArgs& a) {
   if (a.keep < 0 && a.older_than.empty()) {
@@ -61,15 +134,8 @@ int runGc(const GcArgs& a) {
     max_age = *parsed;
   }
   bool failed = false;
-  if (auto store = experienceStore(a.experience, "", failed); store || failed) {
-    if (store) {
-      std::cerr << "oe: gc prunes the experience's SQLite files; this experience keeps its runs, "
-                   "state and cache in PostgreSQL ("
-                << pg::redact(store->url)
-                << ", from OE_STORE or runtime.store), which gc does not prune yet. To prune "
-                   "the local run logs only: OE_STORE= oe gc ...\n";
-    }
-    return kExitUsage;
+  if (auto store = experienceStore(a.experience, a.store, failed); store || failed) {
+    return failed ? kExitFailed : storeGc(a, *store, max_age);
   }
   auto experience = loadOnly(a.experience);
   if (!experience) {
@@ -219,6 +285,7 @@ void addGcCommand(CLI::App& app, int& exit_code) {
   cmd->add_option("--older-than", a->older_than, "Prune runs started longer ago (7d, 12h, 30m)");
   cmd->add_flag("--dry-run", a->dry_run, "Report what would be freed; delete nothing");
   cmd->add_flag("--json", a->json, "Print the report as JSON");
+  addStoreOption(*cmd, a->store);
   cmd->callback([a, &exit_code] { exit_code = runGc(*a); });
 }
 

@@ -51,11 +51,14 @@ std::optional<std::string> appendFrom(const std::optional<std::string>& old_text
     return std::nullopt;
   }
   const Json marker = Json::parse(*old_text, nullptr, false);
-  const Json* from = marker.is_object() ? &marker["$oe_append"]["from_length"] : nullptr;
-  if (from == nullptr || !from->is_number_unsigned()) {
+  const Json from = marker.is_object() && marker.contains("$oe_append") &&
+                            marker["$oe_append"].is_object()
+                        ? marker["$oe_append"].value("from_length", Json())
+                        : Json();
+  if (!from.is_number_unsigned()) {
     return std::nullopt;
   }
-  return std::to_string(from->get<uint64_t>());
+  return std::to_string(from.get<uint64_t>());
 }
 
 }  // namespace

@@ -1,0 +1,41 @@
+// `oe gc` on a PostgreSQL store (docs/storage.md): the same retention as on the SQLite files,
+// for one scope, in one transaction. The caller holds the scope's lock (holdScope), so no run
+// of the scope is in progress and every run without an end is dead.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "oe/common/result.hpp"
+#include "oe/pg/connection.hpp"
+
+namespace oe::pgstore {
+
+struct GcPolicy {
+  std::optional<int64_t> keep;        // keep the N newest runs
+  std::optional<int64_t> max_age_ms;  // prune runs started longer ago
+  bool dry_run = false;               // count only
+};
+
+struct GcReport {
+  std::vector<std::string> kept;     // newest first
+  std::vector<std::string> removed;  // newest first
+  int64_t events = 0;                // oe_events lines of the removed runs
+  int64_t attempts = 0;              // their oe_attempts rows
+  int64_t cache_entries = 0;         // written and last used by removed runs only
+  int64_t history_rows = 0;          // as pruneHistory: a field's newest full value and later stay
+  int64_t landed_marks = 0;          // of chains no kept run belongs to
+  int64_t bytes = 0;                 // the text of what went (or would go)
+};
+
+// Prunes the runs of `scope` that `policy` does not keep, and with them their events, attempts,
+// the cache entries no kept run wrote or last used, their state history rows (each field's
+// newest row holding a full value, and every row after it, stay: the history still explains
+// the current state; the snapshot is not touched) and the landed-write marks of chains no kept
+// run belongs to. A run is kept when either rule keeps it (--keep N and --older-than).
+Result<GcReport> pruneScope(pg::Connection& conn, const std::string& scope,
+                            const GcPolicy& policy);
+
+}  // namespace oe::pgstore
