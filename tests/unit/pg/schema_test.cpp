@@ -36,7 +36,8 @@ TEST(PgSchemaTest, ADatabaseAtVersionOneIsMigratedForwardKeepingItsRows) {
   auto conn = Connection::open(db.url());
   ASSERT_TRUE(conn);
   ASSERT_TRUE(migrate(**conn));
-  ASSERT_TRUE((*conn)->exec("ALTER TABLE oe_attempts DROP COLUMN llm_usage, DROP COLUMN events"));
+  ASSERT_TRUE((*conn)->exec("ALTER TABLE oe_attempts DROP COLUMN llm_usage, DROP COLUMN events, "
+                            "DROP COLUMN submit_seq"));
   ASSERT_TRUE((*conn)->exec("DELETE FROM oe_schema_migrations WHERE version > 1"));
   ASSERT_TRUE((*conn)->exec(
       "INSERT INTO oe_attempts (run_id, node_id, call_key, attempt, kind, config, request) "

@@ -102,6 +102,31 @@ TEST_F(AttemptQueueTest, ClaimsOldestFirstAndCarriesEverythingTheWorkerNeeds) {
   EXPECT_EQ(statusOf(ids[0]), "leased");
 }
 
+// The dispatcher's round sent again (its first answer lost with the connection, or its NOTIFY
+// failed after the insert committed): the same attempts, found, not added twice, ids in order.
+TEST_F(AttemptQueueTest, EnqueueingTheSameNumberedAttemptsAgainAddsNothing) {
+  std::vector<NewAttempt> batch = {attempt("a"), attempt("b"), attempt("c")};
+  for (size_t i = 0; i < batch.size(); ++i) {
+    batch[i].seq = static_cast<int64_t>(i + 7);
+  }
+  const auto first = enqueue({batch[0], batch[1]});
+  ASSERT_EQ(first.size(), 2u);
+  const auto again = enqueue(batch);  // a and b again, with c new
+  ASSERT_EQ(again.size(), 3u);
+  EXPECT_EQ(again[0], first[0]);
+  EXPECT_EQ(again[1], first[1]);
+  EXPECT_NE(again[2], first[0]);
+  EXPECT_NE(again[2], first[1]);
+  auto rows = conn_->exec("SELECT count(*) FROM oe_attempts");
+  ASSERT_TRUE(rows);
+  EXPECT_EQ(rows->int64(0, 0), 3);
+  // Unnumbered attempts are always new, and never meet a numbered one.
+  const auto plain = enqueue({attempt("d"), attempt("e")});
+  ASSERT_EQ(plain.size(), 2u);
+  EXPECT_LT(plain[0], plain[1]);
+  EXPECT_EQ(conn_->exec("SELECT count(*) FROM oe_attempts")->int64(0, 0), 5);
+}
+
 TEST_F(AttemptQueueTest, AWorkerOnlyClaimsTheQueuesItServes) {
   enqueue({attempt("cpu"), attempt("gpu", "gpu")});
   auto gpu = claim("w-gpu", 10, {"gpu"});

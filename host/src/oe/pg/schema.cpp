@@ -159,10 +159,14 @@ CREATE INDEX oe_budget_holds_holder ON oe_budget_holds (holder);
 
 // Version 2: what a worker's attempt hands the coordinator besides its result: what its LLM
 // calls used (llm::Usage as JSON), for the run's summary and the node's metrics, and the events
-// its plugin emitted (a JSON array), which the coordinator logs as a local attempt's.
+// its plugin emitted (a JSON array), which the coordinator logs as a local attempt's. And the
+// coordinator's number for each attempt it adds (submit_seq, unique in its run), so that an
+// insert sent again after a lost connection finds the rows it had added instead of doubling them.
 constexpr std::string_view kV2 = R"sql(
 ALTER TABLE oe_attempts ADD COLUMN llm_usage text;
 ALTER TABLE oe_attempts ADD COLUMN events text;
+ALTER TABLE oe_attempts ADD COLUMN submit_seq bigint;
+CREATE UNIQUE INDEX oe_attempts_submitted ON oe_attempts (run_id, submit_seq);
 )sql";
 
 // The advisory lock key of migrations: any 64-bit constant of oe's own.
@@ -173,7 +177,7 @@ constexpr int64_t kMigrateLock = 0x6f655f6d69677261;  // "oe_migra"
 const std::vector<Migration>& migrations() {
   static const std::vector<Migration> all = {
       {1, "runs, events, state, cache, attempts, workers, limits, budget", kV1},
-      {2, "attempts: the LLM usage and plugin events of a worker's attempt", kV2},
+      {2, "attempts: LLM usage, plugin events, the coordinator's submit number", kV2},
   };
   return all;
 }

@@ -44,7 +44,7 @@ Result<std::vector<int64_t>> AttemptQueue::enqueue(const std::vector<NewAttempt>
   }
   std::vector<std::string> run_ids, node_ids, call_keys, queues, kinds, configs, requests,
       cache_keys;
-  std::vector<std::optional<int64_t>> numbers, timeouts;
+  std::vector<std::optional<int64_t>> numbers, timeouts, seqs;
   for (const NewAttempt& a : attempts) {
     run_ids.push_back(a.run_id);
     node_ids.push_back(a.node_id);
@@ -56,28 +56,36 @@ Result<std::vector<int64_t>> AttemptQueue::enqueue(const std::vector<NewAttempt>
     requests.push_back(a.request);
     cache_keys.push_back(a.cache_key);
     timeouts.push_back(a.timeout_ms);
+    seqs.push_back(a.seq);
   }
-  // unnest ... WITH ORDINALITY keeps the input order, so the serial ids follow it.
+  // unnest ... WITH ORDINALITY keeps the input order, so the serial ids follow it. A row whose
+  // (run, seq) is there already (this batch sent before, its answer lost with the connection)
+  // is not added again: its id is read back. An attempt without a seq gets a negative one from
+  // the id sequence, which no dispatcher ticket (>= 0) meets.
   auto rows = conn_.exec(
-      "INSERT INTO oe_attempts (run_id, node_id, call_key, attempt, queue, kind, config, request, "
-      "cache_key, timeout_ms) "
-      "SELECT r, n, c, a, q, k, cf, rq, NULLIF(ck, ''), t FROM unnest($1::text[], $2::text[], "
+      "WITH x AS MATERIALIZED (SELECT r, n, c, a, q, k, cf, rq, ck, t, "
+      "coalesce(s, -nextval('oe_attempts_id_seq')) AS s, o FROM unnest($1::text[], $2::text[], "
       "$3::text[], $4::int[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], "
-      "$10::bigint[]) WITH ORDINALITY AS x(r, n, c, a, q, k, cf, rq, ck, t, o) ORDER BY o "
-      "RETURNING id",
+      "$10::bigint[], $11::bigint[]) WITH ORDINALITY AS u(r, n, c, a, q, k, cf, rq, ck, t, s, o)), "
+      "ins AS (INSERT INTO oe_attempts (run_id, node_id, call_key, attempt, queue, kind, config, "
+      "request, cache_key, timeout_ms, submit_seq) "
+      "SELECT r, n, c, a, q, k, cf, rq, NULLIF(ck, ''), t, s FROM x ORDER BY o "
+      "ON CONFLICT (run_id, submit_seq) DO NOTHING RETURNING id, run_id, submit_seq) "
+      "SELECT coalesce(ins.id, old.id) FROM x "
+      "LEFT JOIN ins ON ins.run_id = x.r AND ins.submit_seq = x.s "
+      "LEFT JOIN oe_attempts old ON old.run_id = x.r AND old.submit_seq = x.s ORDER BY x.o",
       std::vector<pg::Param>{pg::arrayLiteral(run_ids), pg::arrayLiteral(node_ids), pg::arrayLiteral(call_keys),
                              int64Array(numbers), pg::arrayLiteral(queues), pg::arrayLiteral(kinds),
                              pg::arrayLiteral(configs), pg::arrayLiteral(requests), pg::arrayLiteral(cache_keys),
-                             int64Array(timeouts)});
+                             int64Array(timeouts), int64Array(seqs)});
   if (!rows) {
     return failed("add attempts", rows.error());
   }
   std::vector<int64_t> ids;
   ids.reserve(static_cast<size_t>(rows->size()));
   for (int i = 0; i < rows->size(); ++i) {
-    ids.push_back(rows->int64(i, 0));
+    ids.push_back(rows->int64(i, 0));  // in the input's order (ORDER BY x.o)
   }
-  std::sort(ids.begin(), ids.end());
   if (notify) {
     if (auto sent = conn_.exec("SELECT pg_notify('oe_attempts', '')"); !sent) {
       return failed("wake the workers (NOTIFY)", sent.error());

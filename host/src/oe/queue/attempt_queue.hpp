@@ -28,6 +28,9 @@ struct NewAttempt {
   std::string request;  // the invoke request (node_executor.hpp's invokeRequest)
   std::string cache_key;
   std::optional<int64_t> timeout_ms;
+  // Unique within the run (the dispatcher's ticket): enqueueing the same attempt again (a
+  // retry after a lost connection) returns the row added the first time. Unset: a fresh one.
+  std::optional<int64_t> seq;
 };
 
 // An attempt a worker holds. `fence` is the token its completion must present.

@@ -111,6 +111,7 @@ bool Dispatcher::round() {
     attempts.reserve(submits.size());
     for (const auto& [ticket, attempt] : submits) {
       attempts.push_back(attempt);
+      attempts.back().seq = static_cast<int64_t>(ticket);  // a re-sent round adds nothing twice
     }
     auto ids = queue_.enqueue(attempts, /*notify=*/true);
     if (!ids) {
