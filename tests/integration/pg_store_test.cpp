@@ -55,10 +55,12 @@ std::string experienceYaml(const std::filesystem::path& out) {
   return yaml.str();
 }
 
-// The scope lock of experience `pgstore-it` as pg_locks shows it (classid: high half of the
-// 64-bit key, objid: low half).
+// The scope lock of experience `pgstore-it` in this test's database as pg_locks shows it
+// (classid: high half of the 64-bit key, objid: low half). pg_locks covers the whole server,
+// where the tests running alongside hold the same scope in databases of their own.
 constexpr std::string_view kScopeLockWhere =
     "locktype = 'advisory' AND objsubid = 1 AND granted AND "
+    "database = (SELECT oid FROM pg_database WHERE datname = current_database()) AND "
     "((classid::bigint << 32) | objid::bigint) = hashtextextended('oe-scope:pgstore-it', 0)";
 
 // Waits (polling, at most a minute) until a session holds the scope's lock; false if none did.
