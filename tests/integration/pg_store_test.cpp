@@ -121,6 +121,30 @@ class PgStoreCli : public ::testing::Test {
     return stateOf(ref, "");
   }
 
+  // A run held at its gate whose scope-lock session the statement `cut` (on a connection of the
+  // test's, one row back) ends: the run stops, saying `expected`, with what finished before the
+  // gate in the store.
+  void expectAStopWhenTheLockIsCut(const std::string& cut, const std::string& expected) {
+    PgTestDb db;
+    TempDir dir;
+    writeExperience(dir);
+    const auto gate = counter_ / "gate";
+    BackgroundProcess run({OE_EXE, "run", ".", "-q", "--store", db.url()},
+                          {{"OE_PLUGIN_PATH", ""}, {"PGSTORE_GATE", gate.string()}}, dir.path(),
+                          dir / "run");
+    ASSERT_TRUE(waitForFile(gate)) << run.err();
+    auto other = pg::Connection::open(db.url());
+    ASSERT_TRUE(other);
+    auto done = (*other)->exec(cut);
+    ASSERT_TRUE(done) << done.error().message;
+    ASSERT_EQ(done->size(), 1);
+    EXPECT_NE(run.wait(), 0);
+    const std::string said = run.out() + run.err();
+    EXPECT_NE(said.find(expected), std::string::npos) << said;
+    EXPECT_EQ(executions(), (std::map<std::string, int>{{"a", 1}, {"b", 1}, {"gate", 1}}));
+    EXPECT_EQ(stateOf(dir, db.url())["last"], "b");
+  }
+
   TempDir counter_;
 };
 
@@ -288,57 +312,24 @@ TEST_F(PgStoreCli, ARunRidesOutAServerRestartAndLosesNothing) {
 // another coordinator has it (here the test, in the statement that ends that session): the run
 // stops rather than write the state alongside it.
 TEST_F(PgStoreCli, ARunWhoseScopeWasTakenWhileItsLockWasLostStops) {
-  PgTestDb db;
-  TempDir dir;
-  writeExperience(dir);
-  const auto gate = counter_ / "gate";
-  BackgroundProcess run({OE_EXE, "run", ".", "-q", "--store", db.url()},
-                        {{"OE_PLUGIN_PATH", ""}, {"PGSTORE_GATE", gate.string()}}, dir.path(),
-                        dir / "run");
-  ASSERT_TRUE(waitForFile(gate)) << run.err();
-  auto other = pg::Connection::open(db.url());
-  ASSERT_TRUE(other);
-  // One statement: end the holder's session (waiting until it is gone), then take the lock.
-  auto taken = (*other)->exec(
+  expectAStopWhenTheLockIsCut(
       "SELECT pg_terminate_backend(pid, 30000), "
       "pg_advisory_lock(hashtextextended('oe-scope:pgstore-it', 0)) FROM pg_locks WHERE " +
-      std::string(kScopeLockWhere));
-  ASSERT_TRUE(taken) << taken.error().message;
-  ASSERT_EQ(taken->size(), 1);
-  EXPECT_NE(run.wait(), 0);
-  const std::string said = run.out() + run.err();
-  EXPECT_NE(said.find("another coordinator took the lock meanwhile"), std::string::npos) << said;
-  // The gate never finished; what finished before it is in the store.
-  EXPECT_EQ(executions(), (std::map<std::string, int>{{"a", 1}, {"b", 1}, {"gate", 1}}));
-  auto state = stateOf(dir, db.url());
-  EXPECT_EQ(state["last"], "b") << state.dump();
+          std::string(kScopeLockWhere),
+      "another coordinator took the lock meanwhile");
 }
 
 // The same, when the other run came and went while the lock was free (here: its oe_runs row,
 // written in the statement that ends the holder's session): the run takes the lock again, sees
 // that run, and stops.
 TEST_F(PgStoreCli, ARunThatFindsAnotherRanWhileItsLockWasLostStops) {
-  PgTestDb db;
-  TempDir dir;
-  writeExperience(dir);
-  const auto gate = counter_ / "gate";
-  BackgroundProcess run({OE_EXE, "run", ".", "-q", "--store", db.url()},
-                        {{"OE_PLUGIN_PATH", ""}, {"PGSTORE_GATE", gate.string()}}, dir.path(),
-                        dir / "run");
-  ASSERT_TRUE(waitForFile(gate)) << run.err();
-  auto other = pg::Connection::open(db.url());
-  ASSERT_TRUE(other);
-  auto cut = (*other)->exec(
+  expectAStopWhenTheLockIsCut(
       "WITH gone AS (SELECT pg_terminate_backend(pid, 30000) FROM pg_locks WHERE " +
-      std::string(kScopeLockWhere) +
-      ") INSERT INTO oe_runs (run_id, scope, chain_id, status, started_at, finished_at) "
-      "SELECT 'intruder', 'pgstore-it', 'intruder', 'success', now(), now() FROM gone");
-  ASSERT_TRUE(cut) << cut.error().message;
-  EXPECT_NE(run.wait(), 0);
-  const std::string said = run.out() + run.err();
-  EXPECT_NE(said.find("run intruder started on the scope while the lock was free"),
-            std::string::npos)
-      << said;
+          std::string(kScopeLockWhere) +
+          ") INSERT INTO oe_runs (run_id, scope, chain_id, status, started_at, finished_at) "
+          "SELECT 'intruder', 'pgstore-it', 'intruder', 'success', now(), now() FROM gone "
+          "RETURNING 1",
+      "run intruder started on the scope while the lock was free");
 }
 
 // `oe run --wait` on a scope another coordinator holds: it says whom it waits for, starts once
