@@ -60,7 +60,8 @@ Result<std::vector<int64_t>> AttemptQueue::enqueue(const std::vector<NewAttempt>
   }
   // unnest ... WITH ORDINALITY keeps the input order, so the serial ids follow it. A row whose
   // (run, seq) is there already (this batch sent before, its answer lost with the connection)
-  // is not added again: its id is read back. An attempt without a seq gets a negative one from
+  // is not added again: its id is read back (the lookup only runs for those: COALESCE stops at
+  // the first value). An attempt without a seq gets a negative one from
   // the id sequence, which no dispatcher ticket (>= 0) meets.
   auto rows = conn_.exec(
       "WITH x AS MATERIALIZED (SELECT r, n, c, a, q, k, cf, rq, ck, t, "
@@ -71,9 +72,9 @@ Result<std::vector<int64_t>> AttemptQueue::enqueue(const std::vector<NewAttempt>
       "request, cache_key, timeout_ms, submit_seq) "
       "SELECT r, n, c, a, q, k, cf, rq, NULLIF(ck, ''), t, s FROM x ORDER BY o "
       "ON CONFLICT (run_id, submit_seq) DO NOTHING RETURNING id, run_id, submit_seq) "
-      "SELECT coalesce(ins.id, old.id) FROM x "
-      "LEFT JOIN ins ON ins.run_id = x.r AND ins.submit_seq = x.s "
-      "LEFT JOIN oe_attempts old ON old.run_id = x.r AND old.submit_seq = x.s ORDER BY x.o",
+      "SELECT coalesce(ins.id, (SELECT old.id FROM oe_attempts old WHERE old.run_id = x.r AND "
+      "old.submit_seq = x.s)) FROM x LEFT JOIN ins ON ins.run_id = x.r AND ins.submit_seq = x.s "
+      "ORDER BY x.o",
       std::vector<pg::Param>{pg::arrayLiteral(run_ids), pg::arrayLiteral(node_ids), pg::arrayLiteral(call_keys),
                              int64Array(numbers), pg::arrayLiteral(queues), pg::arrayLiteral(kinds),
                              pg::arrayLiteral(configs), pg::arrayLiteral(requests), pg::arrayLiteral(cache_keys),
