@@ -100,16 +100,11 @@ int listStoreEntries(const ExperienceStore& store, bool json) {
 
 // The scope's entries go, unless a coordinator holds the scope (its run may be writing them).
 int clearStoreEntries(const ExperienceStore& store) {
-  auto conn = openStore(store.url);
+  auto conn = openHoldingScope(store.url, store.scope, "clear the cache");
   if (!conn) {
-    std::cerr << "oe: " << conn.error().message << '\n';
     return kExitFailed;
   }
-  if (auto held = pgstore::holdScope(**conn, store.scope); !held) {
-    std::cerr << "oe: cannot clear the cache: " << held.error().message << '\n';
-    return kExitFailed;
-  }
-  auto removed = pgstore::clearScopeCache(**conn, store.scope);
+  auto removed = pgstore::clearScopeCache(*conn, store.scope);
   if (!removed) {
     std::cerr << "oe: " << removed.error().message << '\n';
     return kExitFailed;
@@ -158,13 +153,11 @@ void addCacheCommand(CLI::App& app, int& exit_code) {
       exit_code = kExitFailed;
       return;
     }
-    if (store && !a->yes) {
-      std::cerr << "oe: cache clear requires --yes to confirm destructive action\n";
-      exit_code = kExitFailed;
-      return;
-    }
     if (store) {
-      exit_code = clearStoreEntries(*store);
+      if (!a->yes) {
+        std::cerr << "oe: cache clear requires --yes to confirm destructive action\n";
+      }
+      exit_code = a->yes ? clearStoreEntries(*store) : kExitFailed;
       return;
     }
     const auto dir = cacheDir(a->experience);

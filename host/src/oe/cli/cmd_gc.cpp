@@ -14,7 +14,6 @@
 #include "oe/cli/store_option.hpp"
 #include "oe/cli/run_history.hpp"
 #include "oe/pgstore/gc.hpp"
-#include "oe/pgstore/run_record.hpp"
 #include "oe/spec/loader.hpp"
 #include "oe/run/run.hpp"
 #include "oe/state/state_store.hpp"
@@ -52,13 +51,8 @@ struct GcArgs {
 // gc on a PostgreSQL store: refused while a coordinator holds the scope; the runs' local logs
 // (on this machine, if it ran them) go with their rows.
 int storeGc(const GcArgs& a, const ExperienceStore& store, std::optional<int64_t> max_age) {
-  auto conn = openStore(store.url);
+  auto conn = openHoldingScope(store.url, store.scope, "prune");
   if (!conn) {
-    std::cerr << "oe: " << conn.error().message << '\n';
-    return kExitFailed;
-  }
-  if (auto held = pgstore::holdScope(**conn, store.scope); !held) {
-    std::cerr << "oe: cannot prune: " << held.error().message << '\n';
     return kExitFailed;
   }
   pgstore::GcPolicy policy;
@@ -67,7 +61,7 @@ int storeGc(const GcArgs& a, const ExperienceStore& store, std::optional<int64_t
   }
   policy.max_age_ms = max_age;
   policy.dry_run = a.dry_run;
-  auto report = pgstore::pruneScope(**conn, store.scope, policy);
+  auto report = pgstore::pruneScope(*conn, store.scope, policy);
   if (!report) {
     std::cerr << "oe: " << report.error().message << '\n';
     return kExitFailed;

@@ -7,7 +7,6 @@
 #include "oe/cli/common.hpp"
 #include "oe/cli/store_option.hpp"
 #include "oe/pgstore/pg_state_backend.hpp"
-#include "oe/pgstore/run_record.hpp"
 #include "oe/pgstore/scope.hpp"
 #include "oe/run/run.hpp"
 #include "oe/state/state_store.hpp"
@@ -87,17 +86,11 @@ int resetStoreState(const std::string& url, const std::string& scope, bool yes) 
     std::cerr << "oe: reset-state requires --yes to confirm destructive action\n";
     return kExitFailed;
   }
-  auto conn = openStore(url);
+  auto conn = openHoldingScope(url, scope, "reset the state");
   if (!conn) {
-    std::cerr << "oe: " << conn.error().message << '\n';
     return kExitFailed;
   }
-  auto held = pgstore::holdScope(**conn, scope);
-  if (!held) {
-    std::cerr << "oe: cannot reset the state: " << held.error().message << '\n';
-    return kExitFailed;
-  }
-  if (auto reset = pgstore::resetState(**conn, scope); !reset) {
+  if (auto reset = pgstore::resetState(*conn, scope); !reset) {
     std::cerr << "oe: cannot reset the state of scope \"" << scope << "\" in " << pg::redact(url)
               << ": " << reset.error().message << '\n';
     return kExitFailed;

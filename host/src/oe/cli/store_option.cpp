@@ -65,6 +65,20 @@ Result<std::unique_ptr<pg::Connection>> openStore(const std::string& url) {
   return pgstore::connect(url, pgstore::storeRetry(), "oe");
 }
 
+std::unique_ptr<pg::Connection> openHoldingScope(const std::string& url, const std::string& scope,
+                                                 std::string_view doing) {
+  auto conn = openStore(url);
+  if (!conn) {
+    std::cerr << "oe: " << conn.error().message << '\n';
+    return nullptr;
+  }
+  if (auto held = pgstore::holdScope(**conn, scope); !held) {
+    std::cerr << "oe: cannot " << doing << ": " << held.error().message << '\n';
+    return nullptr;
+  }
+  return std::move(conn).value();
+}
+
 std::optional<pgstore::RunInfo> resolveStoreRun(pg::Connection& conn, const std::string& id,
                                                 bool last, const std::string& experience_arg) {
   std::string wanted = id;

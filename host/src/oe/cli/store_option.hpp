@@ -39,6 +39,12 @@ std::optional<ExperienceStore> experienceStore(const std::string& experience_arg
 // names the redacted URL.
 Result<std::unique_ptr<pg::Connection>> openStore(const std::string& url);
 
+// A connection to the store holding `scope`'s lock (for a command that changes the scope's rows:
+// no run of it may be in progress), or nullptr after saying on stderr why not, the refusal as
+// "oe: cannot <doing>: <who holds it>".
+std::unique_ptr<pg::Connection> openHoldingScope(const std::string& url, const std::string& scope,
+                                                 std::string_view doing);
+
 // The run `oe resume`/`oe inspect` name in a PostgreSQL store: `id` (a run id or a unique prefix),
 // or with `last` the newest run of the scope of the experience `experience_arg` names. nullopt
 // after saying why on stderr (a bad invocation: exit 2).

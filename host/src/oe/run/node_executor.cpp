@@ -659,7 +659,7 @@ void Run::attemptRemote(const std::shared_ptr<Call>& call, std::string request) 
         const Json events = Json::parse(f.events, nullptr, false);
         for (const Json& event : events.is_array() ? events : Json::array()) {
           const std::string type = stringField(event, "type");
-          if (type.empty() || !event.is_object()) {
+          if (type.empty()) {  // also what is not an object
             continue;
           }
           Json fields = event;

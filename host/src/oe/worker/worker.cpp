@@ -453,25 +453,22 @@ void Worker::execute(const queue::Claimed& attempt) {
   completion.ok = status == OE_OK;
   completion.result_status = status;
   completion.response = std::move(response.data);
-  if (const llm::Usage& used = call.llmUsage(); used.calls > 0) {
-    // Reported back so that the coordinator counts it in its summary; the node's metrics (and
-    // so its cache entry) get it as a local attempt's do.
+  const llm::Usage& used = call.llmUsage();
+  if (used.calls > 0) {
+    // Reported back: the coordinator counts it in the run's usage and the node's metrics.
     completion.llm_usage = used.toJson().dump();
-    if (completion.ok) {
-      Json output = Json::parse(completion.response, nullptr, false);
-      if (output.is_object()) {
-        run::engine::addLlmMetrics(output, used);
-        completion.response = output.dump();
-      }
-    }
   }
   if (!completion.ok) {
     completion.error = run::engine::invocationError(status, error.data, attempt.kind);
   } else if (!attempt.cache_key.empty()) {
     // The node's cache entry, in the completion's transaction (the coordinator's store keeps its
-    // own too): what the coordinator would store, when the output can be one.
+    // own too): what the coordinator would store, when the output can be one, LLM metrics
+    // included as the coordinator adds them.
     Json output = Json::parse(completion.response, nullptr, false);
     if (output.is_object() && output.contains("state_delta") && output["state_delta"].is_object()) {
+      if (used.calls > 0) {
+        run::engine::addLlmMetrics(output, used);
+      }
       Json stored = {{"state_delta", output["state_delta"]}};
       for (const char* part : {"edge_output", "metrics"}) {
         if (output.contains(part) && !output[part].is_null()) {
