@@ -9,6 +9,7 @@
 #include <fstream>
 #include <map>
 #include <set>
+#include <thread>
 
 #include "oe/common/file.hpp"
 #include "support/temp_dir.hpp"
@@ -372,6 +373,38 @@ TEST_F(CacheStoreTest, OpenFailsWithAClearMessage) {
   ASSERT_FALSE(store.ok());
   EXPECT_NE(store.error().message.find("cannot open the cache in " + cache_dir_.string()),
             std::string::npos);
+}
+
+// Nested runs of a for_each open one child's cache at the same moment (the CI failure of
+// NestedRunTest.AForEachRunsOneChildPerItem: "database is locked"). Every opener must wait its
+// turn, however the first ones race to create the file, switch it to WAL and add the schema.
+TEST(CacheStoreOpenTest, ManyOpenersOfOneNewCacheAllSucceed) {
+  for (int round = 0; round < 40; ++round) {
+    oe::test::TempDir dir;
+    const auto cache_dir = dir.path() / "cache";
+    constexpr int kOpeners = 8;
+    std::vector<std::string> errors(kOpeners);
+    std::vector<std::thread> threads;
+    for (int i = 0; i < kOpeners; ++i) {
+      threads.emplace_back([&, i] {
+        auto store = CacheStore::open(cache_dir);
+        if (!store) {
+          errors[static_cast<size_t>(i)] = store.error().message;
+          return;
+        }
+        auto r = (*store)->put("k" + std::to_string(i), "n", "r", Json{{"i", i}});
+        if (!r) {
+          errors[static_cast<size_t>(i)] = r.error().message;
+        }
+      });
+    }
+    for (auto& t : threads) {
+      t.join();
+    }
+    for (int i = 0; i < kOpeners; ++i) {
+      ASSERT_EQ(errors[static_cast<size_t>(i)], "") << "round " << round << ", opener " << i;
+    }
+  }
 }
 
 }  // namespace

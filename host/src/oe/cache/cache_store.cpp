@@ -308,7 +308,7 @@ Result<void> CacheStore::init(const std::filesystem::path& cache_dir) {
   if (auto r = sqlite::useWal(h); !r) {
     return r;
   }
-  if (auto r = sqlite::exec(h, kSchemaSql); !r) {
+  if (auto r = sqlite::createSchema(h, kSchemaSql); !r) {
     return r;
   }
   if (auto r = addUsageColumns(h); !r) {

@@ -69,19 +69,27 @@ Result<Journal> Journal::create(const std::filesystem::path& dir, std::string_vi
     name += kHex[c & 0xF];
   }
   name += kSuffix;
+  // Created and locked under a name foldOrphans() does not list, then renamed: a journal is
+  // never visible to another store's orphan scan before its owner holds the lock, which would
+  // let that scan fold and delete it between our open() and flock().
+  const std::filesystem::path pending = dir / ("." + name + ".new");
   Journal journal;
   journal.path_ = dir / name;
-  journal.fd_ =
-      ::open(journal.path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
+  journal.fd_ = ::open(pending.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
   if (journal.fd_ < 0) {
     return makeError("cannot create the journal " + journal.path_.string() + ": " +
                      errnoText(errno));
   }
-  if (::flock(journal.fd_, LOCK_EX | LOCK_NB) != 0) {
-    const int err = errno;
+  auto fail = [&](std::string_view what, int err) -> Result<Journal> {
     std::error_code ec;
-    std::filesystem::remove(journal.path_, ec);
-    return makeError("cannot lock the journal " + journal.path_.string() + ": " + errnoText(err));
+    std::filesystem::remove(pending, ec);
+    return makeError(std::string(what) + journal.path_.string() + ": " + errnoText(err));
+  };
+  if (::flock(journal.fd_, LOCK_EX | LOCK_NB) != 0) {
+    return fail("cannot lock the journal ", errno);
+  }
+  if (::rename(pending.c_str(), journal.path_.c_str()) != 0) {
+    return fail("cannot name the journal ", errno);
   }
   return journal;
 }

@@ -68,10 +68,38 @@ inline Result<void> exec(sqlite3* db, const char* sql) {
 // and a run holds two connections. The busy timeout comes first: switching a new file to WAL
 // takes a lock, which two nested runs (or two processes) opening the same cache at once meet.
 inline Result<void> useWal(sqlite3* db) {
+  if (auto r = exec(db, "PRAGMA busy_timeout = 5000; PRAGMA page_size = 1024;"); !r) {
+    return r;
+  }
+  // Switching a new file to WAL can meet another opener mid-switch with SQLITE_BUSY before the
+  // busy handler is consulted; the switch is idempotent, so it is retried for the same 5 s.
+  for (int attempt = 0;; ++attempt) {
+    auto r = exec(db, "PRAGMA journal_mode = WAL;");
+    if (r) {
+      break;
+    }
+    if (attempt == 500 || (sqlite3_errcode(db) & 0xFF) != SQLITE_BUSY) {
+      return r;
+    }
+    sqlite3_sleep(10);
+  }
   return exec(db,
-              "PRAGMA busy_timeout = 5000; PRAGMA page_size = 1024; PRAGMA journal_mode = WAL; "
               "PRAGMA synchronous = NORMAL; PRAGMA wal_autocheckpoint = 10000; "
               "PRAGMA cache_size = -1024;");
+}
+
+// Creates a store's tables. In one IMMEDIATE transaction: as separate autocommit statements, two
+// openers of a new file each read the old schema and then both want to write it, and SQLite
+// answers the second one SQLITE_BUSY at once (waiting could deadlock), busy timeout or not.
+inline Result<void> createSchema(sqlite3* db, const char* schema_sql) {
+  if (auto r = exec(db, "BEGIN IMMEDIATE"); !r) {
+    return r;
+  }
+  if (auto r = exec(db, schema_sql); !r) {
+    (void)exec(db, "ROLLBACK");
+    return r;
+  }
+  return exec(db, "COMMIT");
 }
 
 inline Result<Stmt> prepare(sqlite3* db, std::string_view sql) {

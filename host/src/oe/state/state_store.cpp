@@ -335,7 +335,7 @@ Result<void> StateStore::init() {
   if (auto r = sqlite::useWal(h); !r) {
     return r;
   }
-  if (auto r = sqlite::exec(h, kSchemaSql); !r) {
+  if (auto r = sqlite::createSchema(h, kSchemaSql); !r) {
     return r;
   }
   struct Want {
@@ -1090,7 +1090,7 @@ Result<HistoryPruneStats> pruneHistory(const std::filesystem::path& db_path,
   if (auto r = sqlite::useWal(h); !r) {
     return fail(r.error().message);
   }
-  if (auto r = sqlite::exec(h, kSchemaSql); !r) {
+  if (auto r = sqlite::createSchema(h, kSchemaSql); !r) {
     return fail(r.error().message);
   }
   // The kept runs go into a temp table; the count and the delete share one transaction so the
