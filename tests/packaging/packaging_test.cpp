@@ -466,10 +466,11 @@ TEST_F(Packaging, TheManPageHasAnEntryForEveryCommand) {
   EXPECT_GE(count, 20) << help.out;
 }
 
-// What the completion offers for the words typed so far (the last one being completed).
-std::vector<std::string> complete(const std::vector<std::string>& words) {
-  std::string script = "source '" OE_SOURCE_DIR "/host/share/bash-completion/oe'\nCOMP_WORDS=(";
-  script += "'" OE_BINARY_DIR "/bin/oe'";
+// What the completion offers for the words typed so far (the last one being completed) after
+// `oe`, the binary whose help it reads.
+std::vector<std::string> complete(const std::string& oe, const std::vector<std::string>& words) {
+  std::string script =
+      "source '" OE_SOURCE_DIR "/host/share/bash-completion/oe'\nCOMP_WORDS=('" + oe + "'";
   for (const std::string& word : words) {
     script += " '" + word + "'";
   }
@@ -490,17 +491,33 @@ std::vector<std::string> complete(const std::vector<std::string>& words) {
 
 TEST_F(Packaging, BashCompletionOffersCommandsSubcommandsAndOptions) {
   using V = std::vector<std::string>;
-  EXPECT_EQ(complete({"re"}), (V{"registry", "reset-state", "resume"}));
-  EXPECT_EQ(complete({"run", "--fre"}), (V{"--fresh"}));
-  EXPECT_EQ(complete({"cache", ""}), (V{"clear", "ls"}));
-  EXPECT_EQ(complete({"store", "m"}), (V{"migrate"}));
-  // After an option that takes a value, the value is the shell's (files); after the value,
-  // options again, and the value is not taken for a command.
-  EXPECT_EQ(complete({"doctor", "--experience", ""}), V{});
-  EXPECT_EQ(complete({"doctor", "--experience", "run", "--js"}), (V{"--json"}));
-  const V top = complete({""});
+  const std::string oe = std::string(OE_BINARY_DIR) + "/bin/oe";
+  EXPECT_EQ(complete(oe, {"re"}), (V{"registry", "reset-state", "resume"}));
+  EXPECT_EQ(complete(oe, {"run", "--fre"}), (V{"--fresh"}));
+  EXPECT_EQ(complete(oe, {"cache", ""}), (V{"clear", "ls"}));
+  EXPECT_EQ(complete(oe, {"store", "m"}), (V{"migrate"}));
+  // An option's value is the shell's to complete (files), even when it starts with a dash.
+  EXPECT_EQ(complete(oe, {"run", "--store", "--"}), V{});
+  EXPECT_EQ(complete(oe, {"doctor", "--experience", "exp", "--js"}), (V{"--json"}));
+  const V top = complete(oe, {""});
   EXPECT_GE(top.size(), 20u);
   EXPECT_TRUE(std::find(top.begin(), top.end(), "doctor") != top.end());
+
+  // A value that names a subcommand is still a value: oe has no command with both value
+  // options and subcommands yet, so a stand-in's help has one.
+  const fs::path fake = tmp_.path() / "fake-oe";
+  std::ofstream(fake) << R"(#!/bin/sh
+case "$*" in
+  --help) printf 'Usage: fake [OPTIONS] SUBCOMMAND\n\nOptions:\n  -h,--help  Print\n'
+          printf '  --store TEXT  A value\n  --top  A flag\n\nSubcommands:\n  ls  List\n' ;;
+  "ls --help") printf 'Usage: fake ls [OPTIONS]\n\nOptions:\n'
+               printf '  -h,--help  Print\n  --long  A flag\n' ;;
+esac
+)";
+  fs::permissions(fake, fs::perms::owner_all);
+  EXPECT_EQ(complete(fake.string(), {"--store", "ls", "--"}), (V{"--help", "--store", "--top"}));
+  EXPECT_EQ(complete(fake.string(), {"ls", "--"}), (V{"--help", "--long"}));
+  EXPECT_EQ(complete(fake.string(), {"--top", ""}), V{"ls"});
 }
 
 TEST_F(Packaging, BuildCommitIsTheCheckoutsAndRewritesTheHeaderOnlyWhenItChanges) {

@@ -392,7 +392,7 @@ void addDoctorCommand(CLI::App& app, int& exit_code) {
   };
   auto a = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("doctor", "Check what oe needs on this machine");
-  cmd->add_flag("--json", a->json, "Print {checks, summary} as JSON");
+  cmd->add_flag("--json", a->json, "Print {checks, plugin_dirs, summary} as JSON");
   cmd->add_option("--experience", a->experience,
                   "The folder whose .openexpertise/ and plugins/ are checked")
       ->capture_default_str();
