@@ -1,5 +1,5 @@
 # oe_add_plugin(<name> SOURCES <src>... [OUTPUT_DIRECTORY <dir>] [NO_INSTALL]
-#               [INSTALL_DESTINATION <dir>])
+#               [INSTALL_DESTINATION <dir>] [COMPONENT <component>])
 #
 # Builds an oe node-kind plugin: a MODULE library with hidden visibility that exports only
 # `oe_plugin_entry_v1` and links nothing from the host. A plugin with C++ sources links
@@ -11,13 +11,17 @@ function(oe_add_plugin name)
 endfunction()
 
 # oe_add_native_tool(<name> SOURCES <src>... [OUTPUT_DIRECTORY <dir>] [NO_INSTALL]
-#                    [INSTALL_DESTINATION <dir>])
+#                    [INSTALL_DESTINATION <dir>] [COMPONENT <component>])
 #
 # Builds a native tool (a library a `kind: tool` node names in `impl:`, docs/tools.md): the same
 # MODULE library as a plugin, but its version script exports only `oe_tool_invoke_v2`, the
 # symbol the tool plugin looks up. Installs to OE_NATIVE_TOOL_INSTALL_DIR (default `tools`): a
 # tool belongs to the experience that names it, so `cmake --install <build> --prefix
 # <experience dir>` puts it where `impl: ./tools/<name>.so` finds it.
+#
+# COMPONENT names the install component (for `cmake --install --component` and CPack); without
+# it, OE_PLUGIN_INSTALL_COMPONENT / OE_NATIVE_TOOL_INSTALL_COMPONENT when set (oe's own plugins
+# are the `runtime` component, the oe package), else CMake's default component.
 function(oe_add_native_tool name)
   _oe_add_module(oe_add_native_tool ${name} oe_native_tool.version ${ARGN})
 endfunction()
@@ -29,7 +33,8 @@ function(_oe_add_module caller name version_script)
   # here rather than from a variable so the function also works in directories other than the
   # one that called find_package().
   set(_dir "${CMAKE_CURRENT_FUNCTION_LIST_DIR}")
-  cmake_parse_arguments(ARG "NO_INSTALL" "OUTPUT_DIRECTORY;INSTALL_DESTINATION" "SOURCES" ${ARGN})
+  cmake_parse_arguments(ARG "NO_INSTALL" "OUTPUT_DIRECTORY;INSTALL_DESTINATION;COMPONENT" "SOURCES"
+                        ${ARGN})
   if(NOT ARG_SOURCES)
     message(FATAL_ERROR "${caller}(${name}): SOURCES is required")
   endif()
@@ -73,10 +78,12 @@ function(_oe_add_module caller name version_script)
   if(caller STREQUAL "oe_add_plugin")
     set(_build_dir_var OE_PLUGIN_BUILD_DIR)  # the oe build's own plugin folder
     set(_install_dir_var OE_PLUGIN_INSTALL_DIR)
+    set(_component_var OE_PLUGIN_INSTALL_COMPONENT)
     set(_default_dest "lib/oe/plugins")
   else()
     set(_build_dir_var "")  # a tool lands where the caller builds it
     set(_install_dir_var OE_NATIVE_TOOL_INSTALL_DIR)
+    set(_component_var OE_NATIVE_TOOL_INSTALL_COMPONENT)
     set(_default_dest "tools")
   endif()
   # $<1:...> keeps multi-config generators from adding a per-configuration folder: the file is
@@ -94,6 +101,12 @@ function(_oe_add_module caller name version_script)
     else()
       set(_dest "${_default_dest}")
     endif()
-    install(TARGETS ${name} LIBRARY DESTINATION "${_dest}")
+    set(_component)
+    if(ARG_COMPONENT)
+      set(_component COMPONENT "${ARG_COMPONENT}")
+    elseif(${_component_var})
+      set(_component COMPONENT "${${_component_var}}")
+    endif()
+    install(TARGETS ${name} LIBRARY DESTINATION "${_dest}" ${_component})
   endif()
 endfunction()

@@ -8,7 +8,8 @@
 # at the copy (rewriting them in place, so the copy must be writable) and installs from there.
 # Installed files never come from the source tree (the SDK stages its own, see sdk/), so the copy
 # is all `cmake --install` needs. Building in a moved tree is not supported: re-configure it.
-install(CODE "set(_oe_configured_binary_dir [[${CMAKE_BINARY_DIR}]])")
+# ALL_COMPONENTS: the rule runs for `cmake --install --component X` (and CPack) as well.
+install(CODE "set(_oe_configured_binary_dir [[${CMAKE_BINARY_DIR}]])" ALL_COMPONENTS)
 install(CODE [=[
   file(REAL_PATH "${CMAKE_CURRENT_LIST_DIR}" _oe_here)
   if(EXISTS "${_oe_configured_binary_dir}")
@@ -32,4 +33,4 @@ install(CODE [=[
     include("${_oe_here}/cmake_install.cmake")
     return()
   endif()
-]=])
+]=] ALL_COMPONENTS)

@@ -115,11 +115,14 @@ class CliOutputs : public OeTest {
   std::unique_ptr<valijson::Schema> schema_;
 };
 
-TEST_F(CliOutputs, VersionIsTheProjectsVersion) {
+TEST_F(CliOutputs, VersionIsTheProjectsVersionAndTheCommit) {
+  // The commit itself is checked against git in tests/packaging (Packaging.Version*).
   for (const char* flag : {"--version", "-V"}) {
     auto r = oe({flag});
     EXPECT_EQ(r.exit_code, 0) << flag;
-    EXPECT_EQ(r.out, std::string(OE_PROJECT_VERSION) + "\n") << flag;
+    EXPECT_TRUE(r.out.starts_with("oe " + std::string(OE_PROJECT_VERSION) + " (commit "))
+        << flag << ": " << r.out;
+    EXPECT_TRUE(r.out.ends_with(")\n")) << flag << ": " << r.out;
   }
 }
 

@@ -177,5 +177,86 @@ TEST_F(DoctorCli, ARefusedPluginFailsWithTheLoadersReason) {
       << detail;
 }
 
+TEST_F(DoctorCli, PluginFoldersAreListedInSearchOrderWithWhatEachHolds) {
+  // The experience vendors a copy of the tool plugin (so the built-in one's kind is shadowed);
+  // OE_PLUGIN_PATH names a folder that is not there and one holding a file that does not load.
+  std::filesystem::create_directories(dir_.path() / "exp" / "plugins");
+  std::filesystem::copy_file(std::filesystem::path(OE_TEST_PLUGIN_DIR) / "tool.so",
+                             dir_.path() / "exp" / "plugins" / "tool.so");
+  dir_.write("extra/broken.so", "this is not a shared library");
+  const std::string missing = (dir_.path() / "nowhere").string();
+  const std::string extra = (dir_.path() / "extra").string();
+  const std::map<std::string, std::string> env = {{"OE_PLUGIN_PATH", missing + ":" + extra}};
+  auto r = doctor(fakeBin("v20.0.0", false), {"--json"}, env);
+  EXPECT_EQ(r.exit_code, 1) << r.out;  // the refused file fails its check
+  const json dirs = json::parse(r.out)["plugin_dirs"];
+  ASSERT_EQ(dirs.size(), 4u) << dirs.dump(2);
+
+  EXPECT_EQ(dirs[0]["path"], (dir_.path() / "exp" / "plugins").string());
+  EXPECT_EQ(dirs[0]["origin"], "the experience's plugins/");
+  EXPECT_EQ(dirs[0]["state"], "searched");
+  ASSERT_EQ(dirs[0]["plugins"].size(), 1u) << dirs[0].dump(2);
+  EXPECT_EQ(dirs[0]["plugins"][0]["id"], "dev.oe.tool");
+  EXPECT_EQ(dirs[0]["plugins"][0]["file"], "tool.so");
+  EXPECT_EQ(dirs[0]["plugins"][0]["kinds"], json::array({"tool"}));
+  EXPECT_EQ(dirs[0]["plugins"][0]["shadowed"], json::array());
+  EXPECT_FALSE(dirs[0]["plugins"][0]["version"].get<std::string>().empty());
+
+  EXPECT_EQ(dirs[1]["path"], missing);
+  EXPECT_EQ(dirs[1]["origin"], "OE_PLUGIN_PATH");
+  EXPECT_EQ(dirs[1]["state"], "missing");
+
+  EXPECT_EQ(dirs[2]["path"], extra);
+  EXPECT_EQ(dirs[2]["state"], "searched");
+  EXPECT_EQ(dirs[2]["plugins"], json::array());
+  ASSERT_EQ(dirs[2]["refused"].size(), 1u) << dirs[2].dump(2);
+  EXPECT_EQ(dirs[2]["refused"][0]["file"], "broken.so");
+
+  // Last, the folder beside the oe binary: every built-in plugin, the tool's kind shadowed.
+  EXPECT_EQ(std::filesystem::canonical(dirs[3]["path"].get<std::string>()),
+            std::filesystem::canonical(OE_TEST_PLUGIN_DIR));
+  EXPECT_EQ(dirs[3]["origin"], "beside this oe binary");
+  bool saw_tool = false;
+  for (const json& plugin : dirs[3]["plugins"]) {
+    if (plugin["id"] == "dev.oe.tool") {
+      saw_tool = true;
+      EXPECT_EQ(plugin["shadowed"], json::array({"tool"}));
+    } else {
+      EXPECT_EQ(plugin["shadowed"], json::array()) << plugin.dump();
+    }
+  }
+  EXPECT_TRUE(saw_tool) << dirs[3].dump(2);
+
+  // The same in the text report, numbered in that order.
+  auto text = doctor(fakeBin("v20.0.0", false), {}, env);
+  const std::string& out = text.out;
+  const size_t section = out.find("Plugin folders, in search order");
+  ASSERT_NE(section, std::string::npos) << out;
+  const size_t first = out.find("  1. " + (dir_.path() / "exp" / "plugins").string() +
+                                    " (the experience's plugins/): 1 plugin\n",
+                                section);
+  const size_t second = out.find("  2. " + missing + " (OE_PLUGIN_PATH): not there\n", section);
+  const size_t third =
+      out.find("  3. " + extra + " (OE_PLUGIN_PATH): 0 plugins, 1 refused\n", section);
+  const size_t fourth = out.find("  4. ", section);
+  EXPECT_TRUE(first != std::string::npos && first < second && second < third && third < fourth)
+      << out;
+  EXPECT_NE(out.find("dev.oe.tool ", fourth), std::string::npos) << out;
+  EXPECT_NE(out.find("kinds: tool (shadowed)", fourth), std::string::npos) << out;
+  EXPECT_NE(out.find("refused broken.so", third), std::string::npos) << out;
+}
+
+TEST_F(DoctorCli, AFolderListedTwiceIsSearchedOnce) {
+  const std::map<std::string, std::string> env = {{"OE_PLUGIN_PATH", OE_TEST_PLUGIN_DIR}};
+  auto r = doctor(fakeBin("v20.0.0", false), {"--json"}, env);
+  const json dirs = json::parse(r.out)["plugin_dirs"];
+  ASSERT_EQ(dirs.size(), 3u) << dirs.dump(2);
+  EXPECT_EQ(dirs[1]["origin"], "OE_PLUGIN_PATH");
+  EXPECT_EQ(dirs[1]["state"], "searched");
+  EXPECT_FALSE(dirs[1]["plugins"].empty());
+  EXPECT_EQ(dirs[2]["state"], "repeated");
+  EXPECT_EQ(dirs[2]["plugins"], json::array());
+}
+
 }  // namespace
 }  // namespace oe::test

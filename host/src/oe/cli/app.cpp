@@ -10,10 +10,11 @@
 
 namespace oe::cli {
 
-int main(int argc, char** argv) {
+int main(int argc, char** argv, std::string_view build_commit) {
   plugins::initHostServices();
   CLI::App app{"oe: run AI workflows written as YAML (OpenExpertise-compatible)", "oe"};
-  app.set_version_flag("-V,--version", OE_VERSION_STRING);
+  app.set_version_flag("-V,--version",
+                       "oe " OE_VERSION_STRING " (commit " + std::string(build_commit) + ")");
   app.require_subcommand(1);
   int exit_code = kExitOk;
   addRunCommand(app, exit_code);

@@ -26,12 +26,27 @@ namespace fs = std::filesystem;
 
 constexpr std::string_view kRecording = "llm-recording.jsonl";
 
-// name -> folder: the shipped examples that carry a recording.
+// The demos among the shipped examples (OE_DEMOS in host/CMakeLists.txt): an installed oe ships
+// every example, and some that are not demos carry a recording of their own for the tests.
+bool isDemo(std::string_view name) {
+  std::string_view rest = OE_DEMO_NAMES;
+  while (!rest.empty()) {
+    const size_t comma = rest.find(',');
+    if (rest.substr(0, comma) == name) {
+      return true;
+    }
+    rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+  }
+  return false;
+}
+
+// name -> folder: the shipped demos, each an example that carries a recording.
 std::map<std::string, fs::path> listDemos(const fs::path& root) {
   std::map<std::string, fs::path> out;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(root, ec)) {
-    if (entry.is_directory(ec) && fs::is_regular_file(entry.path() / "experience.yaml", ec) &&
+    if (entry.is_directory(ec) && isDemo(entry.path().filename().string()) &&
+        fs::is_regular_file(entry.path() / "experience.yaml", ec) &&
         fs::is_regular_file(entry.path() / kRecording, ec)) {
       out.emplace(entry.path().filename().string(), entry.path());
     }

@@ -1,14 +1,17 @@
 // `oe doctor [--json]`: what this oe needs on this machine, checked: Node.js for .mjs/.js tools,
-// the coding CLIs, an LLM provider, a writable .openexpertise/, and every plugin loading.
+// the coding CLIs, an LLM provider, a writable .openexpertise/, and every plugin loading, with the
+// plugin folders searched (in order) and what each held.
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <future>
 #include <iostream>
 #include <memory>
+#include <set>
 #include <sstream>
 
 #include "oe/cli/app.hpp"
@@ -225,7 +228,40 @@ Check stateFolderCheck(const std::filesystem::path& folder) {
   return check;
 }
 
-void pluginChecks(const std::filesystem::path& folder, std::vector<Check>& checks) {
+// One folder of the plugin search path, as doctor reports it: where it came from and what was
+// found in it, so a user sees why a kind comes from one plugin and not another.
+struct PluginFolder {
+  std::filesystem::path path;
+  std::string origin;            // why it is searched
+  std::string state;             // "searched", "missing" or "repeated"
+  Json plugins = Json::array();  // {id, version, abi, kinds, shadowed, file} per library loaded
+  Json refused = Json::array();  // {file, reason} per library that did not load
+};
+
+// The search path's own order (PluginRegistry::searchPath): the experience's plugins/ first,
+// then $OE_PLUGIN_PATH's entries, then the folder beside this oe. Named by matching, not by
+// position, so a folder listed twice is named after its first role.
+std::string pluginFolderOrigin(const std::filesystem::path& dir,
+                               const std::filesystem::path& experience_plugins) {
+  if (dir == experience_plugins) {
+    return "the experience's plugins/";
+  }
+  // NOLINTNEXTLINE(concurrency-mt-unsafe): read only
+  if (const char* env = std::getenv("OE_PLUGIN_PATH"); env != nullptr) {
+    std::string_view rest(env);
+    while (!rest.empty()) {
+      const size_t colon = rest.find(':');
+      if (rest.substr(0, colon) == dir.string()) {
+        return "OE_PLUGIN_PATH";
+      }
+      rest = colon == std::string_view::npos ? std::string_view{} : rest.substr(colon + 1);
+    }
+  }
+  return "beside this oe binary";
+}
+
+std::vector<PluginFolder> pluginChecks(const std::filesystem::path& folder,
+                                       std::vector<Check>& checks) {
   StderrLog sink;
   plugins::PluginRegistry registry(&sink);
   const auto dirs = plugins::PluginRegistry::searchPath(folder);
@@ -250,6 +286,100 @@ void pluginChecks(const std::filesystem::path& folder, std::vector<Check>& check
     checks.push_back({"plugins", Status::kWarn,
                       "no plugins found, so no node kind can run; searched: " + searched});
   }
+
+  // The registry loads each folder once, from its canonical path; its libraries and refusals
+  // are matched back to the folder they came from the same way.
+  std::vector<PluginFolder> folders;
+  std::set<std::filesystem::path> seen;
+  for (const auto& dir : dirs) {
+    PluginFolder report{dir, pluginFolderOrigin(dir, folder / "plugins"), "searched"};
+    std::error_code ec;
+    const auto canonical = std::filesystem::canonical(dir, ec);
+    if (ec || !std::filesystem::is_directory(canonical, ec)) {
+      report.state = "missing";
+    } else if (!seen.insert(canonical).second) {
+      report.state = "repeated";
+    } else {
+      for (const auto& lib : registry.libraries()) {
+        if (lib->path().parent_path() != canonical) {
+          continue;
+        }
+        Json kinds = Json::array();
+        Json shadowed = Json::array();  // its kinds that an earlier plugin provides instead
+        for (const plugins::KindTable& entry : lib->kinds()) {
+          kinds.push_back(entry.table.kind);
+          const plugins::LoadedKind* served = registry.find(entry.table.kind);
+          if (served != nullptr && served->library != lib) {
+            shadowed.push_back(entry.table.kind);
+          }
+        }
+        report.plugins.push_back({{"id", lib->id()},
+                                  {"version", lib->version()},
+                                  {"abi", plugins::abiVersionString(lib->abiVersion())},
+                                  {"kinds", kinds},
+                                  {"shadowed", shadowed},
+                                  {"file", lib->path().filename().string()}});
+      }
+      for (const auto& refusal : registry.refusals()) {
+        if (refusal.path.parent_path() == canonical) {
+          report.refused.push_back(
+              {{"file", refusal.path.filename().string()}, {"reason", refusal.reason}});
+        }
+      }
+    }
+    folders.push_back(std::move(report));
+  }
+  return folders;
+}
+
+Json pluginFoldersJson(const std::vector<PluginFolder>& folders) {
+  Json out = Json::array();
+  for (const PluginFolder& f : folders) {
+    out.push_back({{"path", f.path.string()},
+                   {"origin", f.origin},
+                   {"state", f.state},
+                   {"plugins", f.plugins},
+                   {"refused", f.refused}});
+  }
+  return out;
+}
+
+void printPluginFolders(const std::vector<PluginFolder>& folders) {
+  std::cout << "\nPlugin folders, in search order (a kind comes from the first plugin that "
+               "provides it):\n";
+  int index = 0;
+  for (const PluginFolder& f : folders) {
+    std::cout << "  " << ++index << ". " << f.path.string() << " (" << f.origin << "): ";
+    if (f.state == "missing") {
+      std::cout << "not there\n";
+      continue;
+    }
+    if (f.state == "repeated") {
+      std::cout << "already searched above\n";
+      continue;
+    }
+    const size_t count = f.plugins.size();
+    std::cout << count << (count == 1 ? " plugin" : " plugins");
+    if (!f.refused.empty()) {
+      std::cout << ", " << f.refused.size() << " refused";
+    }
+    std::cout << '\n';
+    for (const Json& p : f.plugins) {
+      std::string kinds;
+      for (const Json& kind : p["kinds"]) {
+        const bool shadowed =
+            std::find(p["shadowed"].begin(), p["shadowed"].end(), kind) != p["shadowed"].end();
+        kinds +=
+            (kinds.empty() ? "" : ",") + kind.get<std::string>() + (shadowed ? " (shadowed)" : "");
+      }
+      std::cout << "       " << p["id"].get<std::string>() << ' ' << p["version"].get<std::string>()
+                << "  kinds: " << (kinds.empty() ? "-" : kinds) << "  ("
+                << p["file"].get<std::string>() << ")\n";
+    }
+    for (const Json& r : f.refused) {
+      std::cout << "       refused " << r["file"].get<std::string>() << '\n';
+    }
+  }
 }
 
 }  // namespace
@@ -262,7 +392,7 @@ void addDoctorCommand(CLI::App& app, int& exit_code) {
   };
   auto a = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("doctor", "Check what oe needs on this machine");
-  cmd->add_flag("--json", a->json, "Print {checks, summary} as JSON");
+  cmd->add_flag("--json", a->json, "Print {checks, plugin_dirs, summary} as JSON");
   cmd->add_option("--experience", a->experience,
                   "The folder whose .openexpertise/ and plugins/ are checked")
       ->capture_default_str();
@@ -292,7 +422,7 @@ void addDoctorCommand(CLI::App& app, int& exit_code) {
     }
     checks.push_back(providerCheck());
     checks.push_back(stateFolderCheck(folder));
-    pluginChecks(folder, checks);
+    const std::vector<PluginFolder> plugin_folders = pluginChecks(folder, checks);
 
     int passed = 0;
     int warned = 0;
@@ -307,12 +437,14 @@ void addDoctorCommand(CLI::App& app, int& exit_code) {
     }
     if (a->json) {
       const Json out = {{"checks", list},
+                        {"plugin_dirs", pluginFoldersJson(plugin_folders)},
                         {"summary", {{"passed", passed}, {"warned", warned}, {"failed", failed}}}};
       std::cout << out.dump(2) << '\n';
     } else {
       for (const Check& check : checks) {
         std::cout << statusMark(check.status) << ' ' << check.name << ": " << check.detail << '\n';
       }
+      printPluginFolders(plugin_folders);
       std::cout << "\nSummary: " << passed << " passed \xC2\xB7 " << warned << " warnings \xC2\xB7 "
                 << failed << " failures\n";
     }
