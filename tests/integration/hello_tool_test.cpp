@@ -96,6 +96,21 @@ TEST_F(HelloTool, BadInvocationsExitTwo) {
   EXPECT_EQ(oe({"run", dir_.path().string(), "--concurrency", "abc"}).exit_code, 2);
   EXPECT_EQ(oe({"run", dir_.path().string(), "--concurrency", "0"}).exit_code, 2);
   EXPECT_EQ(oe({"no-such-command"}).exit_code, 2);
+  // A path that holds no experience (the README's "a folder that is not an experience"), said.
+  auto missing = oe({"run", (dir_ / "nowhere").string()});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.err.find("nowhere/experience.yaml does not exist"), std::string::npos)
+      << missing.err;
+  std::filesystem::create_directories(dir_ / "empty");
+  auto empty = oe({"run", (dir_ / "empty").string()});
+  EXPECT_EQ(empty.exit_code, 2);
+  EXPECT_NE(empty.err.find("is not an experience: the folder has no experience.yaml"),
+            std::string::npos)
+      << empty.err;
+  auto file = oe({"run", (dir_ / "README.md").string()});
+  EXPECT_EQ(file.exit_code, 2);
+  EXPECT_NE(file.err.find("is not an experience"), std::string::npos) << file.err;
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "empty" / ".openexpertise")) << "nothing recorded";
 }
 
 }  // namespace
