@@ -1,8 +1,12 @@
 // The command line as a user meets it (issue 10): bad invocations refused before anything is
 // recorded, run ids by prefix or --last, failures that say why in every output mode, cached
-// nodes and retries shown once, long values shortened, a notice for nodes that never settle.
+// nodes and retries shown once, long values shortened, a notice for nodes that never settle, and
+// a reader of its output that goes away does not stop a run.
+#include <fcntl.h>
 #include <signal.h>
+#include <spawn.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "live_oe.hpp"
 #include "oe_fixture.hpp"
@@ -277,6 +281,161 @@ TEST_F(CliTest, ANodeThatNeverSettlesGetsAStillRunningNotice) {
   const int status = run.wait();
   EXPECT_TRUE(WIFEXITED(status)) << "oe did not handle SIGTERM";
   EXPECT_NE(run.out().find("stopped: "), std::string::npos) << run.out();
+}
+
+// A reader that goes away never stops a run: `oe run ... 2>&1 | head -1` used to die of SIGPIPE
+// (exit 141) at its next progress line, leaving the run `unfinished`. The run now completes, its
+// log and state whole, and the programs it starts still get SIGPIPE's default disposition.
+
+// The middle node announces that it runs (`reached`), then waits for `gate`, which the test
+// creates once the reader of oe's output is gone; it reports the signals its process ignores.
+constexpr std::string_view kPipedYaml = R"(name: piped
+version: 0.1.0
+state:
+  schema:
+    a: { type: string }
+    b: { type: string }
+    c: { type: string }
+    ignored: { type: string }
+graph:
+  nodes:
+    - { id: first, kind: tool, impl: ./tools/put.sh, args: { field: a }, writes: [a] }
+    - { id: gated, kind: tool, impl: ./tools/gated.sh, writes: [b, ignored] }
+    - { id: last, kind: tool, impl: ./tools/put.sh, args: { field: c }, writes: [c] }
+  edges:
+    - { from: first, to: gated }
+    - { from: gated, to: last }
+)";
+
+constexpr std::string_view kPipedPutSh = R"SH(#!/bin/sh
+IFS= read -r input || true
+field=${input#*\"field\":\"}; field=${field%%\"*}
+printf '{"state_delta":{"%s":"done"}}\n' "$field"
+)SH";
+
+// SigIgn of /proc/self/status: the mask of ignored signals, inherited across exec.
+constexpr std::string_view kPipedGatedSh = R"SH(#!/bin/sh
+cat > /dev/null
+: > reached
+while [ ! -e gate ]; do sleep 0.02; done
+ignored=$(sed -n 's/^SigIgn:[[:space:]]*//p' /proc/self/status)
+printf '{"state_delta":{"b":"done","ignored":"%s"}}\n' "$ignored"
+)SH";
+
+class ClosedOutput : public OeTest {
+ protected:
+  void SetUp() override {
+    writeExperience(kPipedYaml);
+    writeExecutable("tools/put.sh", kPipedPutSh);
+    writeExecutable("tools/gated.sh", kPipedGatedSh);
+  }
+
+  // `oe <args>` in the experience's folder with stdout on `out_fd` and stderr on `err_fd`,
+  // started as a shell starts a command: SIGPIPE at its default.
+  pid_t spawnOe(std::vector<std::string> args, int out_fd, int err_fd) {
+    args.insert(args.begin(), OE_EXE);
+    SpawnArgs spawn(args, {{"OE_PLUGIN_PATH", ""}});
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_adddup2(&actions, out_fd, 1);
+    posix_spawn_file_actions_adddup2(&actions, err_fd, 2);
+    posix_spawn_file_actions_addchdir_np(&actions, dir_.path().c_str());
+    posix_spawnattr_t attributes;
+    posix_spawnattr_init(&attributes);
+    sigset_t defaults;
+    sigemptyset(&defaults);
+    sigaddset(&defaults, SIGPIPE);
+    posix_spawnattr_setsigdefault(&attributes, &defaults);
+    posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGDEF);
+    pid_t pid = -1;
+    const int rc =
+        posix_spawn(&pid, args[0].c_str(), &actions, &attributes, spawn.argv(), spawn.envp());
+    posix_spawn_file_actions_destroy(&actions);
+    posix_spawnattr_destroy(&attributes);
+    EXPECT_EQ(rc, 0);
+    return pid;
+  }
+
+  // The exit code, or 128+N when killed by signal N (as a shell says it).
+  static int waitFor(pid_t pid) {
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+
+  // Reads one line from `fd`, as `head -1` does before it exits.
+  static std::string readLine(int fd) {
+    std::string line;
+    char c = 0;
+    while (::read(fd, &c, 1) == 1 && c != '\n') {
+      line += c;
+    }
+    return line;
+  }
+
+  std::vector<nlohmann::json> onlyRunsEvents() {
+    std::vector<std::string> ids;
+    for (const auto& entry :
+         std::filesystem::directory_iterator(dir_.path() / ".openexpertise" / "runs")) {
+      if (entry.path().extension() == ".jsonl") {
+        ids.push_back(entry.path().stem().string());
+      }
+    }
+    EXPECT_EQ(ids.size(), 1u);
+    return ids.empty() ? std::vector<nlohmann::json>{} : events(ids[0]);
+  }
+};
+
+TEST_F(ClosedOutput, ARunWhoseReaderWentAwayCompletesWithItsLogAndStateWhole) {
+  int fds[2];
+  ASSERT_EQ(::pipe2(fds, O_CLOEXEC), 0);
+  const int read_end = fds[0];
+  const pid_t pid = spawnOe({"run", dir_.path().string(), "--no-tui"}, fds[1], fds[1]);
+  ::close(fds[1]);
+  ASSERT_TRUE(waitForFile(dir_ / "reached"));
+  // The first progress line came through; then the reader goes, and only then does the run go
+  // on, so every later line (progress, summary, final state) meets a closed pipe.
+  EXPECT_NE(readLine(read_end).find("first"), std::string::npos);
+  ::close(read_end);
+  dir_.write("gate", "");
+  const int code = waitFor(pid);
+  EXPECT_EQ(code, 0) << "128 + " << SIGPIPE << " is a death by SIGPIPE";
+
+  const auto log = onlyRunsEvents();
+  ASSERT_FALSE(log.empty());
+  EXPECT_EQ(log.back().value("type", ""), "run.finished");
+  EXPECT_EQ(log.back().value("status", ""), "success");
+  EXPECT_EQ(count(log, "node.finished"), 3u);
+
+  auto state = oe({"state", "--experience", dir_.path().string(), "--json"});
+  ASSERT_EQ(state.exit_code, 0) << state.err;
+  const auto values = nlohmann::json::parse(state.out);
+  EXPECT_EQ(values["a"], "done");
+  EXPECT_EQ(values["b"], "done");
+  EXPECT_EQ(values["c"], "done");
+  // oe ignores SIGPIPE; the tool it started must not inherit that (bit SIGPIPE - 1 of SigIgn).
+  const unsigned long long ignored = std::stoull(values["ignored"].get<std::string>(), nullptr, 16);
+  EXPECT_EQ(ignored & (1ULL << (SIGPIPE - 1)), 0u) << values["ignored"];
+}
+
+// Only stdout closed, before the first byte (`oe run --json | true`): the summary cannot be
+// printed, and the exit code is still the run's.
+TEST_F(ClosedOutput, AClosedStdoutDoesNotStopTheRun) {
+  dir_.write("gate", "");
+  int fds[2];
+  ASSERT_EQ(::pipe2(fds, O_CLOEXEC), 0);
+  ::close(fds[0]);  // the reader is gone before the first byte
+  const int err_fd = ::open((dir_ / "err.txt").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  const pid_t pid = spawnOe({"run", dir_.path().string(), "--json"}, fds[1], err_fd);
+  ::close(fds[1]);
+  ::close(err_fd);
+  EXPECT_EQ(waitFor(pid), 0);
+  const auto log = onlyRunsEvents();
+  ASSERT_FALSE(log.empty());
+  EXPECT_EQ(log.back().value("type", ""), "run.finished");
+  EXPECT_EQ(log.back().value("status", ""), "success");
 }
 
 }  // namespace

@@ -98,6 +98,24 @@ try {
     expect(client.getServerCapabilities()?.resources, "the resources capability");
   });
 
+  // The flavours differ in what they negotiate: the 2.x client in "auto" mode probes
+  // server/discover and must settle on the 2026-07-28 revision, the default 2.x client runs the
+  // legacy initialize handshake. (The 1.x client does not say what it negotiated.)
+  await check("the negotiated protocol revision is the flavour's", async () => {
+    if (flavour === "v1") {
+      return;
+    }
+    const era = client.getProtocolEra();
+    const version = client.getNegotiatedProtocolVersion();
+    if (flavour === "v2-auto") {
+      expect(era === "modern" && version === "2026-07-28",
+             `the modern era at 2026-07-28, got ${era} ${version}`);
+    } else {
+      expect(era === "legacy" && version === "2025-11-25",
+             `the legacy era at 2025-11-25, got ${era} ${version}`);
+    }
+  });
+
   await check("tools/list lists upstream's tools and oe's own", async () => {
     const { tools } = await client.listTools();
     const names = tools.map((t) => t.name);

@@ -247,6 +247,20 @@ TEST_F(CliAgentTest, StallWatchdogKillsACliThatGoesQuiet) {
   EXPECT_LT(Clock::now() - start, std::chrono::seconds(10));
 }
 
+// Output resets the watchdog: a CLI that writes a line every 50 ms, on stdout or on stderr, for
+// one and a half stall timeouts runs to its end. (The timeout is long enough for the fake CLI's
+// Python to start on a loaded machine before its first line.)
+TEST_F(CliAgentTest, OutputResetsTheStallWatchdog) {
+  for (const std::string stream : {"stdout", "stderr"}) {
+    const std::string id = "talk_" + stream;
+    oe_node* node = create(cliNode(id, "codex", "chatty 2000 " + stream, {"out"},
+                                   {{"timeout_ms", 60000}, {"stall_timeout_ms", 2000}}));
+    const CallResult result = call(node, id);
+    EXPECT_EQ(result.status, OE_OK) << stream << ": " << result.error;
+    EXPECT_EQ(result.error.find("stalled"), std::string::npos) << stream << ": " << result.error;
+  }
+}
+
 // The deadline leaves the fake CLI time to start its grandchild even on a loaded machine (a
 // sanitizer build on 2 cores took over a second), so the kill is what is tested.
 TEST_F(CliAgentTest, TimeoutKillsAGrandchildThatIgnoresSigterm) {

@@ -197,10 +197,39 @@ state:
 graph:
   nodes:
     - { id: child, kind: experience, impl: ./child/experience.yaml }
-  edges: []
+    - { id: look, kind: tool, impl: ./tools/look.mjs, writes: [status] }
+  edges:
+    - { from: child, to: look }
+)");
+  dir_.write("tools/look.mjs", R"(export default async function look(args) {
+  return { state_delta: { status: args._edge_inputs.child.status } };
+}
 )");
   Json summary = run(dir_.path());
   EXPECT_EQ(summary.value("status", ""), "success") << summary.dump(2);  // upstream's rule
+  // ... and the child did run, and failed: its own log ends `failed`, with its tool's error,
+  // and the node hands that status on (a child that never ran would pass the line above).
+  const std::string run_id = summary.value("run_id", "");
+  std::vector<Json> child;
+  for (const Json& event : events(dir_.path(), run_id)) {
+    if (event["type"] == "node.activity" && event.contains("sub_event_log")) {
+      child = lines(event["sub_event_log"].get<std::string>());
+    }
+  }
+  ASSERT_GE(child.size(), 2u) << "no log of the child run";
+  EXPECT_EQ(child.front()["type"], "run.started");
+  EXPECT_EQ(child.back()["type"], "run.finished");
+  EXPECT_EQ(child.back()["status"], "failed") << child.back().dump();
+  size_t boom_failed = 0;
+  for (const Json& event : child) {
+    if (event["type"] == "node.failed" && event["node_id"] == "boom") {
+      ++boom_failed;
+      EXPECT_NE(event.value("error", "").find("child tool broke"), std::string::npos)
+          << event.dump();
+    }
+  }
+  EXPECT_GE(boom_failed, 1u) << "the child's tool never failed";
+  EXPECT_EQ(summary["final_state"].value("status", ""), "failed") << summary.dump(2);
 
   // A child that does not validate fails the node, naming the file and the errors. `oe
   // validate` of the parent reports the child's errors first, so this is only seen at run time

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "unit/spec/spec_test_support.hpp"
 
 namespace oe::spec {
@@ -495,18 +497,27 @@ std::string aliasBomb(int levels) {
 }
 
 TEST(LoadLimits, AliasBombIsRefusedAtItsLine) {
-  // 9^9 (387 million) values if expanded; refused after about a million.
+  // 9^9 (387 million) values if expanded; refused after about a million, by either bound: the
+  // copies' bytes (about 6 a value here) pass 4 MiB first.
   LoadResult r = load(aliasBomb(8));
   EXPECT_FALSE(r.experience);
   ASSERT_EQ(r.diagnostics.size(), 1u) << dump(r.diagnostics);
   const Diagnostic& d = r.diagnostics[0];
-  EXPECT_EQ(d.message.rfind("alias expansion exceeds 1000000 nodes (a \"billion laughs\"", 0),
-            0u)
-      << d.message;
-  // l5 (line 9) is the first level whose copies pass a million.
+  EXPECT_EQ(d.message.rfind("alias expansion exceeds 4.0 MiB", 0), 0u) << d.message;
+  // l5 (line 9) is the first level whose copies pass either bound.
   EXPECT_EQ(d.line, 9);
   EXPECT_GT(d.column, 0);
   EXPECT_EQ(d.file, "/tmp/oe-test/experience.yaml");
+  // The values alone are bounded too.
+  LoadLimits values_only;
+  values_only.max_alias_bytes = std::numeric_limits<size_t>::max();
+  r = loadExperienceText(aliasBomb(8), "e.yaml", values_only);
+  ASSERT_EQ(r.diagnostics.size(), 1u) << dump(r.diagnostics);
+  EXPECT_EQ(r.diagnostics[0].message.rfind(
+                "alias expansion exceeds 1000000 nodes (a \"billion laughs\"", 0),
+            0u)
+      << r.diagnostics[0].message;
+  EXPECT_EQ(r.diagnostics[0].line, 9);
 }
 
 TEST(LoadLimits, AliasBoundIsConfigurableAndSmallAliasesPass) {
@@ -527,14 +538,41 @@ TEST(LoadLimits, ALongStringAliasedManyTimesIsBoundedByBytes) {
     text += k == 0 ? "*s" : ", *s";  // 100 MB of copies from 100 KB
   }
   text += "]\n";
-  LoadLimits limits;
-  limits.max_bytes = size_t{1} << 20;  // the text bound is max(64 MiB, max_bytes)
-  LoadResult r = loadExperienceText(text, "e.yaml", limits);
+  LoadResult r = loadExperienceText(text, "e.yaml");
   ASSERT_EQ(r.diagnostics.size(), 1u) << dump(r.diagnostics);
-  EXPECT_NE(r.diagnostics[0].message.find("alias expansion exceeds 64 MiB of text"),
-            std::string::npos)
+  EXPECT_EQ(r.diagnostics[0].message.rfind("alias expansion exceeds 4.0 MiB", 0), 0u)
       << r.diagnostics[0].message;
   EXPECT_EQ(r.diagnostics[0].line, 5);
+}
+
+// Short strings aliased under the node bound: 813 bytes of YAML (the fuzz corpus's
+// hostile-alias-short-strings.yaml, 531,441 copies of a 32-byte string among 750,000 values)
+// used to load, into a 21 MB spec snapshot and a run of 340 MB. The copies are bounded
+// in bytes as JSON too, and the diagnostic is where the bound was passed.
+TEST(LoadLimits, ShortStringsAliasedUnderTheNodeBoundAreBoundedByTheirJsonBytes) {
+  const auto file = std::filesystem::path(OE_SOURCE_DIR) /
+                    "tests/fuzz/corpus/spec_loader/hostile-alias-short-strings.yaml";
+  LoadResult r = loadExperience(file);
+  EXPECT_FALSE(r.experience);
+  ASSERT_EQ(r.diagnostics.size(), 1u) << dump(r.diagnostics);
+  const Diagnostic& d = r.diagnostics[0];
+  EXPECT_EQ(d.message.rfind("alias expansion exceeds 4.0 MiB (the values anchors and aliases "
+                            "copy, counted as JSON",
+                            0),
+            0u)
+      << d.message;
+  EXPECT_EQ(d.file, file.string());
+  EXPECT_EQ(d.line, 17);  // a4: its anchor's copy passes the bound
+  EXPECT_EQ(d.column, 13);
+  // The node bound alone lets it through: the bytes are what refuse it.
+  LoadLimits nodes_only;
+  nodes_only.max_alias_bytes = std::numeric_limits<size_t>::max();
+  LoadResult loaded = loadExperience(file, nodes_only);
+  EXPECT_TRUE(loaded.experience) << dump(loaded.diagnostics);
+  // A small alias still loads under the default bounds.
+  LoadResult small = load("name: x\nversion: 0.1.0\nstate: {schema: {}}\na: &a [" +
+                          std::string(1000, 'x') + "]\nb: [*a, *a, *a, *a, *a, *a, *a, *a]\n");
+  EXPECT_EQ(matching(small.diagnostics, "alias expansion").size(), 0u) << dump(small.diagnostics);
 }
 
 TEST(LoadLimits, DeepFlowNestingIsRefusedBeforeYamlCppRecurses) {

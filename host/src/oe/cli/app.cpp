@@ -1,6 +1,7 @@
 // argv -> command. CLI11 parses; parse errors exit 2 as upstream's commander did.
 #include "oe/cli/app.hpp"
 
+#include <csignal>
 #include <iostream>
 #include <string>
 #include <string_view>
@@ -11,6 +12,12 @@
 namespace oe::cli {
 
 int main(int argc, char** argv, std::string_view build_commit) {
+  // A reader that goes away (`oe run ... | head -2`) must not kill a run halfway: with SIGPIPE
+  // ignored, a write to a closed stdout or stderr fails with EPIPE, the stream stops printing
+  // and the run goes on to its end, its log and state whole. Set before any thread exists.
+  // The programs oe starts get the default disposition back (proc_kit's spawn and `oe demo`
+  // reset it), as an ignored signal would otherwise be inherited across exec.
+  std::signal(SIGPIPE, SIG_IGN);
   plugins::initHostServices();
   CLI::App app{"oe: run AI workflows written as YAML (OpenExpertise-compatible)", "oe"};
   app.set_version_flag("-V,--version",

@@ -179,11 +179,9 @@ void addCacheCommand(CLI::App& app, int& exit_code) {
     if (auto loaded = spec::loadExperience(yaml); loaded.experience) {
       state_db = run::statePath(*loaded.experience);
     }
-    if (auto holder = state::StoreLock::holder(state_db)) {
-      std::cerr << "oe: cannot clear the cache: " << state::StoreLock::describe(*holder)
-                << " is using it (it holds " << state_db.string()
-                << "). Wait for it to finish (or stop it), then run oe cache clear --yes "
-                   "again.\n";
+    const auto lock =
+        lockForDeletion(state_db, "cache-clear", "clear the cache", "oe cache clear --yes");
+    if (!lock) {
       exit_code = kExitFailed;
       return;
     }

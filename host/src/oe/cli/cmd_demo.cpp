@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 
 #include <cerrno>
+#include <csignal>
 #include <cstring>
 #include <iostream>
 #include <map>
@@ -116,8 +117,17 @@ int runReplay(const fs::path& folder, bool json) {
     argv.push_back(arg.data());
   }
   argv.push_back(nullptr);
+  // oe ignores SIGPIPE (app.cpp); the child starts with the default, as from a shell.
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  sigset_t defaults;
+  sigemptyset(&defaults);
+  sigaddset(&defaults, SIGPIPE);
+  posix_spawnattr_setsigdefault(&attributes, &defaults);
+  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGDEF);
   pid_t pid = -1;
-  const int rc = posix_spawn(&pid, exe.c_str(), nullptr, nullptr, argv.data(), environ);
+  const int rc = posix_spawn(&pid, exe.c_str(), nullptr, &attributes, argv.data(), environ);
+  posix_spawnattr_destroy(&attributes);
   if (rc != 0) {
     // NOLINTNEXTLINE(concurrency-mt-unsafe): one thread
     std::cerr << "oe: cannot start " << exe.string() << ": " << std::strerror(rc) << '\n';

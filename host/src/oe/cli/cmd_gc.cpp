@@ -138,6 +138,15 @@ int runGc(const GcArgs& a) {
   const auto workspace = experience->dir / ".openexpertise";
   const auto cache_db = workspace / "cache" / "cache.sqlite";
   const auto state_db = run::statePath(*experience);
+  // Held while gc deletes: a run starting meanwhile is refused instead of having its logs, cache
+  // entries and history pruned, and its files compacted, under it. A dry run deletes nothing.
+  std::optional<state::StoreLock> lock;
+  if (!a.dry_run) {
+    lock = lockForDeletion(state_db, "gc", "prune", "oe gc");
+    if (!lock) {
+      return kExitFailed;
+    }
+  }
 
   // Which runs stay: the newest N and/or those younger than the cutoff, plus any unfinished run
   // that may still be running (deleting its log under it would lose its history).

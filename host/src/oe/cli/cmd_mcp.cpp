@@ -74,7 +74,6 @@ void addMcpCommand(CLI::App& app, int& exit_code) {
     sigaddset(&stop_signals, SIGINT);
     sigaddset(&stop_signals, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-    std::signal(SIGPIPE, SIG_IGN);
 
     auto context = std::make_shared<McpContext>(McpContext{std::move(*guard), exe});
     mcp::ServerInfo info;

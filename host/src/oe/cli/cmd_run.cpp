@@ -302,6 +302,27 @@ int exitCodeOf(const run::RunSummary& s) {
   }
 }
 
+// `oe run PATH` of a path that holds no experience is a bad invocation (exit 2), said and refused
+// before anything runs; an experience that does not validate is a failed run (exit 1).
+bool namesAnExperience(const std::string& path) {
+  const auto yaml = spec::resolveExperiencePath(path);
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(yaml, ec)) {
+    return true;
+  }
+  if (std::filesystem::is_directory(path, ec)) {
+    std::cerr << "oe: " << path << " is not an experience: the folder has no experience.yaml. "
+              << "Pass an experience's folder or its yaml file (`oe init NAME` creates one)\n";
+  } else if (std::filesystem::exists(path, ec)) {
+    std::cerr << "oe: " << path << " is not an experience: pass a folder with an "
+              << "experience.yaml, or a .yaml file\n";
+  } else {
+    std::cerr << "oe: " << yaml.string() << " does not exist; pass an experience's folder or its "
+              << "yaml file\n";
+  }
+  return false;
+}
+
 // `resume`: the run resumed, or empty for `oe run`; `path`: the experience as the user named it.
 int execute(const RunArgs& a, const std::string& path, Json run_args,
             const std::string& resumed_from, const std::string& chain_id = {},
@@ -571,6 +592,10 @@ void addRunCommand(CLI::App& app, int& exit_code) {
     if (args.is_discarded() || !args.is_object()) {
       std::cerr
           << "oe: --args must be valid JSON (an object, e.g. --args '{\"name\":\"World\"}')\n";
+      exit_code = kExitUsage;
+      return;
+    }
+    if (!namesAnExperience(a->path)) {
       exit_code = kExitUsage;
       return;
     }

@@ -10,7 +10,6 @@
 #include "oe/pgstore/scope.hpp"
 #include "oe/run/run.hpp"
 #include "oe/state/state_store.hpp"
-#include "oe/state/store_lock.hpp"
 
 namespace oe::cli {
 
@@ -134,11 +133,11 @@ void addResetStateCommand(CLI::App& app, int& exit_code) {
       exit_code = kExitFailed;
       return;
     }
-    // A run holding the store would keep writing into a file that is gone (issue 10, item 4).
-    if (auto holder = state::StoreLock::holder(db)) {
-      std::cerr << "oe: cannot reset the state: " << state::StoreLock::describe(*holder)
-                << " is using " << db.string()
-                << ". Wait for it to finish (or stop it), then run oe reset-state --yes again.\n";
+    // A run holding the store would keep writing into a file that is gone (issue 10, item 4),
+    // and one starting while the files go would find them deleted under it: the lock is held
+    // until they are gone.
+    const auto lock = lockForDeletion(db, "reset-state", "reset the state", "oe reset-state --yes");
+    if (!lock) {
       exit_code = kExitFailed;
       return;
     }

@@ -293,6 +293,31 @@ std::optional<std::filesystem::path> experienceDir(const std::filesystem::path& 
   return std::nullopt;
 }
 
+std::optional<state::StoreLock> lockForDeletion(const std::filesystem::path& db,
+                                                std::string_view holder_id, std::string_view doing,
+                                                std::string_view again) {
+  // A holder that lets go between the refusal and the look at who it was is tried again: the
+  // refusal must name a holder, and an error with none (no lock file can be made) is the
+  // acquire's own.
+  constexpr int kAttempts = 3;
+  for (int attempt = 1;; ++attempt) {
+    auto lock = state::StoreLock::acquire(db, holder_id, /*wait=*/false);
+    if (lock) {
+      return std::move(*lock);
+    }
+    if (auto holder = state::StoreLock::holder(db)) {
+      std::cerr << "oe: cannot " << doing << ": " << state::StoreLock::describe(*holder)
+                << " is using " << db.string() << ". Wait for it to finish (or stop it), then run "
+                << again << " again.\n";
+      return std::nullopt;
+    }
+    if (attempt == kAttempts) {
+      std::cerr << "oe: cannot " << doing << ": " << lock.error().message << '\n';
+      return std::nullopt;
+    }
+  }
+}
+
 void printState(std::ostream& out, const spec::Experience& experience, const Json& state) {
   bool any = false;
   for (const auto& field : experience.state.fields) {

@@ -13,6 +13,7 @@
 #include "oe/run/run.hpp"
 #include "oe/spec/experience.hpp"
 #include "oe/spec/loader.hpp"
+#include "oe/state/store_lock.hpp"
 
 namespace oe::cli {
 
@@ -87,6 +88,16 @@ std::optional<std::filesystem::path> experienceDir(const std::filesystem::path& 
 // False, after saying on stderr what to do (`option` names the flag), when the file cannot be
 // written.
 bool writeOutput(const std::string& out, std::string_view text, std::string_view option);
+
+// The lock of the SQLite state store at `db`, held by a command that deletes what a run uses
+// (`oe reset-state`, `oe cache clear`, `oe gc`) for as long as it deletes: a run starting
+// meanwhile is refused (or waits, with --wait) instead of finding its files gone under it.
+// `holder_id` names the command in the lock file, so that the refused run can say who holds it.
+// nullopt, after "oe: cannot <doing>: <run> is using <db>. Wait for it ..., then run <again>
+// again." on stderr, when a run holds it.
+std::optional<state::StoreLock> lockForDeletion(const std::filesystem::path& db,
+                                                std::string_view holder_id, std::string_view doing,
+                                                std::string_view again);
 
 // "  field: <compact JSON>" per field, in state.schema order.
 void printState(std::ostream& out, const spec::Experience& experience, const Json& state);

@@ -37,6 +37,10 @@ struct LoadLimits {
   // Values copied by anchors and aliases (each alias copies its anchor's whole tree). An alias
   // bomb of 8 levels of 9 copies asks for 43 million: refused here, before the copies exist.
   size_t max_alias_nodes = 1'000'000;
+  // Bytes those copies make, counted as JSON text (keys, values, quotes, separators): what a run
+  // holds of the document and its spec snapshot stores. Short strings aliased under the node
+  // bound still made 21 MB of 813 bytes; the file itself is bounded by max_bytes.
+  size_t max_alias_bytes = size_t{4} << 20;
 };
 
 // Reads and parses the file and checks its structure. All structural errors are reported at
