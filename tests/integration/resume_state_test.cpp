@@ -307,18 +307,17 @@ TEST_F(ResumeState, GcKeepsTheMarksOfTheChainsOfKeptRunsOnly) {
   ASSERT_EQ(code, 0);
   auto marks_of = [&dir](const std::string& chain) {
     SqliteProbe db(dir / ".openexpertise" / "state.sqlite");
-    return db.rows("SELECT COUNT(*) FROM oe_landed_writes w JOIN oe_chains c ON c.id = w.chain "
-                   "WHERE c.chain_id = '" + chain + "'")[0][0];
+    return db.rows("SELECT COUNT(*) FROM oe_landed_batches b, json_each(b.marks) JOIN "
+                   "oe_chains c ON c.id = b.chain WHERE c.chain_id = '" + chain + "'")[0][0];
   };
-  // seed (a set_once field) and the 40 items (array_append): one mark each, per chain; `after`
-  // writes a last_wins field only, which needs none.
-  EXPECT_EQ(marks_of(first["chain_id"]), "41");
-  EXPECT_EQ(marks_of(second["chain_id"]), "41");
+  // seed, the 40 items and `after` (its last_wins write too): one mark each, per chain.
+  EXPECT_EQ(marks_of(first["chain_id"]), "42");
+  EXPECT_EQ(marks_of(second["chain_id"]), "42");
   auto gc = runProcess({OE_EXE, "gc", "--keep", "1", "--experience", dir.path().string()},
                        {{"OE_PLUGIN_PATH", ""}}, dir.path());
   ASSERT_EQ(gc.exit_code, 0) << gc.err;
   EXPECT_EQ(marks_of(first["chain_id"]), "0");
-  EXPECT_EQ(marks_of(second["chain_id"]), "41");
+  EXPECT_EQ(marks_of(second["chain_id"]), "42");
 }
 
 // The trial's second case: review-branch stopped by its budget, then resumed with a larger one,

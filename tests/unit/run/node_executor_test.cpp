@@ -414,5 +414,36 @@ graph:
   EXPECT_EQ(calls[0]["state_view"], (Json{{"n", 3}}));
 }
 
+// Issue 10's promise for last_wins: a resume replays a and b without applying their writes
+// again, so b's later value of x stays (before, only writes with an array_append or set_once
+// field were marked, and a's replay put x back to "from A").
+TEST_F(NodeExecution, AResumeDoesNotRollALastWinsFieldBackToAnEarlierNodesValue) {
+  const std::string yaml = R"(name: resume
+version: 0.1.0
+state: { schema: { x: { type: string }, log: { type: array, merge: array_append } } }
+graph:
+  nodes:
+    - { id: a, kind: fake, args: { delta: { x: from A } } }
+    - { id: b, kind: fake, args: { delta: { x: from B, log: [b] } } }
+    - { id: c, kind: fake, args: { fail_unless_file: ")" +
+                           (dir_ / "go").string() + R"(" } }
+  edges: [ { from: a, to: b }, { from: b, to: c } ]
+)";
+  RunSummary summary = run(yaml);
+  ASSERT_EQ(summary.status, RunStatus::kPartial);
+  EXPECT_EQ(summary.final_state["x"], "from B");
+
+  dir_.write("go", "");
+  RunOptions resume;
+  resume.chain_id = "run-1";
+  summary = run(yaml, resume);
+  EXPECT_EQ(summary.status, RunStatus::kSuccess);
+  EXPECT_EQ(summary.cached, 2u);
+  EXPECT_EQ(summary.ran, 1u);
+  EXPECT_EQ(summary.final_state["x"], "from B");
+  EXPECT_EQ(summary.final_state["log"], Json::array({"b"}));
+  EXPECT_TRUE(eventsOf("state.write", "a").empty());  // replayed, not applied again
+}
+
 }  // namespace
 }  // namespace oe::run::engine::testing
