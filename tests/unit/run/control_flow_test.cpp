@@ -254,5 +254,61 @@ graph:
   EXPECT_EQ(callsOf("once").size(), 1u);
 }
 
+// A loop stopped in its fourth iteration and resumed goes on from there: the three finished
+// iterations are neither applied again nor asked `until` of the state they left (before, the
+// resumed loop started again at iteration 0, whose inputs, n = 3 now, had changed, so it ran
+// and appended again).
+TEST_F(ControlFlowRun, AResumedLoopGoesOnWhereItStopped) {
+  const std::string yaml = R"(name: loop
+version: 0.1.0
+state: { schema: { n: { type: number }, seen: { type: array, merge: array_append } } }
+graph:
+  nodes:
+    - id: body
+      kind: fake
+      reads: [n]
+      args: { count: n, append_item: seen, fail_item: 3, fail_unless_file: ")" +
+                           (dir_ / "go").string() + R"(" }
+  edges: []
+  loops: [ { id: l, body: body, until: '$.n >= 5', max_iters: 10 } ]
+)";
+  RunSummary summary = run(yaml);
+  ASSERT_EQ(summary.status, RunStatus::kPartial);
+  EXPECT_EQ(summary.final_state["seen"], Json::array({0, 1, 2}));
+  ASSERT_EQ(callsOf("body").size(), 4u);
+
+  dir_.write("go", "");
+  RunOptions resume;
+  resume.chain_id = "run-1";
+  summary = run(yaml, resume);
+  EXPECT_EQ(summary.status, RunStatus::kSuccess);
+  EXPECT_EQ(summary.final_state["n"], 5);
+  EXPECT_EQ(summary.final_state["seen"], Json::array({0, 1, 2, 3, 4}));
+  EXPECT_EQ(summary.cached, 3u);  // iterations 0..2, as they were
+  EXPECT_EQ(summary.ran, 2u);
+  const auto calls = callsOf("body");
+  ASSERT_EQ(calls.size(), 6u);  // 4 in the first run, then iterations 3 and 4
+  EXPECT_EQ(calls[4]["args"]["$iter"], 3);
+  EXPECT_EQ(calls[4]["state_view"]["n"], 3);
+}
+
+TEST(ControlFlow, ALandedIterationIsNotAskedUntilAgain) {
+  spec::LoopSpec loop;
+  loop.id = "l";
+  loop.body = "b";
+  loop.until = "$.done == true";
+  loop.max_iters = 4;
+  std::vector<int> iterations(1, 0);
+  for (std::string_view key : {"b@l#0", "b@l#2", "other@l#7", "b@m#9", "x/b@l#8", "b@l#"}) {
+    noteLandedIteration({loop}, key, iterations);
+  }
+  EXPECT_EQ(iterations[0], 3);
+  const Json state = {{"done", true}};
+  expr::JsonStateReader reader(state);
+  EXPECT_TRUE(loopStops(loop, 1, reader));
+  EXPECT_FALSE(loopStops(loop, 1, reader, /*landed=*/true));
+  EXPECT_TRUE(loopStops(loop, 4, reader, /*landed=*/true));  // max_iters still holds
+}
+
 }  // namespace
 }  // namespace oe::run::engine::testing

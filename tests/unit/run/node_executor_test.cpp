@@ -445,5 +445,49 @@ graph:
   EXPECT_TRUE(eventsOf("state.write", "a").empty());  // replayed, not applied again
 }
 
+// Issue: editing a node before `oe resume`, even only its timeout, changed every item's cache
+// key, so the items that had landed were applied again and the list held them twice. A call
+// whose write landed in the chain is done: the edited node's finished items replay what they
+// landed from, and only the failed one runs, with the new definition.
+TEST_F(NodeExecution, ANodeEditedBeforeAResumeDoesNotApplyItsLandedItemsAgain) {
+  auto yaml = [this](int timeout_ms) {
+    return R"(name: edited
+version: 0.1.0
+state: { schema: { xs: { type: array }, seen: { type: array, merge: array_append } } }
+graph:
+  nodes:
+    - { id: seed, kind: fake, args: { delta: { xs: [0, 1, 2, 3, 4] } } }
+    - id: each
+      kind: fake
+      for_each: { source: $.xs }
+      timeout_ms: )" +
+           std::to_string(timeout_ms) + R"(
+      args: { append_item: seen, edge_item: true, fail_item: 2, fail_unless_file: ")" +
+           (dir_ / "go").string() + R"(" }
+    - { id: after, kind: fake }
+  edges: [ { from: seed, to: each }, { from: each, to: after } ]
+)";
+  };
+  RunSummary summary = run(yaml(5000));
+  ASSERT_EQ(summary.status, RunStatus::kPartial);
+  EXPECT_EQ(summary.final_state["seen"], Json::array({0, 1, 3, 4}));
+
+  dir_.write("go", "");
+  RunOptions resume;
+  resume.chain_id = "run-1";
+  summary = run(yaml(6000), resume);
+  EXPECT_EQ(summary.status, RunStatus::kSuccess);
+  EXPECT_EQ(summary.final_state["seen"], Json::array({0, 1, 3, 4, 2}));
+  EXPECT_EQ(summary.ran, 2u);     // item 2, then `after`
+  EXPECT_EQ(summary.cached, 5u);  // seed and the four items that had landed
+  const auto each = callsOf("each");
+  ASSERT_EQ(each.size(), 6u);  // five in the first run, item 2 again
+  EXPECT_EQ(each[5]["args"]["$index"], 2);
+  // The items that landed hand on what they had handed on (the last item's wins, §3.3).
+  const auto after = callsOf("after");
+  ASSERT_EQ(after.size(), 1u);
+  EXPECT_EQ(after[0]["edge_inputs"], (Json{{"each", {{"item", 4}}}}));
+}
+
 }  // namespace
 }  // namespace oe::run::engine::testing

@@ -149,8 +149,8 @@ Json definitionChanges(const spec::Experience& experience, const std::string& ru
     if (!diff["removed"].empty()) {
       std::cerr << "; removed: " << list(diff["removed"]);
     }
-    std::cerr << ". Those run again, and whatever their new outputs reach; everything else "
-                 "replays from the cache.\n";
+    std::cerr << ". A resume finishes the run: what had landed in it is kept, not run or "
+                 "applied again; what had not runs with the experience as it is now.\n";
   }
   return diff;
 }
@@ -224,6 +224,26 @@ std::string experienceFlag(const std::string& path) {
     quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
   }
   return " --experience " + quoted + "'";
+}
+
+// What a resume does with each node whose definition changed (after the chain's landed writes
+// are known); `changes` (definition_changes of --json) gets the counts as "landed".
+std::string changedNodeNote(const run::ChangedNode& node, const std::string& path) {
+  const std::string id = "node \"" + node.node_id + "\"";
+  if (node.landed == 0) {
+    return "oe: " + id + " changed and nothing of it had landed: it runs with its new definition";
+  }
+  const std::string writes = node.landed == 1 ? "its write that had landed is"
+                                              : "its " + std::to_string(node.landed) +
+                                                    " writes that had landed are";
+  // `oe run` takes the folder as its argument, where the other commands take --experience.
+  std::string folder = experienceFlag(path);
+  if (!folder.empty()) {
+    folder.erase(0, std::string_view(" --experience").size());
+  }
+  return "oe: " + id + " changed; " + writes +
+         " kept (those calls are not run or applied again; any other runs with the new "
+         "definition). To run it again entirely: oe run" + folder + " --from " + node.node_id;
 }
 
 // The final state, each value on one line and cut when long: the summary is for reading, and
@@ -374,6 +394,11 @@ int execute(const RunArgs& a, const std::string& path, Json run_args,
   Json changes;
   if (!resumed_from.empty()) {
     changes = definitionChanges(*experience, resumed_from, stored_pin);
+    if (changes.is_object()) {
+      for (const auto& id : changes["changed"]) {
+        options.changed_nodes.push_back(id.get<std::string>());
+      }
+    }
   }
   // Progress on stderr: the live view on a terminal (or under --tui), else a line per event.
   std::unique_ptr<view::LiveView> live;
@@ -387,6 +412,21 @@ int execute(const RunArgs& a, const std::string& path, Json run_args,
                 << "; showing plain progress lines\n";
     }
   }
+  // Before the run starts: on the terminal above the live view, else on stderr.
+  std::function<void(const std::string&)> say = [](const std::string& line) {
+    std::cerr << line << '\n';
+  };
+  if (live) {
+    say = [v = live.get()](const std::string& line) { v->printAbove(line); };
+  }
+  options.on_changed_nodes = [&changes, &say, &path](const std::vector<run::ChangedNode>& nodes) {
+    Json landed = Json::object();
+    for (const auto& node : nodes) {
+      say(changedNodeNote(node, path));
+      landed[node.node_id] = node.landed;
+    }
+    changes["landed"] = std::move(landed);
+  };
   if (live) {
     options.on_event = [v = live.get()](const events::Event& event) { v->onEvent(event); };
     log_sink.divertTo([v = live.get()](std::string line) { v->printAbove(std::move(line)); });

@@ -3,6 +3,8 @@
 // turn) and loops (the body again until `until` holds or max_iters ran), after the main pass.
 #include "oe/run/control_flow.hpp"
 
+#include <algorithm>
+
 #include "oe/expr/state_path.hpp"
 #include "oe/run/engine.hpp"
 
@@ -37,14 +39,40 @@ void Run::warn(std::string_view id, std::string message) {
   summary_.warnings.push_back(std::move(message));
 }
 
-bool loopStops(const spec::LoopSpec& loop, int iteration, const expr::StateReader& state) {
+bool loopStops(const spec::LoopSpec& loop, int iteration, const expr::StateReader& state,
+               bool landed) {
   const int max_iters = loop.max_iters.value_or(100);
   bool stop = iteration >= max_iters;
-  if (!stop && loop.until) {
+  if (!stop && !landed && loop.until) {
     auto condition = expr::Condition::compile(*loop.until);
     stop = !condition || condition->test(state);
   }
   return stop;
+}
+
+void noteLandedIteration(const std::vector<spec::LoopSpec>& loops, std::string_view key,
+                         std::vector<int>& iterations) {
+  // "body@loop#N"; a nested run's keys ("node/child@loop#N") are its own loops'.
+  const size_t at = key.find('@');
+  const size_t hash = key.rfind('#');
+  if (at == std::string_view::npos || hash == std::string_view::npos || hash < at ||
+      hash + 1 == key.size() || key.find('/') != std::string_view::npos) {
+    return;
+  }
+  const std::string_view body = key.substr(0, at);
+  const std::string_view id = key.substr(at + 1, hash - at - 1);
+  int iteration = 0;
+  for (const char c : key.substr(hash + 1)) {
+    if (c < '0' || c > '9' || iteration > 100'000'000) {
+      return;
+    }
+    iteration = iteration * 10 + (c - '0');
+  }
+  for (size_t i = 0; i < loops.size() && i < iterations.size(); ++i) {
+    if (loops[i].id == id && loops[i].body == body) {
+      iterations[i] = std::max(iterations[i], iteration + 1);
+    }
+  }
 }
 
 void Run::pumpForEach(NodeRuntime& node) {
@@ -164,7 +192,11 @@ void Run::runLoop(size_t loop_index, int iteration) {
     return;
   }
   const auto& loop = exp_.loops[loop_index];
-  if (loopStops(loop, iteration, store_)) {
+  // A resumed loop goes on where it was: the iterations whose writes landed replay (their
+  // outputs as they were, not applied again) without asking `until`, which the state now,
+  // written by later iterations, would answer differently.
+  const bool landed = iteration < loop_landed_[loop_index];
+  if (loopStops(loop, iteration, store_, landed)) {
     runLoop(loop_index + 1, 0);
     return;
   }

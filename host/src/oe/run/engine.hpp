@@ -269,6 +269,8 @@ class Run {
   std::vector<std::string> cache_hits_;  // keys replayed, recorded once at the end (touch)
   FileTable file_table_{exp_.dir};
   bool force_selected_ = false;  // --from/--only: selected nodes execute even on a cache hit
+  // Per loop: how many of its iterations had landed in the chain this run continues.
+  std::vector<int> loop_landed_;
 };
 
 }  // namespace oe::run::engine

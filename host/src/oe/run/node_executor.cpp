@@ -44,6 +44,10 @@ std::string writeKey(std::string_view node_id, const Json& extra) {
   return key;
 }
 
+std::string_view writeKeyNode(std::string_view write_key) {
+  return write_key.substr(0, write_key.find_first_of("#@/"));
+}
+
 std::string invokeRequest(std::string_view node_json, const Call& call, std::string_view run_id,
                           std::string_view node_id, std::string_view experience_dir_json) {
   std::string request;
@@ -430,6 +434,7 @@ void Run::startCall(NodeRuntime& node, Json extra_args, Json edge_inputs,
   call->args_json = cache::canonicalJson(call->args);
   call->state_json = cache::canonicalJson(call->state_view);
   call->edges_json = cache::canonicalJson(call->edge_inputs);
+  call->write_key = writeKey(node.spec->id, call->extra_args);
 
   if (!node.selected) {
     reuseFromCache(call);
@@ -439,11 +444,26 @@ void Run::startCall(NodeRuntime& node, Json extra_args, Json edge_inputs,
     call->cache_key = cache::cacheKeyOfText(nodeJson(node), call->state_json, call->edges_json,
                                             call->args_json, fileDigests(node));
     std::optional<Json> hit;
+    std::string replayed;  // the entry replayed when it is not the call's own key's
     if (!force_selected_) {
       hit = cache_->get(call->cache_key);
+      if (!hit) {
+        // A call whose write landed earlier in this chain is done (docs/durability.md): when
+        // its key changed since (the state it reads was written again later in the run it
+        // resumes, by a loop's next iterations say, or its definition changed), it replays
+        // the output it landed from, so what it hands on is what it handed on then.
+        if (const std::string* landed = store_.landedInput(call->write_key);
+            landed != nullptr && !landed->empty() && *landed != call->cache_key) {
+          hit = cache_->get(*landed);
+          if (hit) {
+            replayed = *landed;
+          }
+        }
+      }
     }
     if (hit) {
-      inItemOrder(*call, /*ok=*/true, [this, call, hit = std::move(*hit)] {
+      inItemOrder(*call, /*ok=*/true, [this, call, hit = std::move(*hit),
+                                       replayed = std::move(replayed)]() mutable {
         if (call->drop) {
           dropItem(*call);  // already in the cache
           return true;
@@ -456,7 +476,7 @@ void Run::startCall(NodeRuntime& node, Json extra_args, Json edge_inputs,
           return false;
         }
         ++summary_.cached;
-        cache_hits_.push_back(call->cache_key);
+        cache_hits_.push_back(replayed.empty() ? call->cache_key : std::move(replayed));
         Json edge_output;
         const bool has_edge = hit.contains("edge_output");
         if (has_edge) {
@@ -636,7 +656,7 @@ void Run::attemptRemote(const std::shared_ptr<Call>& call, std::string request) 
   queue::NewAttempt attempt;
   attempt.run_id = log_.runId();
   attempt.node_id = node.spec->id;
-  attempt.call_key = writeKey(node.spec->id, call->extra_args);
+  attempt.call_key = call->write_key;
   attempt.attempt = call->attempt;
   attempt.queue = node.spec->queue.value_or("default");
   attempt.kind = node.spec->kind;
@@ -786,10 +806,10 @@ bool Run::applyOutput(Call& call, const Json& output, bool from_cache, std::stri
   const Json& delta = output["state_delta"];
   std::vector<std::string> written;
   // A write that already landed in this chain of runs (a resume replaying, or running again,
-  // what the interrupted run had finished) is not applied again: an array_append would grow
-  // twice and what reads it downstream would see the wrong input.
-  const std::string write_key =
-      delta.empty() ? std::string() : writeKey(node.spec->id, call.extra_args);
+  // what the interrupted run had finished) is not applied again, whatever its inputs are now:
+  // an array_append would grow twice, a last_wins field would lose what a later node wrote.
+  const std::string_view write_key =
+      delta.empty() ? std::string_view() : std::string_view(call.write_key);
   const state::WriteMeta meta{log_.runId(), node.spec->id, write_key, call.cache_key};
   const Json* to_apply = &delta;
   Json local;
@@ -809,7 +829,7 @@ bool Run::applyOutput(Call& call, const Json& output, bool from_cache, std::stri
       to_apply = &local;
     }
   }
-  if (!to_apply->empty() && !store_.landed(write_key, call.cache_key)) {
+  if (!to_apply->empty() && store_.landedInput(write_key) == nullptr) {
     auto result = store_.write(*to_apply, meta);
     if (!result) {
       *error = result.error().message;

@@ -76,6 +76,14 @@ using spec::kMaxNestingDepth;
 enum class RunStatus { kSuccess, kPartial, kFailed, kInterrupted };
 [[nodiscard]] std::string_view toString(RunStatus status);
 
+// A node whose definition changed since the run `oe resume` continues (diffPins' "changed"),
+// and how many of its writes had landed in the chain: those are kept as they are (the calls
+// that made them are not run or applied again); its other calls run with the new definition.
+struct ChangedNode {
+  std::string node_id;
+  size_t landed = 0;
+};
+
 struct RunOptions {
   Json args = Json::object();             // run-level --args (D1: they reach every node)
   std::optional<int> concurrency;         // --concurrency; wins over runtime.concurrency
@@ -100,6 +108,10 @@ struct RunOptions {
   // run id of the chain's first run); empty for a fresh `oe run`, which starts a chain named
   // by its own run id. A write that already landed in the chain is not applied again.
   std::string chain_id;
+  // oe resume: the nodes whose definition changed since the run it resumes; once the chain's
+  // landed writes are loaded (before run.started), on_changed_nodes gets each with its count.
+  std::vector<std::string> changed_nodes;
+  std::function<void(const std::vector<ChangedNode>&)> on_changed_nodes;
   bool fresh = false;          // --fresh: start from an empty state (the cache still serves)
   bool wait_for_lock = false;  // --wait: wait for a run holding the state store, not refuse
   // With wait_for_lock, called once (with who holds the store) before waiting for it.

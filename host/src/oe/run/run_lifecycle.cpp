@@ -98,6 +98,12 @@ Result<void> Run::prepare(const std::map<std::string, plugins::LoadedKind, std::
     }
     nodes_[*it].main = false;
   }
+  loop_landed_.assign(exp_.loops.size(), 0);
+  if (!exp_.loops.empty()) {
+    store_.forEachLanded([this](std::string_view key, std::string_view /*input_key*/) {
+      noteLandedIteration(exp_.loops, key, loop_landed_);
+    });
+  }
   for (uint32_t i = 0; i < nodes_.size(); ++i) {
     for (uint32_t pred : dag_.preds[i]) {
       if (nodes_[pred].main) {
