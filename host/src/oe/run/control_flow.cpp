@@ -117,17 +117,43 @@ void Run::inItemOrder(Call& call, bool ok, std::function<bool()> settle) {
       });
 }
 
+std::string stageChainStopped(const spec::PipelineSpec& pipeline, size_t item_index,
+                              const Json& item, size_t stage_index) {
+  std::string item_text = item.dump(-1, ' ', false, Json::error_handler_t::replace);
+  if (item_text.size() > 60) {
+    size_t cut = 57;
+    while (cut > 0 && (static_cast<unsigned char>(item_text[cut]) & 0xC0) == 0x80) {
+      --cut;
+    }
+    item_text = item_text.substr(0, cut) + "...";
+  }
+  std::string skipped;
+  for (size_t i = stage_index + 1; i < pipeline.stages.size(); ++i) {
+    skipped += (skipped.empty() ? "\"" : ", \"") + pipeline.stages[i] + "\"";
+  }
+  return "pipeline \"" + pipeline.id + "\": item " + std::to_string(item_index) + " (" +
+         item_text + ") stopped after stage \"" + pipeline.stages[stage_index] +
+         "\", which returned no edge_output, so " +
+         (pipeline.stages.size() - stage_index > 2 ? "stages " : "stage ") + skipped +
+         " did not run for it; a stage hands the next one its edge_output (return one to go on)";
+}
+
+void Run::settleRepeated(NodeRuntime& node, bool ok) {
+  if (!ok) {
+    node.outcome = Outcome::kFailed;
+    any_failure_ = true;
+    ++summary_.failed;
+    return;
+  }
+  if (node.outcome != Outcome::kFailed) {
+    node.outcome = Outcome::kSucceeded;
+  }
+  any_success_ = true;
+}
+
 void Run::runPipeline(size_t pipeline_index) {
   if (cancelling_) {
     pump();
-    return;
-  }
-  if (pipeline_index >= exp_.pipelines.size()) {
-    if (!exp_.loops.empty()) {
-      runLoop(0, 0);
-    } else {
-      finishRun();
-    }
     return;
   }
   const auto& pipeline = exp_.pipelines[pipeline_index];
@@ -137,7 +163,7 @@ void Run::runPipeline(size_t pipeline_index) {
                                        items)) {
       warn(pipeline.id, std::move(*warning));
     }
-    runPipeline(pipeline_index + 1);
+    unitDone(pipeline_index);
     return;
   }
   runPipelineItem(pipeline_index, 0, 0, nullptr, std::make_shared<Json>(std::move(*items)));
@@ -151,7 +177,7 @@ void Run::runPipelineItem(size_t pipeline_index, size_t item_index, size_t stage
     return;
   }
   if (item_index >= items->size()) {
-    runPipeline(pipeline_index + 1);
+    unitDone(pipeline_index);
     return;
   }
   if (stage_index >= pipeline.stages.size()) {
@@ -166,19 +192,22 @@ void Run::runPipelineItem(size_t pipeline_index, size_t item_index, size_t stage
   Json extra = {{"$item", (*items)[item_index]}, {"$index", item_index}, {"$pipeline", pipeline.id}};
   startCall(stage, std::move(extra), std::move(edge_inputs),
             [this, pipeline_index, item_index, stage_index, items, &stage](bool ok, const Json* out) {
-              stage.outcome = ok ? Outcome::kSucceeded : Outcome::kFailed;
-              if (ok) {
-                any_success_ = true;
-              } else {
-                any_failure_ = true;
-                ++summary_.failed;
-              }
+              // A stage that failed for one item stays failed: the main nodes that wait for
+              // the pipeline through it are skipped, as a for_each node's successors are.
+              settleRepeated(stage, ok);
               if (ok && out != nullptr) {
                 runPipelineItem(pipeline_index, item_index, stage_index + 1, *out, items);
-              } else {
-                // A failure, or a stage without edge_output, ends this item's chain (§3.5).
-                runPipelineItem(pipeline_index, item_index + 1, 0, nullptr, items);
+                return;
               }
+              // A failure, or a stage without edge_output, ends this item's chain (§3.5); the
+              // latter silently upstream, so oe says it when a stage was left out.
+              const auto& stages = exp_.pipelines[pipeline_index].stages;
+              if (ok && stage_index + 1 < stages.size()) {
+                warn(exp_.pipelines[pipeline_index].id,
+                     stageChainStopped(exp_.pipelines[pipeline_index], item_index,
+                                       (*items)[item_index], stage_index));
+              }
+              runPipelineItem(pipeline_index, item_index + 1, 0, nullptr, items);
             });
 }
 
@@ -187,31 +216,24 @@ void Run::runLoop(size_t loop_index, int iteration) {
     pump();
     return;
   }
-  if (loop_index >= exp_.loops.size()) {
-    finishRun();
-    return;
-  }
   const auto& loop = exp_.loops[loop_index];
   // A resumed loop goes on where it was: the iterations whose writes landed replay (their
   // outputs as they were, not applied again) without asking `until`, which the state now,
   // written by later iterations, would answer differently.
   const bool landed = iteration < loop_landed_[loop_index];
   if (loopStops(loop, iteration, store_, landed)) {
-    runLoop(loop_index + 1, 0);
+    unitDone(exp_.pipelines.size() + loop_index);
     return;
   }
   NodeRuntime& body = nodes_[*indexOf(loop.body)];
   Json extra = {{"$iter", iteration}, {"$loop", loop.id}};
   startCall(body, std::move(extra), body.edge_inputs,
             [this, loop_index, iteration, &body](bool ok, const Json*) {
-              body.outcome = ok ? Outcome::kSucceeded : Outcome::kFailed;
+              settleRepeated(body, ok);
               if (ok) {
-                any_success_ = true;
                 runLoop(loop_index, iteration + 1);
               } else {
-                any_failure_ = true;
-                ++summary_.failed;
-                runLoop(loop_index + 1, 0);  // a failed iteration stops the loop
+                unitDone(exp_.pipelines.size() + loop_index);  // a failed iteration stops it
               }
             });
 }

@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -90,6 +91,12 @@ struct ForEachRun {
 [[nodiscard]] std::optional<std::string> notAListWarning(std::string_view what,
                                                          std::string_view path,
                                                          const std::optional<Json>& items);
+
+// The warning for a pipeline item whose chain stopped after stage `stage_index` because it
+// returned no edge_output (upstream stops it silently, §3.5): the pipeline, the item (its index
+// and its value, cut to ~60 bytes), the stage, and the stages that did not run.
+[[nodiscard]] std::string stageChainStopped(const spec::PipelineSpec& pipeline, size_t item_index,
+                                            const Json& item, size_t stage_index);
 
 // A loop stops before iteration `iteration` (0-based) once max_iters (default 100) iterations
 // ran, or when its `until` holds (an `until` that does not compile stops it too). `landed`:
