@@ -489,5 +489,57 @@ graph:
   EXPECT_EQ(after[0]["edge_inputs"], (Json{{"each", {{"item", 4}}}}));
 }
 
+// `writes:` was not enforced: a node listing writes: [a] also set another field (here a set_once
+// one other nodes own), silently. Upstream applies such a write, so oe does too, but says so,
+// once per node and field; a node that declares no writes is not checked.
+constexpr std::string_view kOutsideWrites = R"(name: writes
+version: 0.1.0
+state:
+  schema:
+    a: { type: string }
+    owner: { type: string, merge: set_once }
+    xs: { type: array }
+graph:
+  nodes:
+    - { id: seed, kind: fake, writes: [xs], args: { delta: { xs: [1, 2, 3] } } }
+    - id: n
+      kind: fake
+      writes: [a]
+      for_each: { source: $.xs }
+      args: { delta: { a: x, owner: n } }
+    - { id: free, kind: fake, args: { delta: { owner: n } } }
+  edges: [ { from: seed, to: n }, { from: n, to: free } ]
+)";
+
+TEST_F(NodeExecution, AWriteOutsideTheNodesWritesIsAppliedWithAWarning) {
+  const RunSummary summary = run(kOutsideWrites);
+  EXPECT_EQ(summary.status, RunStatus::kSuccess);
+  EXPECT_EQ(summary.final_state["owner"], "n");
+  ASSERT_EQ(summary.warnings.size(), 1u) << Json(summary.warnings).dump();
+  EXPECT_EQ(summary.warnings[0],
+            "node \"n\" wrote field \"owner\", which is not in its writes (a); it was applied. "
+            "Add \"owner\" to the node's writes, or set runtime.strict_writes: true to refuse "
+            "such writes");
+  EXPECT_EQ(eventsOf("run.warning", "n").size(), 1u);
+}
+
+// runtime.strict_writes (oe): the write is refused before anything of it lands; the node fails
+// with a message that names it, the field and what to do.
+TEST_F(NodeExecution, UnderStrictWritesAWriteOutsideTheNodesWritesFailsTheNode) {
+  std::string yaml(kOutsideWrites);
+  yaml.insert(yaml.find("state:"), "runtime: { strict_writes: true }\n");
+  const RunSummary summary = run(yaml);
+  EXPECT_EQ(summary.status, RunStatus::kPartial);
+  EXPECT_FALSE(summary.final_state.contains("a"));
+  EXPECT_FALSE(summary.final_state.contains("owner"));
+  ASSERT_EQ(summary.failures.size(), 3u);  // each item
+  EXPECT_EQ(summary.failures[0].error,
+            "Node \"n\" wrote field \"owner\", which is not in its writes (a); "
+            "runtime.strict_writes refuses it, so nothing of the node's output was applied. Add "
+            "\"owner\" to the node's writes, or stop the node writing it");
+  EXPECT_TRUE(eventsOf("state.write", "n").empty());
+  EXPECT_TRUE(summary.warnings.empty());
+}
+
 }  // namespace
 }  // namespace oe::run::engine::testing

@@ -20,6 +20,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <unordered_set>
 #include <vector>
 
 #include <boost/asio/post.hpp>
@@ -197,6 +198,9 @@ class Run {
   void invokeDone(const std::shared_ptr<Call>& call);
   void attemptFailed(const std::shared_ptr<Call>& call, std::string message);
   bool applyOutput(Call& call, const Json& output, bool from_cache, std::string* error);
+  // A delta's fields outside the node's declared `writes`: a warning (once per node and field),
+  // or, under runtime.strict_writes, false with the error that refuses the whole write.
+  bool checkWrites(const NodeRuntime& node, const Json& delta, std::string* error);
   // The call's output as its cache entry (state_delta, edge_output, metrics).
   void storeInCache(Call& call, const Json& output);
   // Ends a for_each item whose output is not applied (Call::drop), as a failed item.
@@ -282,6 +286,8 @@ class Run {
   bool force_selected_ = false;  // --from/--only: selected nodes execute even on a cache hit
   // Per loop: how many of its iterations had landed in the chain this run continues.
   std::vector<int> loop_landed_;
+  // "node\nfield" of each write outside a node's `writes` already warned about.
+  std::unordered_set<std::string> outside_writes_;
   // Per unit (pipelines, then loops): the main nodes waiting for it; the unit to run next.
   std::vector<std::vector<uint32_t>> unit_waiters_;
   size_t next_unit_ = 0;

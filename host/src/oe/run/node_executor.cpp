@@ -811,6 +811,11 @@ bool Run::applyOutput(Call& call, const Json& output, bool from_cache, std::stri
   const std::string_view write_key =
       delta.empty() ? std::string_view() : std::string_view(call.write_key);
   const state::WriteMeta meta{log_.runId(), node.spec->id, write_key, call.cache_key};
+  const bool landed = store_.landedInput(write_key) != nullptr;
+  if (!landed && node.spec->writes_declared && !delta.empty() &&
+      !checkWrites(node, delta, error)) {
+    return false;  // runtime.strict_writes: refused before anything of it lands
+  }
   const Json* to_apply = &delta;
   Json local;
   if (options_.nesting.forward_write && !delta.empty()) {
@@ -829,7 +834,7 @@ bool Run::applyOutput(Call& call, const Json& output, bool from_cache, std::stri
       to_apply = &local;
     }
   }
-  if (!to_apply->empty() && store_.landedInput(write_key) == nullptr) {
+  if (!to_apply->empty() && !landed) {
     auto result = store_.write(*to_apply, meta);
     if (!result) {
       *error = result.error().message;
@@ -856,6 +861,38 @@ bool Run::applyOutput(Call& call, const Json& output, bool from_cache, std::stri
     metrics = &*it;
   }
   log_.nodeFinished(node.spec->id, node.spec->phase, metrics, from_cache);
+  return true;
+}
+
+bool Run::checkWrites(const NodeRuntime& node, const Json& delta, std::string* error) {
+  const std::vector<std::string>& writes = node.spec->writes;
+  for (const auto& [field, value] : delta.items()) {
+    if (std::find(writes.begin(), writes.end(), field) != writes.end()) {
+      continue;
+    }
+    std::string listed;
+    for (const std::string& w : writes) {
+      listed += (listed.empty() ? "" : ", ") + w;
+    }
+    if (listed.empty()) {
+      listed = "none";
+    }
+    const std::string& id = node.spec->id;
+    if (exp_.runtime.strict_writes) {
+      *error = "Node \"" + id + "\" wrote field \"" + field +
+               "\", which is not in its writes (" + listed +
+               "); runtime.strict_writes refuses it, so nothing of the node's output was "
+               "applied. Add \"" + field + "\" to the node's writes, or stop the node writing it";
+      return false;
+    }
+    // Applied, as upstream does (it never checked writes), and said once per node and field.
+    if (outside_writes_.insert(id + '\n' + field).second) {
+      warn(id, "node \"" + id + "\" wrote field \"" + field + "\", which is not in its writes (" +
+                   listed + "); it was applied. Add \"" + field +
+                   "\" to the node's writes, or set runtime.strict_writes: true to refuse such "
+                   "writes");
+    }
+  }
   return true;
 }
 
