@@ -12,6 +12,8 @@
 //   fail_unless_file: p fails ("fake failure: <p> is missing") unless the file p exists; with
 //   fail_item: i        only the call of item i ($index) or iteration i ($iter)
 //   count: "f"          adds {"f": <state_view f, or 0> + 1} to its state_delta (reads: [f])
+//   wait_cancel: true   waits until the host cancels the call (bounded at 10 s), then
+//                       returns OE_CANCELLED "cancelled", as a plugin stopped by Ctrl-C does
 // Every call is recorded: {"node", "args", "edge_inputs", "state_view", "attempt"}.
 #pragma once
 
@@ -81,6 +83,9 @@ inline oe_status fakeInvoke(oe_node* node, const oe_invocation* inv) {
       const int k = args["await"].get<int>();
       rec.cv.wait_for(lock, std::chrono::seconds(10), [&] { return rec.arrived >= k; });
     }
+    if (args.value("wait_cancel", false)) {
+      rec.cv.wait_for(lock, std::chrono::seconds(10), [&] { return inv->call->isCancelled(); });
+    }
     if (this_item && args.contains("await_left")) {
       const int k = args["await_left"].get<int>();
       rec.cv.wait_for(lock, std::chrono::seconds(10), [&] { return rec.left >= k; });
@@ -89,6 +94,10 @@ inline oe_status fakeInvoke(oe_node* node, const oe_invocation* inv) {
     ++rec.left;
     rec.left_order.push_back(args.value("$index", Json()));
     rec.cv.notify_all();
+  }
+  if (args.value("wait_cancel", false) && inv->call->isCancelled()) {
+    inv->error->data = "cancelled";
+    return OE_CANCELLED;
   }
   if (args.contains("fail_until") && static_cast<int>(inv->attempt) <= args["fail_until"].get<int>()) {
     inv->error->data = "fake failure on attempt " + std::to_string(inv->attempt);
@@ -124,8 +133,15 @@ inline oe_status fakeInvoke(oe_node* node, const oe_invocation* inv) {
   return OE_OK;
 }
 
+// Wakes a call waiting for its cancel (wait_cancel); the lock orders it after the call's check.
+inline void fakeCancel(oe_node* node, oe_host_ctx* /*call*/) {
+  Recorder& rec = *reinterpret_cast<Recorder*>(node);
+  { std::lock_guard lock(rec.mutex); }
+  rec.cv.notify_all();
+}
+
 inline const oe_node_kind kFakeKind = {sizeof(oe_node_kind), 0, "fake", "in-process test kind",
-                                       nullptr, fakeCreate, fakeDestroy, fakeInvoke, nullptr};
+                                       nullptr, fakeCreate, fakeDestroy, fakeInvoke, fakeCancel};
 
 class EngineTest : public ::testing::Test {
  protected:

@@ -311,6 +311,31 @@ std::vector<view::NodeInfo> viewNodes(const spec::Experience& experience) {
   return nodes;
 }
 
+// The failed or cancelled calls of a summary, one line per node and error: a for_each's items
+// that ended alike share a line ("each (3 calls): cancelled"), so the lines add up to the count.
+void printCalls(std::string_view what, const std::vector<run::NodeFailure>& calls) {
+  constexpr size_t kListed = 10;
+  size_t lines = 0;
+  for (size_t i = 0; i < calls.size();) {
+    size_t same = 1;
+    while (i + same < calls.size() && calls[i + same].node_id == calls[i].node_id &&
+           calls[i + same].error == calls[i].error) {
+      ++same;
+    }
+    if (lines == kListed) {
+      std::cout << what << ": ... and " << calls.size() - i << " more\n";
+      return;
+    }
+    std::cout << what << ": " << calls[i].node_id;
+    if (same > 1) {
+      std::cout << " (" << same << " calls)";
+    }
+    std::cout << ": " << oneLine(calls[i].error) << '\n';
+    ++lines;
+    i += same;
+  }
+}
+
 int exitCodeOf(const run::RunSummary& s) {
   switch (s.status) {
     case run::RunStatus::kSuccess:
@@ -473,6 +498,10 @@ int execute(const RunArgs& a, const std::string& path, Json run_args,
     for (const auto& f : failures) {
       failed.push_back({{"node_id", f.node_id}, {"error", f.error}});
     }
+    Json cancelled = Json::array();
+    for (const auto& c : s.cancellations) {
+      cancelled.push_back({{"node_id", c.node_id}, {"error", c.error}});
+    }
     Json out = {{"run_id", s.run_id},
                 {"status", run::toString(s.status)},
                 {"final_state", s.final_state},
@@ -480,9 +509,11 @@ int execute(const RunArgs& a, const std::string& path, Json run_args,
                  {{"ran", s.ran},
                   {"cached", s.cached},
                   {"failed", s.failed},
+                  {"cancelled", s.cancelled},
                   {"skipped", s.skipped},
                   {"reused", s.reused}}},
                 {"failures", std::move(failed)},
+                {"cancelled", std::move(cancelled)},
                 {"warnings", s.warnings}};
     if (!s.stop_reason.empty()) {
       out["reason"] = s.stop_reason;
@@ -501,21 +532,25 @@ int execute(const RunArgs& a, const std::string& path, Json run_args,
     }
     std::cout << out.dump(2) << '\n';
   } else {
+    // The counts are calls (an item of a for_each is one), as the lines below list them.
     std::cout << "run " << s.run_id << ": " << run::toString(s.status) << " in " << ms << " ms ("
-              << s.ran << " ran, " << s.cached << " cached, " << s.failed << " failed, "
-              << s.skipped << " skipped)\n";
-    constexpr size_t kListed = 10;
-    for (size_t i = 0; i < failures.size() && i < kListed; ++i) {
-      std::cout << "failed: " << failures[i].node_id << ": " << oneLine(failures[i].error) << '\n';
+              << s.ran << " ran, " << s.cached << " cached, " << s.failed << " failed, ";
+    if (s.cancelled > 0) {
+      std::cout << s.cancelled << " cancelled, ";
     }
-    if (failures.size() > kListed) {
-      std::cout << "failed: ... and " << failures.size() - kListed << " more\n";
-    }
-    if (!failures.empty()) {
+    std::cout << s.skipped << " skipped)\n";
+    printCalls("failed", failures);
+    printCalls("cancelled", s.cancellations);
+    if (!failures.empty() || !s.cancellations.empty()) {
       std::cout << "errors in full: oe inspect " << s.run_id << experienceFlag(path) << '\n';
     }
-    for (const auto& warning : s.warnings) {
-      std::cout << "warning: " << warning << '\n';
+    constexpr size_t kWarnings = 10;
+    for (size_t i = 0; i < s.warnings.size() && i < kWarnings; ++i) {
+      std::cout << "warning: " << s.warnings[i] << '\n';
+    }
+    if (s.warnings.size() > kWarnings) {
+      std::cout << "warning: ... and " << s.warnings.size() - kWarnings
+                << " more, each a run.warning in " << s.event_log.string() << '\n';
     }
     if (s.usage.calls > 0) {
       char cost[32];

@@ -142,7 +142,6 @@ void Run::settleRepeated(NodeRuntime& node, bool ok) {
   if (!ok) {
     node.outcome = Outcome::kFailed;
     any_failure_ = true;
-    ++summary_.failed;
     return;
   }
   if (node.outcome != Outcome::kFailed) {

@@ -203,8 +203,13 @@ class Run {
   bool checkWrites(const NodeRuntime& node, const Json& delta, std::string* error);
   // The call's output as its cache entry (state_delta, edge_output, metrics).
   void storeInCache(Call& call, const Json& output);
-  // Ends a for_each item whose output is not applied (Call::drop), as a failed item.
+  // Ends a for_each item whose output is not applied (Call::drop), as a cancelled item.
   void dropItem(Call& call);
+  // A call that did not succeed: its node.failed event (`cancelled`: stopped by the run, not
+  // failed) and its count and line in the summary.
+  void settleFailure(const Call& call, const std::string& error, bool cancelled);
+  // The run is stopping, or a signal or stop has come whose cancelAll has not run yet.
+  bool stopping();
   Result<oe_node*> acquireInstance(NodeRuntime& node);
   void releaseInstance(NodeRuntime& node, oe_node* instance);
   std::vector<cache::FileDigest> fileDigests(NodeRuntime& node);

@@ -789,9 +789,30 @@ void Run::dropItem(Call& call) {
       "not applied: an earlier item of this for_each did not finish before the run stopped "
       "(runtime.deterministic keeps item order); its output is kept in the cache and `oe "
       "resume` applies it in order";
-  log_.nodeFailed(call.node->spec->id, message, call.node->spec->phase);
+  settleFailure(call, message, /*cancelled=*/true);
   auto finish = std::move(call.done);
   finish(false, nullptr);
+}
+
+void Run::settleFailure(const Call& call, const std::string& error, bool cancelled) {
+  const spec::NodeSpec& spec = *call.node->spec;
+  log_.nodeFailed(spec.id, error, spec.phase, cancelled);
+  if (cancelled) {
+    ++summary_.cancelled;
+    summary_.cancellations.push_back(NodeFailure{spec.id, error});
+  } else {
+    ++summary_.failed;
+    summary_.failures.push_back(NodeFailure{spec.id, error});
+  }
+}
+
+bool Run::stopping() {
+  if (cancelling_) {
+    return true;
+  }
+  // A signal or stop whose cancelAll is still queued behind this call's completion.
+  std::lock_guard lock(inline_mutex_);
+  return signalled_;
 }
 
 bool Run::applyOutput(Call& call, const Json& output, bool from_cache, std::string* error) {
@@ -909,8 +930,8 @@ void Run::attemptFailed(const std::shared_ptr<Call>& call, std::string message) 
                                 "; raise runtime.budget (or pass --max-tokens / --max-cost-usd) "
                                 "and run `oe resume " +
                                 log_.runId() + "`";
-      log_.nodeFailed(call->node->spec->id, error, call->node->spec->phase);
-      summary_.failures.push_back(NodeFailure{call->node->spec->id, error});
+      // Stopped by the budget, not failed: the run stops cleanly and a resume runs it.
+      settleFailure(*call, error, /*cancelled=*/true);
       auto finish = std::move(call->done);
       finish(false, nullptr);
       return true;
@@ -933,6 +954,7 @@ void Run::attemptFailed(const std::shared_ptr<Call>& call, std::string message) 
       --calls_in_flight_;
       waiting_calls_.erase(std::find(waiting_calls_.begin(), waiting_calls_.end(), call));
       if (cancelling_) {
+        call->stopped = true;
         attemptFailed(call, "cancelled before retry");
         return;
       }
@@ -945,9 +967,13 @@ void Run::attemptFailed(const std::shared_ptr<Call>& call, std::string message) 
     any_failure_ = true;
     cancelAll("node \"" + node.spec->id + "\" failed and policy=fail_run: " + message);
   }
-  inItemOrder(*call, /*ok=*/false, [this, call, message = std::move(message)] {
-    log_.nodeFailed(call->node->spec->id, message, call->node->spec->phase);
-    summary_.failures.push_back(NodeFailure{call->node->spec->id, message});
+  // Cancelled, not failed: the run was stopping (a signal, fail_run elsewhere, a nested run's
+  // parent stopped) and the call ended cancelled, or it was waiting for a retry. A timeout is
+  // the node's own failure.
+  const bool cancelled =
+      call->stopped || (call->status == OE_CANCELLED && !call->timed_out && stopping());
+  inItemOrder(*call, /*ok=*/false, [this, call, cancelled, message = std::move(message)] {
+    settleFailure(*call, message, cancelled);
     auto finish = std::move(call->done);
     finish(false, nullptr);
     return true;

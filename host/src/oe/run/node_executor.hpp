@@ -44,6 +44,8 @@ struct Call final : oe_host_ctx {
   // Under runtime.deterministic, a run that stopped after an earlier item failed: this item's
   // output is not applied (it would land out of item order) but kept in the cache.
   bool drop = false;
+  // The run stopped while this call waited for a retry: cancelled, not failed.
+  bool stopped = false;
   int attempt = 0;
   oe_node* instance = nullptr;
   oe_writer response;

@@ -138,10 +138,12 @@ struct RunSummary {
   RunStatus status = RunStatus::kSuccess;
   Json final_state = Json::object();
   std::filesystem::path event_log;
-  size_t ran = 0;      // node calls that executed and succeeded
-  size_t cached = 0;   // node calls replayed from the cache
-  size_t failed = 0;   // nodes that failed
-  size_t skipped = 0;  // nodes skipped (predecessor or `when`)
+  // Counted per call: a for_each item, a pipeline stage's item, a loop iteration is one.
+  size_t ran = 0;        // calls that executed and succeeded
+  size_t cached = 0;     // calls replayed from the cache
+  size_t failed = 0;     // calls that failed (each is in `failures`)
+  size_t cancelled = 0;  // calls the run stopped: not failed (each is in `cancellations`)
+  size_t skipped = 0;    // nodes skipped (predecessor or `when`)
   size_t reused = 0;   // not selected by --from/--only: taken from the cache, not executed
   std::string stop_reason;  // why the run stopped early (fail_run, interrupted,
                             // budget_exhausted), else empty
@@ -150,6 +152,10 @@ struct RunSummary {
   int signal = 0;           // SIGINT or SIGTERM when status is kInterrupted, else 0
   std::string chain_id;     // the chain of runs this run belongs to (see RunOptions::chain_id)
   std::vector<NodeFailure> failures;  // in the order they failed
+  // Calls cancelled because the run was stopping (Ctrl-C, SIGTERM, fail_run elsewhere, a
+  // nested run's parent stopped), waiting for a retry then, refused by the LLM budget, or done
+  // but not applied (D16 order): `oe resume` runs them. The error says which.
+  std::vector<NodeFailure> cancellations;
   std::vector<std::string> warnings;  // run.warning events (e.g. a for_each over an unset field)
 };
 

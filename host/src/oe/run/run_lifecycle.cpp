@@ -34,6 +34,9 @@ Json finishedFields(const RunSummary& summary) {
                   {"cached", summary.cached},
                   {"failed", summary.failed},
                   {"skipped", summary.skipped}}}};
+  if (summary.cancelled > 0) {
+    extra["nodes"]["cancelled"] = summary.cancelled;
+  }
   if (summary.reused > 0) {
     extra["nodes"]["reused"] = summary.reused;
   }
