@@ -58,7 +58,8 @@ constexpr std::string_view kChainSql =
 constexpr std::string_view kChainNumberSql = "SELECT id FROM oe_chains WHERE chain_id = ?1";
 constexpr std::string_view kMemberSql =
     "INSERT INTO oe_chain_runs (chain, run_id) VALUES (?1, ?2) ON CONFLICT DO NOTHING";
-constexpr std::string_view kMarkSql = "INSERT INTO oe_landed_batches (chain, marks) VALUES (?1, ?2)";
+constexpr std::string_view kMarkSql =
+    "INSERT INTO oe_landed_batches (chain, marks) VALUES (?1, ?2)";
 // The rows of older versions first, then the batches in commit order: a later mark wins.
 constexpr std::string_view kMarksOfChainSql =
     "SELECT write_key, input_key, NULL FROM oe_landed_writes WHERE chain = "
@@ -128,6 +129,20 @@ std::string shortJson(const Json& value) {
   text.resize(cut);
   text += "...";
   return text;
+}
+
+// jsonQuoted without its string: ids, keys and hex input keys need no escaping and are copied.
+void appendQuoted(std::string& out, std::string_view s) {
+  for (const char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u >= 0x80 || c == '"' || c == '\\') {
+      out += jsonQuoted(s);
+      return;
+    }
+  }
+  out += '"';
+  out += s;
+  out += '"';
 }
 
 std::string inQuotes(std::string_view s) {
@@ -583,22 +598,32 @@ Result<void> StateStore::writeJournal(const std::vector<Pending>& pending, const
                                       const std::string& ts, bool mark) {
   const std::string_view node = meta.node_id;
   std::string line;
-  line.reserve(64 + node.size() + meta.run_id.size() + pending.size() * 32);
+  line.reserve(64 + node.size() + meta.run_id.size() + pending.size() * 32 +
+               (mark ? chain_quoted_.size() + meta.write_key.size() + meta.input_key.size() + 16
+                     : 0));
   line += "{\"n\":";
-  line += jsonQuoted(node);
+  appendQuoted(line, node);
   line += ",\"r\":";
-  line += jsonQuoted(meta.run_id);
+  appendQuoted(line, meta.run_id);
   line += ",\"t\":\"";
   line += ts;
   line += '"';
+  // Where the mark's quoted key and input sit in the line: the batch's row reuses them.
+  size_t key_at = 0;
+  size_t key_end = 0;
+  size_t input_at = 0;
   if (mark) {
     line += ",\"c\":";
     line += chain_quoted_;
     line += ",\"k\":";
-    line += jsonQuoted(meta.write_key);
+    key_at = line.size();
+    appendQuoted(line, meta.write_key);
+    key_end = line.size();
     line += ",\"i\":";
-    line += jsonQuoted(meta.input_key);
+    input_at = line.size();
+    appendQuoted(line, meta.input_key);
   }
+  const size_t input_end = line.size();
   line += ",\"w\":[";
   for (size_t i = 0; i < pending.size(); ++i) {
     const Pending& p = pending[i];
@@ -640,20 +665,18 @@ Result<void> StateStore::writeJournal(const std::vector<Pending>& pending, const
       return makeError("cannot write the state of node " + inQuotes(node) + ": " +
                        r.error().message + ". Nothing of the node's output was applied.");
     }
-    const bool first = batch_.empty() && marks_.empty();
+    const bool first = batch_.empty() && marks_ == 0;
     for (const Pending& p : pending) {
       batch_.push_back(Row{p.slot->name, oldTextOf(p), p.text, std::string(node),
                            std::string(meta.run_id), ts, p.append});
     }
     if (mark) {
-      if (members_.empty() || members_.back().run_id != meta.run_id ||
-          members_.back().chain_id != chain_id_) {
-        members_.push_back(Member{chain_id_, std::string(meta.run_id)});
-      }
-      marks_.push_back(Mark{std::string(meta.write_key), std::string(meta.input_key),
-                            members_.size() - 1});
+      const std::string_view text(line);
+      addMark(members_, chain_id_, meta.run_id, text.substr(key_at, key_end - key_at),
+              text.substr(input_at, input_end - input_at));
+      ++marks_;
     }
-    if (batch_.size() >= kFoldRows || marks_.size() >= kFoldRows) {
+    if (batch_.size() >= kFoldRows || marks_ >= kFoldRows) {
       // A failed fold keeps the rows (journal and batch): the next fold retries; the write
       // itself is already durable.
       (void)foldLocked();
@@ -670,7 +693,22 @@ Result<void> StateStore::writeJournal(const std::vector<Pending>& pending, const
   return {};
 }
 
-Result<void> StateStore::commitRows(const std::vector<Row>& rows, const std::vector<Mark>& marks,
+void StateStore::addMark(std::vector<Member>& members, std::string_view chain_id,
+                         std::string_view run_id, std::string_view quoted_key,
+                         std::string_view quoted_input) {
+  if (members.empty() || members.back().run_id != run_id ||
+      members.back().chain_id != chain_id) {
+    members.push_back(Member{std::string(chain_id), std::string(run_id), "["});
+  }
+  std::string& pairs = members.back().pairs;
+  pairs += pairs.size() == 1 ? "[" : ",[";
+  pairs += quoted_key;
+  pairs += ',';
+  pairs += quoted_input;
+  pairs += ']';
+}
+
+Result<void> StateStore::commitRows(const std::vector<Row>& rows,
                                     const std::vector<Member>& members,
                                     const std::string& journal, uint64_t folded_bytes) {
   sqlite3* h = sql_->db.get();
@@ -790,24 +828,14 @@ Result<void> StateStore::commitRows(const std::vector<Row>& rows, const std::vec
     }
   }
   // The marks: one row per (chain, run) pair of the batch, their pairs in landing order.
-  std::vector<std::string> texts(members.size());
-  for (const Mark& mark : marks) {
-    std::string& text = texts[mark.member];
-    text += text.empty() ? "[[" : ",[";
-    text += jsonQuoted(mark.write_key);
-    text += ',';
-    text += jsonQuoted(mark.input_key);
+  std::string text;
+  for (size_t i = 0; r && i < members.size(); ++i) {
+    text = members[i].pairs;
     text += ']';
-  }
-  for (size_t i = 0; r && i < texts.size(); ++i) {
-    if (texts[i].empty()) {
-      continue;
-    }
-    texts[i] += ']';
     sqlite3_stmt* ins = sql_->insert_mark.get();
     sqlite::StmtScope scope(ins);
     sqlite3_bind_int64(ins, 1, chain_of[i]);
-    sqlite::bindText(ins, 2, texts[i]);
+    sqlite::bindText(ins, 2, text);
     r = stepDone(h, ins);
     if (!r) {
       r = makeError("cannot record the landed writes of run " + inQuotes(members[i].run_id) +
@@ -833,20 +861,20 @@ Result<void> StateStore::commitRows(const std::vector<Row>& rows, const std::vec
 }
 
 Result<void> StateStore::foldLocked() {
-  if (batch_.empty() && marks_.empty()) {
+  if (batch_.empty() && marks_ == 0) {
     return {};
   }
   if (timer_) {
     timer_->disarm();
   }
-  if (auto r = commitRows(batch_, marks_, members_, journal_.path().filename().string(),
-                          journal_.size());
+  if (auto r =
+          commitRows(batch_, members_, journal_.path().filename().string(), journal_.size());
       !r) {
     return r;
   }
   batch_.clear();
-  marks_.clear();
   members_.clear();
+  marks_ = 0;
   return {};
 }
 
@@ -873,12 +901,11 @@ bool StateStore::foldOrphan(const std::filesystem::path& journal, std::string_vi
   }
   sqlite3_reset(stmt->get());  // its read ends before the fold's write transaction
   std::vector<Row> rows;
-  std::vector<Mark> marks;
   std::vector<Member> members;
   if (from < text.size()) {
     // A line that does not parse (the torn last line of a killed store) is skipped: its node
     // never reached node.finished, so nothing relies on it.
-    Journal::forEachLine(text.substr(from), [&rows, &marks, &members](std::string_view line) {
+    Journal::forEachLine(text.substr(from), [&rows, &members](std::string_view line) {
       const Json entry = Json::parse(line, nullptr, false);
       if (!entry.is_object()) {
         return;
@@ -898,12 +925,9 @@ bool StateStore::foldOrphan(const std::filesystem::path& journal, std::string_vi
       const auto input = entry.find("i");
       if (chain != entry.end() && chain->is_string() && key != entry.end() &&
           key->is_string() && input != entry.end() && input->is_string()) {
-        if (members.empty() || members.back().chain_id != chain->get_ref<const std::string&>() ||
-            members.back().run_id != run->get_ref<const std::string&>()) {
-          members.push_back(Member{chain->get<std::string>(), run->get<std::string>()});
-        }
-        marks.push_back(
-            Mark{key->get<std::string>(), input->get<std::string>(), members.size() - 1});
+        addMark(members, chain->get_ref<const std::string&>(),
+                run->get_ref<const std::string&>(), jsonQuoted(key->get_ref<const std::string&>()),
+                jsonQuoted(input->get_ref<const std::string&>()));
       }
       for (const Json& w : *writes) {
         // [field, old, new] or, an append (D17), [field, marker, items, "append"].
@@ -918,7 +942,7 @@ bool StateStore::foldOrphan(const std::filesystem::path& journal, std::string_vi
       }
     });
   }
-  return (rows.empty() && marks.empty()) || commitRows(rows, marks, members, name, text.size());
+  return (rows.empty() && members.empty()) || commitRows(rows, members, name, text.size());
 }
 
 Result<void> StateStore::forgetFoldedJournals() {

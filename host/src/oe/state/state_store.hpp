@@ -177,17 +177,20 @@ class StateStore : public expr::StateReader {
     // the snapshot is rebuilt at commit from the field's last full value.
     bool append = false;
   };
-  // A landed-write mark not yet committed (committed in the same transaction as the rows of
-  // the journal line it came from). `member` indexes the batch's (chain, run) pairs.
-  struct Mark {
-    std::string write_key;
-    std::string input_key;
-    size_t member = 0;
-  };
+  // The landed-write marks of a batch not yet committed, per (chain, run) pair (committed as
+  // one row, in the same transaction as the rows of the journal lines they came from).
+  // `pairs` is the row's text, built as the writes come: "[[\"k\",\"i\"],..." without its
+  // closing bracket, the pairs quoted once for the journal line and reused here.
   struct Member {
     std::string chain_id;
     std::string run_id;
+    std::string pairs;
   };
+  // Appends the mark pair ["write_key","input_key"] (already JSON strings) to the batch's
+  // member for (chain, run), opening one when the pair differs from the last member's.
+  static void addMark(std::vector<Member>& members, std::string_view chain_id,
+                      std::string_view run_id, std::string_view quoted_key,
+                      std::string_view quoted_input);
 
   // One key of a delta that passed the checks, with its merged text.
   struct Pending {
@@ -212,9 +215,8 @@ class StateStore : public expr::StateReader {
                             const std::string& ts, bool mark);
   // Commits `rows` and records that `journal` is folded up to `folded_bytes`, in ONE
   // transaction. Call with mutex_ held.
-  Result<void> commitRows(const std::vector<Row>& rows, const std::vector<Mark>& marks,
-                          const std::vector<Member>& members, const std::string& journal,
-                          uint64_t folded_bytes);
+  Result<void> commitRows(const std::vector<Row>& rows, const std::vector<Member>& members,
+                          const std::string& journal, uint64_t folded_bytes);
   Result<void> foldLocked();  // the batch; mutex_ held
   bool foldOrphan(const std::filesystem::path& journal, std::string_view text);
   Result<void> forgetFoldedJournals();  // rows of oe_journal_folds whose journal is gone
@@ -230,8 +232,8 @@ class StateStore : public expr::StateReader {
   std::unique_ptr<Sql> sql_;
   Journal journal_;
   std::vector<Row> batch_;
-  std::vector<Mark> marks_;      // batched with batch_
-  std::vector<Member> members_;  // the (chain, run) pairs of marks_
+  std::vector<Member> members_;  // the batch's marks, per (chain, run)
+  size_t marks_ = 0;             // how many marks members_ holds
   // The current chain and its landed writes (write_key -> input_key), as committed plus this
   // store's own writes since beginChain(). Used by the scheduler's thread only.
   std::string chain_id_;
