@@ -1,5 +1,5 @@
 // Definition pinning (issue 3 item 4): a resume says which nodes changed since the run and
-// re-runs only those and what their outputs reach.
+// what it does with each: what had landed is kept, the rest runs with the new definition.
 #include "oe_fixture.hpp"
 
 namespace oe::test {
@@ -18,32 +18,51 @@ graph:
   edges: [ { from: a, to: b } ]
 )";
 
-TEST_F(Pinning, ResumeNamesChangedNodesAndRerunsOnlyThem) {
+TEST_F(Pinning, ResumeNamesChangedNodesAndKeepsWhatHadLanded) {
   writeTool("a.mjs", "export default () => ({ state_delta: { a: 1 } });");
   writeTool("b.mjs", "export default (x) => ({ state_delta: { b: x._state.a + 1 } });");
-  writeTool("c.mjs", "export default () => ({ state_delta: { c: 3 } });");
+  writeTool("c.mjs", "export default () => { throw new Error('c is broken'); };");
   writeExperience(kYaml);
   auto first = runJson();
-  ASSERT_EQ(first["status"], "success") << last_stderr_;
+  ASSERT_EQ(first["status"], "partial") << last_stderr_;
+  const std::string run_id = first["run_id"];
   EXPECT_TRUE(std::filesystem::exists(dir_.path() / ".openexpertise" / "runs" /
-                                      (first["run_id"].get<std::string>() + ".pin.json")));
+                                      (run_id + ".pin.json")));
 
-  // Unchanged: resume replays everything and says so.
-  auto same = oe({"resume", first["run_id"], "--experience", dir_.path().string(), "--json"});
+  // Edit b (which had landed) and fix c (which had failed). The resume says which changed and
+  // what it does with each: b's write stays as it was, c runs with its new code.
+  writeTool("b.mjs", "export default (x) => ({ state_delta: { b: x._state.a + 100 } });");
+  writeTool("c.mjs", "export default () => ({ state_delta: { c: 3 } });");
+  auto r = oe({"resume", run_id, "--experience", dir_.path().string(), "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto resumed = nlohmann::json::parse(r.out);
+  EXPECT_EQ(resumed["definition_changes"]["changed"], nlohmann::json({"b", "c"}));
+  EXPECT_EQ(resumed["definition_changes"]["landed"], (nlohmann::json{{"b", 1}, {"c", 0}}));
+  EXPECT_EQ(resumed["nodes"]["ran"], 1);
+  EXPECT_EQ(resumed["nodes"]["cached"], 2);
+  EXPECT_EQ(resumed["final_state"]["b"], 2);
+  EXPECT_EQ(resumed["final_state"]["c"], 3);
+  EXPECT_NE(r.err.find("changed: b, c"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("node \"b\" changed; its write that had landed is kept"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("oe run " + dir_.path().string() + " --from b"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("node \"c\" changed and nothing of it had landed: it runs with its new "
+                       "definition"),
+            std::string::npos)
+      << r.err;
+
+  // Unchanged since that resume: everything replays, and it says so.
+  auto same =
+      oe({"resume", resumed["run_id"], "--experience", dir_.path().string(), "--json"});
   ASSERT_EQ(same.exit_code, 0) << same.err;
   EXPECT_NE(same.err.find("unchanged"), std::string::npos) << same.err;
   EXPECT_EQ(nlohmann::json::parse(same.out)["nodes"]["cached"], 3);
 
-  // Edit b's code: only b is named, only b runs (a and c replay).
-  writeTool("b.mjs", "export default (x) => ({ state_delta: { b: x._state.a + 100 } });");
-  auto r = oe({"resume", first["run_id"], "--experience", dir_.path().string(), "--json"});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  auto resumed = nlohmann::json::parse(r.out);
-  EXPECT_EQ(resumed["definition_changes"]["changed"], nlohmann::json({"b"}));
-  EXPECT_EQ(resumed["nodes"]["ran"], 1);
-  EXPECT_EQ(resumed["nodes"]["cached"], 2);
-  EXPECT_EQ(resumed["final_state"]["b"], 101);
-  EXPECT_NE(r.err.find("changed: b"), std::string::npos) << r.err;
+  // What the note proposes: a new chain from b runs b's new code.
+  auto again = runJson({"--from", "b"});
+  EXPECT_EQ(again["final_state"]["b"], 101);
 }
 
 }  // namespace

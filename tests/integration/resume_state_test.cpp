@@ -215,6 +215,30 @@ TEST_P(Interrupt, IsInterruptedWithExit128PlusTheSignalAndResumes) {
   EXPECT_EQ(log.back()["type"], "run.finished");
   EXPECT_EQ(log.back()["status"], "interrupted");
   EXPECT_NE(last_out_.find("oe resume " + run_id), std::string::npos) << last_out_;
+  // The items the signal stopped are cancelled, not failed, everywhere, counted per call: the
+  // log's events, run.finished, the summary's count and lines, `oe runs`.
+  size_t cancelled = 0;
+  for (const auto& event : log) {
+    if (event["type"] == "node.failed") {
+      EXPECT_EQ(event.value("cancelled", false), true) << event.dump();
+      ++cancelled;
+    }
+  }
+  EXPECT_GE(cancelled, 1u);
+  EXPECT_EQ(log.back()["nodes"]["failed"], 0);
+  EXPECT_EQ(log.back()["nodes"]["cancelled"], cancelled);
+  EXPECT_NE(last_out_.find(" 0 failed, " + std::to_string(cancelled) + " cancelled, "),
+            std::string::npos)
+      << last_out_;
+  EXPECT_EQ(last_out_.find("failed: each"), std::string::npos) << last_out_;
+  EXPECT_NE(last_out_.find("cancelled: each"), std::string::npos) << last_out_;
+  int runs_code = -1;
+  const auto runs =
+      oeJson(dir, {"runs", "--experience", dir.path().string(), "--json"}, &runs_code);
+  ASSERT_EQ(runs_code, 0);
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0]["nodes"]["failed"], 0);
+  EXPECT_EQ(runs[0]["nodes"]["cancelled"], cancelled);
   auto summary = resume(dir, run_id);
   EXPECT_EQ(summary["final_state"], expected) << summary.dump(2);
 }
@@ -307,18 +331,17 @@ TEST_F(ResumeState, GcKeepsTheMarksOfTheChainsOfKeptRunsOnly) {
   ASSERT_EQ(code, 0);
   auto marks_of = [&dir](const std::string& chain) {
     SqliteProbe db(dir / ".openexpertise" / "state.sqlite");
-    return db.rows("SELECT COUNT(*) FROM oe_landed_writes w JOIN oe_chains c ON c.id = w.chain "
-                   "WHERE c.chain_id = '" + chain + "'")[0][0];
+    return db.rows("SELECT COUNT(*) FROM oe_landed_batches b, json_each(b.marks) JOIN "
+                   "oe_chains c ON c.id = b.chain WHERE c.chain_id = '" + chain + "'")[0][0];
   };
-  // seed (a set_once field) and the 40 items (array_append): one mark each, per chain; `after`
-  // writes a last_wins field only, which needs none.
-  EXPECT_EQ(marks_of(first["chain_id"]), "41");
-  EXPECT_EQ(marks_of(second["chain_id"]), "41");
+  // seed, the 40 items and `after` (its last_wins write too): one mark each, per chain.
+  EXPECT_EQ(marks_of(first["chain_id"]), "42");
+  EXPECT_EQ(marks_of(second["chain_id"]), "42");
   auto gc = runProcess({OE_EXE, "gc", "--keep", "1", "--experience", dir.path().string()},
                        {{"OE_PLUGIN_PATH", ""}}, dir.path());
   ASSERT_EQ(gc.exit_code, 0) << gc.err;
   EXPECT_EQ(marks_of(first["chain_id"]), "0");
-  EXPECT_EQ(marks_of(second["chain_id"]), "41");
+  EXPECT_EQ(marks_of(second["chain_id"]), "42");
 }
 
 // The trial's second case: review-branch stopped by its budget, then resumed with a larger one,
@@ -362,6 +385,13 @@ TEST_F(ResumeState, ReviewBranchStoppedByItsBudgetResumesToTheStateOfOneRun) {
   const auto stopped = run(dir, {"run", dir.path().string(), "--max-tokens", "1500"}, &code);
   ASSERT_EQ(code, 1) << stopped.dump(2);
   ASSERT_EQ(stopped.value("reason", ""), "budget_exhausted") << stopped.dump(2);
+  // A clean stop (docs/llm.md: status failed, reason budget_exhausted): the calls the budget
+  // refused, and those parked behind them in item order, are cancelled, not failed.
+  EXPECT_EQ(stopped["status"], "failed");
+  EXPECT_EQ(stopped["nodes"]["failed"], 0) << stopped.dump(2);
+  EXPECT_TRUE(stopped["failures"].empty()) << stopped.dump(2);
+  EXPECT_GE(stopped["nodes"]["cancelled"].get<int>(), 1) << stopped.dump(2);
+  EXPECT_EQ(stopped["cancelled"].size(), stopped["nodes"]["cancelled"].get<size_t>());
   ASSERT_EQ(stopped["final_state"].value("findings", nlohmann::json::array()).size(), 3u)
       << stopped.dump(2);
   ASSERT_LT(stopped["final_state"].value("verified_findings", nlohmann::json::array()).size(), 3u)

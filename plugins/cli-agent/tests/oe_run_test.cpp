@@ -464,12 +464,14 @@ runtime:
     EXPECT_EQ(run["reason"], "budget_exhausted") << when;
     EXPECT_EQ(run["usage"]["input_tokens"], 120) << when;
     EXPECT_EQ(run["usage"]["output_tokens"], 7) << when;
-    ASSERT_EQ(run["failures"].size(), 1U) << when;
-    EXPECT_EQ(run["failures"][0]["node_id"], "second") << when;
-    EXPECT_NE(run["failures"][0]["error"].get<std::string>().find(
+    // Stopped by the budget: cancelled, not failed.
+    EXPECT_TRUE(run["failures"].empty()) << when;
+    ASSERT_EQ(run["cancelled"].size(), 1U) << when;
+    EXPECT_EQ(run["cancelled"][0]["node_id"], "second") << when;
+    EXPECT_NE(run["cancelled"][0]["error"].get<std::string>().find(
                   "run budget exhausted: runtime.budget.max_tokens is 100 and 127 are spent"),
               std::string::npos)
-        << when << run["failures"][0]["error"];
+        << when << run["cancelled"][0]["error"];
   };
   check(oeRunIn(dir_.path(), {"--llm-record", recording.string()}, pathWithFakes()), "live");
   EXPECT_EQ(lines(dir_.path() / "record.jsonl").size(), 1U) << "the second CLI never started";

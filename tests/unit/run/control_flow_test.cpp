@@ -199,8 +199,29 @@ graph:
   EXPECT_EQ(s2[1]["edge_inputs"], (Json{{"s1", {{"item", "y"}}}}));
   EXPECT_EQ(s2[1]["args"]["$pipeline"], "p");
   EXPECT_EQ(s2[1]["args"]["$index"], 1);
-  // s2 hands on no edge_output, which ends each item's chain (§3.5).
+  // s2 hands on no edge_output, which ends each item's chain (§3.5): kept, but said, per item
+  // (upstream stopped the chain silently).
   EXPECT_TRUE(callsOf("s3").empty());
+  ASSERT_EQ(summary.warnings.size(), 2u) << Json(summary.warnings).dump();
+  EXPECT_EQ(summary.warnings[0],
+            "pipeline \"p\": item 0 (\"x\") stopped after stage \"s2\", which returned no "
+            "edge_output, so stage \"s3\" did not run for it; a stage hands the next one its "
+            "edge_output (return one to go on)");
+  EXPECT_NE(summary.warnings[1].find("item 1 (\"y\") stopped after stage \"s2\""),
+            std::string::npos);
+  EXPECT_EQ(eventsOf("run.warning", "p").size(), 2u);
+}
+
+TEST(ControlFlow, AStoppedStageChainNamesThePipelineTheItemAndTheStagesLeft) {
+  spec::PipelineSpec pipeline;
+  pipeline.id = "p";
+  pipeline.stages = {"a", "b", "c"};
+  const std::string long_item(100, 'z');
+  const std::string warning = stageChainStopped(pipeline, 7, Json(long_item), 0);
+  EXPECT_NE(warning.find("item 7 (\"zzz"), std::string::npos) << warning;
+  EXPECT_NE(warning.find("...) stopped after stage \"a\""), std::string::npos) << warning;
+  EXPECT_NE(warning.find("so stages \"b\", \"c\" did not run"), std::string::npos) << warning;
+  EXPECT_LT(warning.size(), 300u);
 }
 
 TEST_F(ControlFlowRun, AForEachOrPipelineOverAnUnsetFieldIsAWarningNotSilence) {
@@ -252,6 +273,111 @@ graph:
   loops: [ { id: l, body: once, until: '$.done == true', max_iters: 50 } ]
 )");
   EXPECT_EQ(callsOf("once").size(), 1u);
+}
+
+// Upstream runs a main node with an edge from a pipeline stage or a loop body in the main pass,
+// before the stage or body ever ran, so it gets neither their edge_output nor their writes.
+// oe makes it wait for the pipeline or loop (D19), and what follows it waits in turn.
+TEST_F(ControlFlowRun, AMainNodeAfterAStageOrALoopBodyWaitsForThePipelineOrLoop) {
+  RunSummary summary = run(R"(name: after
+version: 0.1.0
+state: { schema: { n: { type: number }, items: { type: array } } }
+graph:
+  nodes:
+    - { id: seed, kind: fake, args: { delta: { items: [x, y] } } }
+    - { id: stage, kind: fake, args: { edge_item: true } }
+    - { id: body, kind: fake, reads: [n], args: { count: n, edge: looped } }
+    - { id: after_stage, kind: fake }
+    - { id: after_loop, kind: fake, reads: [n] }
+    - { id: last, kind: fake }
+  edges:
+    - { from: stage, to: after_stage }
+    - { from: body, to: after_loop }
+    - { from: after_loop, to: last }
+  pipelines: [ { id: p, items: $.items, stages: [stage] } ]
+  loops: [ { id: l, body: body, max_iters: 3 } ]
+)");
+  EXPECT_EQ(summary.status, RunStatus::kSuccess);
+  std::vector<std::string> order;
+  for (const Json& call : recorder_.calls) {
+    order.push_back(call["node"].get<std::string>());
+  }
+  EXPECT_EQ(order, (std::vector<std::string>{"seed", "stage", "stage", "after_stage", "body",
+                                             "body", "body", "after_loop", "last"}));
+  EXPECT_EQ(callsOf("after_stage")[0]["edge_inputs"], (Json{{"stage", {{"item", "y"}}}}));
+  EXPECT_EQ(callsOf("after_loop")[0]["edge_inputs"], (Json{{"body", "looped"}}));
+  EXPECT_EQ(callsOf("after_loop")[0]["state_view"], (Json{{"n", 3}}));
+
+  // A loop whose body failed is failed for what waits for it, which is skipped.
+  summary = run(R"(name: failed
+version: 0.1.0
+state: { schema: {} }
+graph:
+  nodes:
+    - { id: body, kind: fake, args: { fail_until: 9 } }
+    - { id: after_loop, kind: fake }
+  edges: [ { from: body, to: after_loop } ]
+  loops: [ { id: l, body: body, max_iters: 3 } ]
+)");
+  EXPECT_EQ(summary.status, RunStatus::kFailed);
+  EXPECT_EQ(callsOf("after_loop").size(), 1u);  // the first run's only
+  ASSERT_EQ(eventsOf("node.skipped", "after_loop").size(), 1u);
+}
+
+// A loop stopped in its fourth iteration and resumed goes on from there: the three finished
+// iterations are neither applied again nor asked `until` of the state they left (before, the
+// resumed loop started again at iteration 0, whose inputs, n = 3 now, had changed, so it ran
+// and appended again).
+TEST_F(ControlFlowRun, AResumedLoopGoesOnWhereItStopped) {
+  const std::string yaml = R"(name: loop
+version: 0.1.0
+state: { schema: { n: { type: number }, seen: { type: array, merge: array_append } } }
+graph:
+  nodes:
+    - id: body
+      kind: fake
+      reads: [n]
+      args: { count: n, append_item: seen, fail_item: 3, fail_unless_file: ")" +
+                           (dir_ / "go").string() + R"(" }
+  edges: []
+  loops: [ { id: l, body: body, until: '$.n >= 5', max_iters: 10 } ]
+)";
+  RunSummary summary = run(yaml);
+  ASSERT_EQ(summary.status, RunStatus::kPartial);
+  EXPECT_EQ(summary.final_state["seen"], Json::array({0, 1, 2}));
+  ASSERT_EQ(callsOf("body").size(), 4u);
+
+  dir_.write("go", "");
+  RunOptions resume;
+  resume.chain_id = "run-1";
+  summary = run(yaml, resume);
+  EXPECT_EQ(summary.status, RunStatus::kSuccess);
+  EXPECT_EQ(summary.final_state["n"], 5);
+  EXPECT_EQ(summary.final_state["seen"], Json::array({0, 1, 2, 3, 4}));
+  EXPECT_EQ(summary.cached, 3u);  // iterations 0..2, as they were
+  EXPECT_EQ(summary.ran, 2u);
+  const auto calls = callsOf("body");
+  ASSERT_EQ(calls.size(), 6u);  // 4 in the first run, then iterations 3 and 4
+  EXPECT_EQ(calls[4]["args"]["$iter"], 3);
+  EXPECT_EQ(calls[4]["state_view"]["n"], 3);
+}
+
+TEST(ControlFlow, ALandedIterationIsNotAskedUntilAgain) {
+  spec::LoopSpec loop;
+  loop.id = "l";
+  loop.body = "b";
+  loop.until = "$.done == true";
+  loop.max_iters = 4;
+  std::vector<int> iterations(1, 0);
+  for (std::string_view key : {"b@l#0", "b@l#2", "other@l#7", "b@m#9", "x/b@l#8", "b@l#"}) {
+    noteLandedIteration({loop}, key, iterations);
+  }
+  EXPECT_EQ(iterations[0], 3);
+  const Json state = {{"done", true}};
+  expr::JsonStateReader reader(state);
+  EXPECT_TRUE(loopStops(loop, 1, reader));
+  EXPECT_FALSE(loopStops(loop, 1, reader, /*landed=*/true));
+  EXPECT_TRUE(loopStops(loop, 4, reader, /*landed=*/true));  // max_iters still holds
 }
 
 }  // namespace

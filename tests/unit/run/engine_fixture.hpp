@@ -5,10 +5,15 @@
 //   edge: <any>         its edge_output;  edge_item: true  -> edge_output {"item": $item}
 //   fail_until: n       attempts 1..n fail with "fake failure on attempt <n>"
 //   no_delta: true      answers {} (no state_delta: the node fails)
-//   append_item: "f"    adds {"f": [$item]} to its state_delta
+//   append_item: "f"    adds {"f": [$item]} to its state_delta ([$iter] in a loop)
 //   await: k            waits until k calls have arrived (a barrier, bounded at 10 s)
 //   await_left: k       waits until k calls have returned (bounded at 10 s)
 //   await_index: i      with either: only the for_each/pipeline call of item i waits
+//   fail_unless_file: p fails ("fake failure: <p> is missing") unless the file p exists; with
+//   fail_item: i        only the call of item i ($index) or iteration i ($iter)
+//   count: "f"          adds {"f": <state_view f, or 0> + 1} to its state_delta (reads: [f])
+//   wait_cancel: true   waits until the host cancels the call (bounded at 10 s), then
+//                       returns OE_CANCELLED "cancelled", as a plugin stopped by Ctrl-C does
 // Every call is recorded: {"node", "args", "edge_inputs", "state_view", "attempt"}.
 #pragma once
 
@@ -17,6 +22,7 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -77,6 +83,9 @@ inline oe_status fakeInvoke(oe_node* node, const oe_invocation* inv) {
       const int k = args["await"].get<int>();
       rec.cv.wait_for(lock, std::chrono::seconds(10), [&] { return rec.arrived >= k; });
     }
+    if (args.value("wait_cancel", false)) {
+      rec.cv.wait_for(lock, std::chrono::seconds(10), [&] { return inv->call->isCancelled(); });
+    }
     if (this_item && args.contains("await_left")) {
       const int k = args["await_left"].get<int>();
       rec.cv.wait_for(lock, std::chrono::seconds(10), [&] { return rec.left >= k; });
@@ -86,15 +95,33 @@ inline oe_status fakeInvoke(oe_node* node, const oe_invocation* inv) {
     rec.left_order.push_back(args.value("$index", Json()));
     rec.cv.notify_all();
   }
+  if (args.value("wait_cancel", false) && inv->call->isCancelled()) {
+    inv->error->data = "cancelled";
+    return OE_CANCELLED;
+  }
   if (args.contains("fail_until") && static_cast<int>(inv->attempt) <= args["fail_until"].get<int>()) {
     inv->error->data = "fake failure on attempt " + std::to_string(inv->attempt);
     return OE_INTERNAL;
+  }
+  if (args.contains("fail_unless_file")) {
+    const std::string path = args["fail_unless_file"].get<std::string>();
+    const Json item = args.contains("$iter") ? args["$iter"] : args.value("$index", Json());
+    if ((!args.contains("fail_item") || item == args["fail_item"]) &&
+        !std::filesystem::exists(path)) {
+      inv->error->data = "fake failure: " + path + " is missing";
+      return OE_INTERNAL;
+    }
   }
   Json response = Json::object();
   if (!args.value("no_delta", false)) {
     response["state_delta"] = args.value("delta", Json::object());
     if (args.contains("append_item")) {
-      response["state_delta"][args["append_item"].get<std::string>()] = Json::array({args["$item"]});
+      response["state_delta"][args["append_item"].get<std::string>()] =
+          Json::array({args.contains("$item") ? args["$item"] : args.value("$iter", Json())});
+    }
+    if (args.contains("count")) {
+      const std::string field = args["count"].get<std::string>();
+      response["state_delta"][field] = request["state_view"].value(field, 0) + 1;
     }
   }
   if (args.contains("edge")) {
@@ -106,8 +133,15 @@ inline oe_status fakeInvoke(oe_node* node, const oe_invocation* inv) {
   return OE_OK;
 }
 
+// Wakes a call waiting for its cancel (wait_cancel); the lock orders it after the call's check.
+inline void fakeCancel(oe_node* node, oe_host_ctx* /*call*/) {
+  Recorder& rec = *reinterpret_cast<Recorder*>(node);
+  { std::lock_guard lock(rec.mutex); }
+  rec.cv.notify_all();
+}
+
 inline const oe_node_kind kFakeKind = {sizeof(oe_node_kind), 0, "fake", "in-process test kind",
-                                       nullptr, fakeCreate, fakeDestroy, fakeInvoke, nullptr};
+                                       nullptr, fakeCreate, fakeDestroy, fakeInvoke, fakeCancel};
 
 class EngineTest : public ::testing::Test {
  protected:
@@ -131,13 +165,18 @@ class EngineTest : public ::testing::Test {
     const spec::Experience& exp = *experiences_.back();
     auto store = state::StateStore::open(dir_ / "state.sqlite", exp.state);
     EXPECT_TRUE(store) << (store ? "" : store.error().message);
+    const std::string run_id = "run-" + std::to_string(++runs_);
+    if (store) {
+      // As runExperience: a fresh run starts a chain named by its id, a resume continues one.
+      auto began = (*store)->beginChain(options.chain_id.empty() ? run_id : options.chain_id);
+      EXPECT_TRUE(began) << (began ? "" : began.error().message);
+    }
     std::unique_ptr<cache::CacheStore> cache;
     if (options.use_cache) {
       auto opened = cache::CacheStore::open(dir_ / "cache");
       EXPECT_TRUE(opened);
       cache = std::move(opened).value();
     }
-    const std::string run_id = "run-" + std::to_string(++runs_);
     std::filesystem::create_directories(dir_ / "runs");
     const auto log_path = log_path_ ? *log_path_ : dir_ / "runs" / (run_id + ".jsonl");
     auto log = events::EventLog::open(log_path, run_id);

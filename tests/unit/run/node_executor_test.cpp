@@ -414,5 +414,132 @@ graph:
   EXPECT_EQ(calls[0]["state_view"], (Json{{"n", 3}}));
 }
 
+// Issue 10's promise for last_wins: a resume replays a and b without applying their writes
+// again, so b's later value of x stays (before, only writes with an array_append or set_once
+// field were marked, and a's replay put x back to "from A").
+TEST_F(NodeExecution, AResumeDoesNotRollALastWinsFieldBackToAnEarlierNodesValue) {
+  const std::string yaml = R"(name: resume
+version: 0.1.0
+state: { schema: { x: { type: string }, log: { type: array, merge: array_append } } }
+graph:
+  nodes:
+    - { id: a, kind: fake, args: { delta: { x: from A } } }
+    - { id: b, kind: fake, args: { delta: { x: from B, log: [b] } } }
+    - { id: c, kind: fake, args: { fail_unless_file: ")" +
+                           (dir_ / "go").string() + R"(" } }
+  edges: [ { from: a, to: b }, { from: b, to: c } ]
+)";
+  RunSummary summary = run(yaml);
+  ASSERT_EQ(summary.status, RunStatus::kPartial);
+  EXPECT_EQ(summary.final_state["x"], "from B");
+
+  dir_.write("go", "");
+  RunOptions resume;
+  resume.chain_id = "run-1";
+  summary = run(yaml, resume);
+  EXPECT_EQ(summary.status, RunStatus::kSuccess);
+  EXPECT_EQ(summary.cached, 2u);
+  EXPECT_EQ(summary.ran, 1u);
+  EXPECT_EQ(summary.final_state["x"], "from B");
+  EXPECT_EQ(summary.final_state["log"], Json::array({"b"}));
+  EXPECT_TRUE(eventsOf("state.write", "a").empty());  // replayed, not applied again
+}
+
+// Issue: editing a node before `oe resume`, even only its timeout, changed every item's cache
+// key, so the items that had landed were applied again and the list held them twice. A call
+// whose write landed in the chain is done: the edited node's finished items replay what they
+// landed from, and only the failed one runs, with the new definition.
+TEST_F(NodeExecution, ANodeEditedBeforeAResumeDoesNotApplyItsLandedItemsAgain) {
+  auto yaml = [this](int timeout_ms) {
+    return R"(name: edited
+version: 0.1.0
+state: { schema: { xs: { type: array }, seen: { type: array, merge: array_append } } }
+graph:
+  nodes:
+    - { id: seed, kind: fake, args: { delta: { xs: [0, 1, 2, 3, 4] } } }
+    - id: each
+      kind: fake
+      for_each: { source: $.xs }
+      timeout_ms: )" +
+           std::to_string(timeout_ms) + R"(
+      args: { append_item: seen, edge_item: true, fail_item: 2, fail_unless_file: ")" +
+           (dir_ / "go").string() + R"(" }
+    - { id: after, kind: fake }
+  edges: [ { from: seed, to: each }, { from: each, to: after } ]
+)";
+  };
+  RunSummary summary = run(yaml(5000));
+  ASSERT_EQ(summary.status, RunStatus::kPartial);
+  EXPECT_EQ(summary.final_state["seen"], Json::array({0, 1, 3, 4}));
+
+  dir_.write("go", "");
+  RunOptions resume;
+  resume.chain_id = "run-1";
+  summary = run(yaml(6000), resume);
+  EXPECT_EQ(summary.status, RunStatus::kSuccess);
+  EXPECT_EQ(summary.final_state["seen"], Json::array({0, 1, 3, 4, 2}));
+  EXPECT_EQ(summary.ran, 2u);     // item 2, then `after`
+  EXPECT_EQ(summary.cached, 5u);  // seed and the four items that had landed
+  const auto each = callsOf("each");
+  ASSERT_EQ(each.size(), 6u);  // five in the first run, item 2 again
+  EXPECT_EQ(each[5]["args"]["$index"], 2);
+  // The items that landed hand on what they had handed on (the last item's wins, §3.3).
+  const auto after = callsOf("after");
+  ASSERT_EQ(after.size(), 1u);
+  EXPECT_EQ(after[0]["edge_inputs"], (Json{{"each", {{"item", 4}}}}));
+}
+
+// `writes:` was not enforced: a node listing writes: [a] also set another field (here a set_once
+// one other nodes own), silently. Upstream applies such a write, so oe does too, but says so,
+// once per node and field; a node that declares no writes is not checked.
+constexpr std::string_view kOutsideWrites = R"(name: writes
+version: 0.1.0
+state:
+  schema:
+    a: { type: string }
+    owner: { type: string, merge: set_once }
+    xs: { type: array }
+graph:
+  nodes:
+    - { id: seed, kind: fake, writes: [xs], args: { delta: { xs: [1, 2, 3] } } }
+    - id: n
+      kind: fake
+      writes: [a]
+      for_each: { source: $.xs }
+      args: { delta: { a: x, owner: n } }
+    - { id: free, kind: fake, args: { delta: { owner: n } } }
+  edges: [ { from: seed, to: n }, { from: n, to: free } ]
+)";
+
+TEST_F(NodeExecution, AWriteOutsideTheNodesWritesIsAppliedWithAWarning) {
+  const RunSummary summary = run(kOutsideWrites);
+  EXPECT_EQ(summary.status, RunStatus::kSuccess);
+  EXPECT_EQ(summary.final_state["owner"], "n");
+  ASSERT_EQ(summary.warnings.size(), 1u) << Json(summary.warnings).dump();
+  EXPECT_EQ(summary.warnings[0],
+            "node \"n\" wrote field \"owner\", which is not in its writes (a); it was applied. "
+            "Add \"owner\" to the node's writes, or set runtime.strict_writes: true to refuse "
+            "such writes");
+  EXPECT_EQ(eventsOf("run.warning", "n").size(), 1u);
+}
+
+// runtime.strict_writes (oe): the write is refused before anything of it lands; the node fails
+// with a message that names it, the field and what to do.
+TEST_F(NodeExecution, UnderStrictWritesAWriteOutsideTheNodesWritesFailsTheNode) {
+  std::string yaml(kOutsideWrites);
+  yaml.insert(yaml.find("state:"), "runtime: { strict_writes: true }\n");
+  const RunSummary summary = run(yaml);
+  EXPECT_EQ(summary.status, RunStatus::kPartial);
+  EXPECT_FALSE(summary.final_state.contains("a"));
+  EXPECT_FALSE(summary.final_state.contains("owner"));
+  ASSERT_EQ(summary.failures.size(), 3u);  // each item
+  EXPECT_EQ(summary.failures[0].error,
+            "Node \"n\" wrote field \"owner\", which is not in its writes (a); "
+            "runtime.strict_writes refuses it, so nothing of the node's output was applied. Add "
+            "\"owner\" to the node's writes, or stop the node writing it");
+  EXPECT_TRUE(eventsOf("state.write", "n").empty());
+  EXPECT_TRUE(summary.warnings.empty());
+}
+
 }  // namespace
 }  // namespace oe::run::engine::testing

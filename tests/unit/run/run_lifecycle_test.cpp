@@ -117,6 +117,41 @@ graph:
             (Json{{"ran", 1}, {"cached", 0}, {"failed", 1}, {"skipped", 1}}));
 }
 
+// Items stopped by the run are cancelled, not failed: fail_run on `bad` cancels the three items
+// of `each` in flight. Before, the summary counted nodes ("2 failed": bad and each) and listed
+// four failures, the items among them failed with the error "cancelled". Every count is per
+// call now, and the lines add up to it.
+TEST_F(Lifecycle, CallsTheRunStoppedAreCancelledNotFailedAndCountedPerCall) {
+  const RunSummary summary = run(R"(name: cancel
+version: 0.1.0
+runtime: { concurrency: 2 }
+state: { schema: { xs: { type: array } } }
+graph:
+  nodes:
+    - { id: seed, kind: fake, args: { delta: { xs: [0, 1, 2] } } }
+    - { id: each, kind: fake, for_each: { source: $.xs, concurrency: 3 },
+        args: { wait_cancel: true } }
+    - { id: bad, kind: fake, on_error: { policy: fail_run }, args: { fail_until: 9, await: 5 } }
+  edges: [ { from: seed, to: each }, { from: seed, to: bad } ]
+)");
+  EXPECT_EQ(summary.status, RunStatus::kFailed);
+  EXPECT_EQ(summary.failed, 1u);
+  ASSERT_EQ(summary.failures.size(), 1u);
+  EXPECT_EQ(summary.failures[0].node_id, "bad");
+  EXPECT_EQ(summary.cancelled, 3u);
+  ASSERT_EQ(summary.cancellations.size(), 3u);
+  EXPECT_EQ(summary.cancellations[0].node_id, "each");
+  EXPECT_EQ(summary.cancellations[0].error, "cancelled");
+  const auto each_failed = eventsOf("node.failed", "each");
+  ASSERT_EQ(each_failed.size(), 3u);
+  EXPECT_EQ(each_failed[0].value("cancelled", false), true);
+  EXPECT_FALSE(eventsOf("node.failed", "bad")[0].contains("cancelled"));
+  const auto finished = eventsOf("run.finished");
+  ASSERT_EQ(finished.size(), 1u);
+  EXPECT_EQ(finished[0]["nodes"],
+            (Json{{"ran", 1}, {"cached", 0}, {"failed", 1}, {"cancelled", 3}, {"skipped", 0}}));
+}
+
 TEST_F(Lifecycle, AKindNoPluginProvidesIsASetUpError) {
   const auto yaml_path = dir_.write("experience.yaml", "");
   auto loaded = spec::loadExperienceText(R"(name: unknown

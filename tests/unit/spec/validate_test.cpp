@@ -338,6 +338,41 @@ TEST(ValidateExperience, ClosedKindSchemaChecksOnlyKindFields) {
   EXPECT_EQ(ds[0].column, 66);
 }
 
+// An agent's structured answer is its whole state delta: a property of its schema that the node
+// does not list in its writes would be written outside them (a warning at run time, refused
+// under runtime.strict_writes), so `oe validate` notes it where the property is.
+TEST(ValidateExperience, ASchemaPropertyOutsideTheNodesWritesIsNoted) {
+  KindCatalog kinds;
+  kinds["agent"] = KindInfo{"agent", Json::parse(R"({"type": "object", "properties": {
+      "prompt": {"type": "string"}, "schema": {"x-oe-writes": "properties"}}})")};
+  const std::string schema =
+      "schema: {type: object, properties: {label: {type: string}, score: {type: number}}}";
+  Experience exp = loadOk(experience(" {label: {}, score: {}}",
+                                     "    - {id: a, kind: agent, prompt: p, writes: [label], " +
+                                         schema + "}\n"));
+  auto ds = validateExperience(exp, kinds, false);
+  ASSERT_EQ(ds.size(), 1u) << dump(ds);
+  EXPECT_EQ(ds[0].severity, Severity::kWarning);
+  EXPECT_EQ(ds[0].line, 7);
+  EXPECT_NE(ds[0].message.find("property \"score\" of the node's schema is written to the "
+                               "state"),
+            std::string::npos)
+      << ds[0].message;
+  EXPECT_NE(ds[0].message.find("not in the node's writes (label)"), std::string::npos);
+  // Every property in writes, or no writes at all (nothing declared, nothing checked): quiet.
+  for (const std::string& writes : {std::string("writes: [label, score], "), std::string()}) {
+    Experience ok = loadOk(experience(" {label: {}, score: {}}",
+                                      "    - {id: a, kind: agent, prompt: p, " + writes +
+                                          schema + "}\n"));
+    EXPECT_TRUE(validateExperience(ok, kinds, false).empty()) << writes;
+  }
+  // runtime.strict_writes is a known key.
+  Experience strict = loadOk(experience(" {label: {}}", "    - {id: a, kind: agent, prompt: p}\n",
+                                        "[]", "runtime: { strict_writes: true }\n"));
+  EXPECT_TRUE(validateExperience(strict, kinds, false).empty());
+  EXPECT_TRUE(strict.runtime.strict_writes);
+}
+
 TEST(ValidateExperience, EmptyCatalogNamesNoKinds) {
   Experience exp = loadOk(experience(" {}", kNodeA));
   auto ds = validateExperience(exp, KindCatalog{}, false);

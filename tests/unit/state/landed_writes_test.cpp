@@ -41,6 +41,12 @@ int64_t landedCount(const std::filesystem::path& db, const char* sql) {
   return n;
 }
 
+// The marks in the file, one per (chain, write_key), however stored: older versions' rows and
+// the batches oe writes now.
+constexpr const char* kMarks =
+    "SELECT count(*) FROM (SELECT chain, write_key FROM oe_landed_writes UNION "
+    "SELECT b.chain, j.value ->> 0 FROM oe_landed_batches b, json_each(b.marks) j)";
+
 class LandedWritesTest : public ::testing::Test {
  protected:
   std::unique_ptr<StateStore> open() {
@@ -75,24 +81,24 @@ TEST_F(LandedWritesTest, UntrackedWritesAndWritesWithoutAChainRecordNoMark) {
   EXPECT_FALSE(store->landed("n", "k"));
   ASSERT_TRUE(store->write({{"items", Json::array({1})}}, WriteMeta{"r", "n"}).ok());
   store.reset();
-  EXPECT_EQ(landedCount(db_path_, "SELECT count(*) FROM oe_landed_writes"), 0);
+  EXPECT_EQ(landedCount(db_path_, kMarks), 0);
 }
 
-TEST_F(LandedWritesTest, OnlyWritesThatCannotBeAppliedTwiceRecordAMark) {
+// A last_wins write is marked too: applied again on a resume, it would put back a value that a
+// later write had replaced (before, only array_append and set_once writes were).
+TEST_F(LandedWritesTest, EveryMergeStrategyRecordsAMark) {
   auto store = open();
   ASSERT_TRUE(store->beginChain("r").ok());
-  // last_wins alone: applied again, it leaves the same value; no mark, no cost.
   ASSERT_TRUE(store->write({{"note", "a"}}, WriteMeta{"r", "n", "n", "k"}).ok());
-  EXPECT_FALSE(store->landed("n", "k"));
-  // With an array_append or a set_once field in it, the whole write is marked.
   ASSERT_TRUE(store->write({{"note", "b"}, {"items", Json::array({1})}},
                            WriteMeta{"r", "m", "m", "k"})
                   .ok());
   ASSERT_TRUE(store->write({{"id", "x"}}, WriteMeta{"r", "s", "s", "k"}).ok());
+  EXPECT_TRUE(store->landed("n", "k"));
   EXPECT_TRUE(store->landed("m", "k"));
   EXPECT_TRUE(store->landed("s", "k"));
   store.reset();
-  EXPECT_EQ(landedCount(db_path_, "SELECT count(*) FROM oe_landed_writes"), 2);
+  EXPECT_EQ(landedCount(db_path_, kMarks), 3);
 }
 
 TEST_F(LandedWritesTest, MarksAreSeenByTheirChainOnlyAndSurviveAReopen) {
@@ -127,7 +133,7 @@ TEST_F(LandedWritesTest, ALaterMarkWithTheSameKeyReplacesTheInputKey) {
   ASSERT_TRUE(store->beginChain("c").ok());
   EXPECT_TRUE(store->landed("a", "k2"));
   EXPECT_FALSE(store->landed("a", "k1"));
-  EXPECT_EQ(landedCount(db_path_, "SELECT count(*) FROM oe_landed_writes"), 1);
+  EXPECT_EQ(landedCount(db_path_, kMarks), 1);
 }
 
 // A set_once write of the same value again writes no field, but it did land: its mark is kept,
@@ -183,7 +189,7 @@ TEST_F(LandedWritesTest, MarksSurviveAKillWithTheirRows) {
   EXPECT_FALSE(store->landed("fan#5", "in5"));
   EXPECT_EQ(*store->field("items"), Json::array({0, 1, 2, 3, 4}));
   store.reset();
-  EXPECT_EQ(landedCount(db_path_, "SELECT count(*) FROM oe_landed_writes"), 5);
+  EXPECT_EQ(landedCount(db_path_, kMarks), 5);
   EXPECT_EQ(landedCount(db_path_, "SELECT count(*) FROM state_history"), 5);
 }
 
@@ -212,7 +218,51 @@ TEST_F(LandedWritesTest, OldJournalLinesWithoutMarksStillFold) {
   auto store = open();
   EXPECT_EQ(*store->field("items"), Json::array({1}));
   store.reset();
-  EXPECT_EQ(landedCount(db_path_, "SELECT count(*) FROM oe_landed_writes"), 0);
+  EXPECT_EQ(landedCount(db_path_, kMarks), 0);
+}
+
+// A batch of marks is one row per commit (a row per mark cost a B-tree insert per write).
+TEST_F(LandedWritesTest, ACommitStoresItsMarksInOneRow) {
+  {
+    auto store = open();
+    ASSERT_TRUE(store->beginChain("c").ok());
+    for (int i = 0; i < 10; ++i) {
+      const std::string key = "n" + std::to_string(i);
+      ASSERT_TRUE(store->write({{"note", key}}, WriteMeta{"r", key, key, "k"}).ok());
+    }
+  }
+  EXPECT_EQ(landedCount(db_path_, "SELECT count(*) FROM oe_landed_batches"), 1);
+  EXPECT_EQ(landedCount(db_path_, kMarks), 10);
+}
+
+// Files written by the oe before batches keep their marks in oe_landed_writes: still read, and
+// still pruned by gc.
+TEST_F(LandedWritesTest, MarksOlderVersionsWroteAreStillRead) {
+  open().reset();  // creates the tables
+  sqlite3* h = nullptr;
+  ASSERT_EQ(sqlite3_open(db_path_.c_str(), &h), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(h,
+                         "INSERT INTO oe_chains (id, chain_id) VALUES (7, 'old');"
+                         "INSERT INTO oe_landed_writes VALUES (7, 'a', 'ka'), (7, 'b', 'kb');",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(h);
+  auto store = open();
+  ASSERT_TRUE(store->beginChain("old").ok());
+  EXPECT_TRUE(store->landed("a", "ka"));
+  ASSERT_NE(store->landedInput("b"), nullptr);
+  EXPECT_EQ(*store->landedInput("b"), "kb");
+  // A newer mark of the same key wins over the old row.
+  ASSERT_TRUE(store->write({{"note", "x"}}, WriteMeta{"r", "b", "b", "kb2"}).ok());
+  store.reset();
+  store = open();
+  ASSERT_TRUE(store->beginChain("old").ok());
+  EXPECT_EQ(*store->landedInput("b"), "kb2");
+  store.reset();
+  auto pruned = pruneHistory(db_path_, {}, false);
+  ASSERT_TRUE(pruned.ok()) << pruned.error().message;
+  EXPECT_EQ(pruned->marks, 3u);  // a and b in old rows, b in a batch
+  EXPECT_EQ(landedCount(db_path_, kMarks), 0);
 }
 
 TEST_F(LandedWritesTest, GcDeletesTheMarksOfChainsWithNoKeptRun) {
@@ -233,16 +283,17 @@ TEST_F(LandedWritesTest, GcDeletesTheMarksOfChainsWithNoKeptRun) {
   auto dry = pruneHistory(db_path_, {"r3", "r6"}, true, {"c4"});
   ASSERT_TRUE(dry.ok()) << dry.error().message;
   EXPECT_EQ(dry->marks, 2u);  // c1 and c5
-  EXPECT_EQ(landedCount(db_path_, "SELECT count(*) FROM oe_landed_writes"), 5);
+  EXPECT_EQ(landedCount(db_path_, kMarks), 5);
   auto pruned = pruneHistory(db_path_, {"r3", "r6"}, false, {"c4"});
   ASSERT_TRUE(pruned.ok()) << pruned.error().message;
   EXPECT_EQ(pruned->marks, 2u);
-  EXPECT_EQ(landedCount(db_path_, "SELECT count(*) FROM oe_landed_writes JOIN oe_chains ON "
-                                  "chain = oe_chains.id WHERE chain_id IN ('c2', 'c4')"),
+  EXPECT_EQ(landedCount(db_path_, "SELECT count(*) FROM oe_landed_batches b, json_each(b.marks) "
+                                  "JOIN oe_chains ON chain = oe_chains.id WHERE chain_id IN "
+                                  "('c2', 'c4')"),
             3);
   EXPECT_EQ(landedCount(db_path_, "SELECT count(*) FROM oe_chains"), 2);
   EXPECT_EQ(landedCount(db_path_, "SELECT count(*) FROM oe_chain_runs"), 3);  // c2, r3, c4
-  EXPECT_EQ(landedCount(db_path_, "SELECT count(*) FROM oe_landed_writes"), 3);
+  EXPECT_EQ(landedCount(db_path_, kMarks), 3);
 }
 
 }  // namespace

@@ -141,7 +141,8 @@ TEST_F(StateStoreTest, CreatesParentFoldersAndUsesWal) {
 }
 
 // Upstream's tables and indexes exactly, plus oe's own oe_journal_folds (group commit) and
-// oe_chains, oe_chain_runs and oe_landed_writes (landed-write marks of run chains).
+// oe_chains, oe_chain_runs, oe_landed_batches and (read for older files) oe_landed_writes:
+// the landed-write marks of run chains.
 TEST_F(StateStoreTest, CreatesExactlyTheUpstreamTablesAndIndexes) {
   auto store = open(defaultSchema());
   RawDb raw(db_path_);
@@ -149,9 +150,11 @@ TEST_F(StateStoreTest, CreatesExactlyTheUpstreamTablesAndIndexes) {
                      "'sqlite_%' ORDER BY name"),
             (std::vector<std::string>{"index|idx_history_field|state_history",
                                       "index|idx_history_run|state_history",
+                                      "index|idx_landed_batches_chain|oe_landed_batches",
                                       "table|oe_chain_runs|oe_chain_runs",
                                       "table|oe_chains|oe_chains",
                                       "table|oe_journal_folds|oe_journal_folds",
+                                      "table|oe_landed_batches|oe_landed_batches",
                                       "table|oe_landed_writes|oe_landed_writes",
                                       "table|state_history|state_history",
                                       "table|state_snapshot|state_snapshot"}));

@@ -28,6 +28,7 @@ struct NodeLine {
   int64_t last_ts = -1;
   int calls = 0;
   int failures = 0;
+  int cancels = 0;  // node.failed with "cancelled": stopped by the run
   bool started = false;
   std::string detail;
   std::vector<std::filesystem::path> sub_logs;  // the nested runs this node started
@@ -99,13 +100,20 @@ void printTimeline(const std::vector<Json>& events, const std::string& run_id,
       line.status = "running";
     } else if (type == "node.finished") {
       line.last_ts = ts;
-      if (line.failures == 0) {
+      if (line.failures == 0 && line.cancels == 0) {
         line.status = line.started ? "success" : "cached";
       }
     } else if (type == "node.failed") {
       line.last_ts = ts;
-      ++line.failures;
-      line.status = "failed";
+      if (e.value("cancelled", false)) {  // stopped by the run, not failed
+        ++line.cancels;
+        if (line.failures == 0) {
+          line.status = "cancelled";
+        }
+      } else {
+        ++line.failures;
+        line.status = "failed";
+      }
       line.detail = stringField(e, "error");
     } else if (type == "node.skipped") {
       line.status = "skipped";
@@ -125,7 +133,7 @@ void printTimeline(const std::vector<Json>& events, const std::string& run_id,
     width = std::max(width, line.id.size());
   }
   std::cout << indent << "  " << std::left << std::setw(static_cast<int>(width)) << "NODE" << "  "
-            << std::setw(8) << "STATUS" << "  " << std::setw(9) << "DURATION" << "  DETAIL\n";
+            << std::setw(9) << "STATUS" << "  " << std::setw(9) << "DURATION" << "  DETAIL\n";
   for (const auto& line : lines) {
     std::string duration = "-";
     if (line.first_ts >= 0 && line.last_ts >= line.first_ts) {
@@ -135,6 +143,7 @@ void printTimeline(const std::vector<Json>& events, const std::string& run_id,
     if (line.calls > 1) {
       detail = std::to_string(line.calls) + " calls" +
                (line.failures > 0 ? ", " + std::to_string(line.failures) + " failed" : "") +
+               (line.cancels > 0 ? ", " + std::to_string(line.cancels) + " cancelled" : "") +
                (detail.empty() ? "" : "; " + detail);
     }
     if (!expand && !line.sub_logs.empty()) {
@@ -142,7 +151,7 @@ void printTimeline(const std::vector<Json>& events, const std::string& run_id,
                 (line.sub_logs.size() == 1 ? " nested run" : " nested runs") + " (--expand)";
     }
     std::cout << indent << "  " << std::left << std::setw(static_cast<int>(width)) << line.id
-              << "  " << std::setw(8) << line.status << "  " << std::setw(9) << duration << "  "
+              << "  " << std::setw(9) << line.status << "  " << std::setw(9) << duration << "  "
               << detail << '\n';
     if (!expand || depth >= kMaxExpandDepth) {
       continue;

@@ -149,8 +149,8 @@ Json definitionChanges(const spec::Experience& experience, const std::string& ru
     if (!diff["removed"].empty()) {
       std::cerr << "; removed: " << list(diff["removed"]);
     }
-    std::cerr << ". Those run again, and whatever their new outputs reach; everything else "
-                 "replays from the cache.\n";
+    std::cerr << ". A resume finishes the run: what had landed in it is kept, not run or "
+                 "applied again; what had not runs with the experience as it is now.\n";
   }
   return diff;
 }
@@ -226,6 +226,26 @@ std::string experienceFlag(const std::string& path) {
   return " --experience " + quoted + "'";
 }
 
+// What a resume does with each node whose definition changed (after the chain's landed writes
+// are known); `changes` (definition_changes of --json) gets the counts as "landed".
+std::string changedNodeNote(const run::ChangedNode& node, const std::string& path) {
+  const std::string id = "node \"" + node.node_id + "\"";
+  if (node.landed == 0) {
+    return "oe: " + id + " changed and nothing of it had landed: it runs with its new definition";
+  }
+  const std::string writes = node.landed == 1 ? "its write that had landed is"
+                                              : "its " + std::to_string(node.landed) +
+                                                    " writes that had landed are";
+  // `oe run` takes the folder as its argument, where the other commands take --experience.
+  std::string folder = experienceFlag(path);
+  if (!folder.empty()) {
+    folder.erase(0, std::string_view(" --experience").size());
+  }
+  return "oe: " + id + " changed; " + writes +
+         " kept (those calls are not run or applied again; any other runs with the new "
+         "definition). To run it again entirely: oe run" + folder + " --from " + node.node_id;
+}
+
 // The final state, each value on one line and cut when long: the summary is for reading, and
 // `oe state FIELD` prints a whole value.
 void printFinalState(const spec::Experience& experience, const Json& state,
@@ -289,6 +309,31 @@ std::vector<view::NodeInfo> viewNodes(const spec::Experience& experience) {
     nodes.push_back(std::move(info));
   }
   return nodes;
+}
+
+// The failed or cancelled calls of a summary, one line per node and error: a for_each's items
+// that ended alike share a line ("each (3 calls): cancelled"), so the lines add up to the count.
+void printCalls(std::string_view what, const std::vector<run::NodeFailure>& calls) {
+  constexpr size_t kListed = 10;
+  size_t lines = 0;
+  for (size_t i = 0; i < calls.size();) {
+    size_t same = 1;
+    while (i + same < calls.size() && calls[i + same].node_id == calls[i].node_id &&
+           calls[i + same].error == calls[i].error) {
+      ++same;
+    }
+    if (lines == kListed) {
+      std::cout << what << ": ... and " << calls.size() - i << " more\n";
+      return;
+    }
+    std::cout << what << ": " << calls[i].node_id;
+    if (same > 1) {
+      std::cout << " (" << same << " calls)";
+    }
+    std::cout << ": " << oneLine(calls[i].error) << '\n';
+    ++lines;
+    i += same;
+  }
 }
 
 int exitCodeOf(const run::RunSummary& s) {
@@ -395,6 +440,11 @@ int execute(const RunArgs& a, const std::string& path, Json run_args,
   Json changes;
   if (!resumed_from.empty()) {
     changes = definitionChanges(*experience, resumed_from, stored_pin);
+    if (changes.is_object()) {
+      for (const auto& id : changes["changed"]) {
+        options.changed_nodes.push_back(id.get<std::string>());
+      }
+    }
   }
   // Progress on stderr: the live view on a terminal (or under --tui), else a line per event.
   std::unique_ptr<view::LiveView> live;
@@ -408,6 +458,21 @@ int execute(const RunArgs& a, const std::string& path, Json run_args,
                 << "; showing plain progress lines\n";
     }
   }
+  // Before the run starts: on the terminal above the live view, else on stderr.
+  std::function<void(const std::string&)> say = [](const std::string& line) {
+    std::cerr << line << '\n';
+  };
+  if (live) {
+    say = [v = live.get()](const std::string& line) { v->printAbove(line); };
+  }
+  options.on_changed_nodes = [&changes, &say, &path](const std::vector<run::ChangedNode>& nodes) {
+    Json landed = Json::object();
+    for (const auto& node : nodes) {
+      say(changedNodeNote(node, path));
+      landed[node.node_id] = node.landed;
+    }
+    changes["landed"] = std::move(landed);
+  };
   if (live) {
     options.on_event = [v = live.get()](const events::Event& event) { v->onEvent(event); };
     log_sink.divertTo([v = live.get()](std::string line) { v->printAbove(std::move(line)); });
@@ -454,6 +519,10 @@ int execute(const RunArgs& a, const std::string& path, Json run_args,
     for (const auto& f : failures) {
       failed.push_back({{"node_id", f.node_id}, {"error", f.error}});
     }
+    Json cancelled = Json::array();
+    for (const auto& c : s.cancellations) {
+      cancelled.push_back({{"node_id", c.node_id}, {"error", c.error}});
+    }
     Json out = {{"run_id", s.run_id},
                 {"status", run::toString(s.status)},
                 {"final_state", s.final_state},
@@ -461,9 +530,11 @@ int execute(const RunArgs& a, const std::string& path, Json run_args,
                  {{"ran", s.ran},
                   {"cached", s.cached},
                   {"failed", s.failed},
+                  {"cancelled", s.cancelled},
                   {"skipped", s.skipped},
                   {"reused", s.reused}}},
                 {"failures", std::move(failed)},
+                {"cancelled", std::move(cancelled)},
                 {"warnings", s.warnings}};
     if (!s.stop_reason.empty()) {
       out["reason"] = s.stop_reason;
@@ -482,21 +553,25 @@ int execute(const RunArgs& a, const std::string& path, Json run_args,
     }
     std::cout << out.dump(2) << '\n';
   } else {
+    // The counts are calls (an item of a for_each is one), as the lines below list them.
     std::cout << "run " << s.run_id << ": " << run::toString(s.status) << " in " << ms << " ms ("
-              << s.ran << " ran, " << s.cached << " cached, " << s.failed << " failed, "
-              << s.skipped << " skipped)\n";
-    constexpr size_t kListed = 10;
-    for (size_t i = 0; i < failures.size() && i < kListed; ++i) {
-      std::cout << "failed: " << failures[i].node_id << ": " << oneLine(failures[i].error) << '\n';
+              << s.ran << " ran, " << s.cached << " cached, " << s.failed << " failed, ";
+    if (s.cancelled > 0) {
+      std::cout << s.cancelled << " cancelled, ";
     }
-    if (failures.size() > kListed) {
-      std::cout << "failed: ... and " << failures.size() - kListed << " more\n";
-    }
-    if (!failures.empty()) {
+    std::cout << s.skipped << " skipped)\n";
+    printCalls("failed", failures);
+    printCalls("cancelled", s.cancellations);
+    if (!failures.empty() || !s.cancellations.empty()) {
       std::cout << "errors in full: oe inspect " << s.run_id << experienceFlag(path) << '\n';
     }
-    for (const auto& warning : s.warnings) {
-      std::cout << "warning: " << warning << '\n';
+    constexpr size_t kWarnings = 10;
+    for (size_t i = 0; i < s.warnings.size() && i < kWarnings; ++i) {
+      std::cout << "warning: " << s.warnings[i] << '\n';
+    }
+    if (s.warnings.size() > kWarnings) {
+      std::cout << "warning: ... and " << s.warnings.size() - kWarnings
+                << " more, each a run.warning in " << s.event_log.string() << '\n';
     }
     if (s.usage.calls > 0) {
       char cost[32];

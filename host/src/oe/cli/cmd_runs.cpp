@@ -67,7 +67,8 @@ void addRunsCommand(CLI::App& app, int& exit_code) {
   };
   auto a = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand(
-      "runs", "List past runs, newest first (start, duration, status, nodes ran/cached/failed)");
+      "runs",
+      "List past runs, newest first (start, duration, status, calls ran/cached/failed/cancelled)");
   cmd->add_option("--experience", a->experience, "Experience folder")->capture_default_str();
   cmd->add_flag("--json", a->json, "Print a JSON array");
   addStoreOption(*cmd, a->store);
@@ -116,14 +117,15 @@ void addRunsCommand(CLI::App& app, int& exit_code) {
     const auto w = [](size_t n) { return std::setw(static_cast<int>(n)); };
     std::cout << std::left << w(id_width) << "RUN" << "  " << w(24) << "STARTED" << "  "
               << std::right << w(10) << "DURATION" << "  " << std::left << w(11) << "STATUS"
-              << std::right << w(6) << "RAN" << w(8) << "CACHED" << w(8) << "FAILED" << '\n';
+              << std::right << w(6) << "RAN" << w(8) << "CACHED" << w(8) << "FAILED" << w(11)
+              << "CANCELLED" << '\n';
     for (const auto& run : runs) {
       const int64_t ms = run.durationMs();
       std::cout << std::left << w(id_width) << run.id << "  " << w(24)
                 << (run.started_at.empty() ? "?" : run.started_at) << "  " << std::right
                 << w(10) << (ms >= 0 ? std::to_string(ms) + " ms" : "-") << "  " << std::left
                 << w(11) << run.status << std::right << w(6) << run.ran << w(8) << run.cached
-                << w(8) << run.failed;
+                << w(8) << run.failed << w(11) << run.cancelled;
       if (!run.reason.empty()) {
         std::cout << "  (" << run.reason << ')';
       }

@@ -77,7 +77,10 @@ void Progress::onEvent(const events::Event& event) {
   // The rare types below print a field of the event: only they parse it.
   if (type == "node.failed") {
     closeCall(node);
-    say("  FAILED  " + node + ": " + stringField(event.json(), "error") + '\n');
+    // Stopped by the run (Ctrl-C, fail_run elsewhere, the budget), not failed.
+    const bool cancelled = event.json().value("cancelled", false);
+    say((cancelled ? "  cancelled " : "  FAILED  ") + node + ": " +
+        stringField(event.json(), "error") + '\n');
   } else if (type == "node.skipped") {
     say("  skipped " + node + " (" + stringField(event.json(), "reason") + ")\n");
   } else if (type == "node.retry") {

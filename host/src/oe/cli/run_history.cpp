@@ -69,6 +69,7 @@ void takeFinished(RunRecord& run, const Json& e) {
     run.ran = it->value("ran", size_t{0});
     run.cached = it->value("cached", size_t{0});
     run.failed = it->value("failed", size_t{0});
+    run.cancelled = it->value("cancelled", size_t{0});
     run.skipped = it->value("skipped", size_t{0});
   }
 }
@@ -105,7 +106,7 @@ void countEvents(RunRecord& run) {
         --it->second;
       }
       if (type == "node.failed") {
-        ++counted.failed;
+        ++(e.value("cancelled", false) ? counted.cancelled : counted.failed);
       } else if (started) {
         ++counted.ran;
       } else {
@@ -118,6 +119,7 @@ void countEvents(RunRecord& run) {
   run.ran = counted.ran;
   run.cached = counted.cached;
   run.failed = counted.failed;
+  run.cancelled = counted.cancelled;
   run.skipped = counted.skipped;
   if (finished != nullptr) {
     takeFinished(run, *finished);  // its counts, when it has them, are the engine's own
@@ -147,6 +149,9 @@ Json RunRecord::toJson() const {
                {{"ran", ran}, {"cached", cached}, {"failed", failed}, {"skipped", skipped}}},
               {"log", log.string()},
               {"size_bytes", size_bytes}};
+  if (cancelled > 0) {
+    out["nodes"]["cancelled"] = cancelled;
+  }
   if (!reason.empty()) {
     out["reason"] = reason;
   }

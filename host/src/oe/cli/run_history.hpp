@@ -35,6 +35,7 @@ struct RunRecord {
   size_t ran = 0;
   size_t cached = 0;
   size_t failed = 0;
+  size_t cancelled = 0;  // calls the run stopped (node.failed with "cancelled": true)
   size_t skipped = 0;
   std::vector<std::string> warnings;  // readEventLog's (a torn last line, ...)
 
@@ -49,8 +50,8 @@ struct RunRecord {
 // `details`, the status and node counts come from the run.finished line at the end of the log
 // (only the last 64 KiB are read), or, for an unfinished run, from counting its events: ran =
 // node.finished paired with a node.started, cached = node.finished without one (a cache hit
-// logs no node.started), failed = node.failed, skipped = node.skipped. A missing folder is an
-// empty list.
+// logs no node.started), failed = node.failed, cancelled = node.failed with "cancelled": true,
+// skipped = node.skipped. A missing folder is an empty list.
 std::vector<RunRecord> listRuns(const std::filesystem::path& runs_dir, bool details);
 
 // The run `oe inspect` / `oe resume` name: `last` picks the newest run; otherwise `id` is a run

@@ -348,13 +348,16 @@ void EventLog::nodeFinished(std::string_view node_id, const std::optional<std::s
 }
 
 void EventLog::nodeFailed(std::string_view node_id, std::string_view error,
-                          const std::optional<std::string>& phase) {
+                          const std::optional<std::string>& phase, bool cancelled) {
   std::lock_guard lock(mutex_);
   constexpr std::string_view kType = "node.failed";
   std::string line = head(kType, &node_id);
   appendTs(line);
   appendMember(line, "error", error);
   appendPhase(line, phase);
+  if (cancelled) {
+    line += ",\"cancelled\":true";
+  }
   commit(line, kType, node_id, &phase);
 }
 

@@ -62,8 +62,10 @@ class EventLog {
   // cached: the output was replayed from the node cache (`"cached":true`, an oe addition).
   void nodeFinished(std::string_view node_id, const std::optional<std::string>& phase,
                     const Json* metrics, bool cached = false);
+  // `cancelled` (oe): the call did not fail, the run stopped it (a signal, fail_run elsewhere,
+  // the LLM budget): `"cancelled": true` after the upstream members.
   void nodeFailed(std::string_view node_id, std::string_view error,
-                  const std::optional<std::string>& phase);
+                  const std::optional<std::string>& phase, bool cancelled = false);
   void nodeSkipped(std::string_view node_id, std::string_view reason,
                    const std::optional<std::string>& phase);
   void stateWrite(std::string_view node_id, std::string_view field);

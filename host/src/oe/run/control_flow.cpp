@@ -3,6 +3,8 @@
 // turn) and loops (the body again until `until` holds or max_iters ran), after the main pass.
 #include "oe/run/control_flow.hpp"
 
+#include <algorithm>
+
 #include "oe/expr/state_path.hpp"
 #include "oe/run/engine.hpp"
 
@@ -37,14 +39,40 @@ void Run::warn(std::string_view id, std::string message) {
   summary_.warnings.push_back(std::move(message));
 }
 
-bool loopStops(const spec::LoopSpec& loop, int iteration, const expr::StateReader& state) {
+bool loopStops(const spec::LoopSpec& loop, int iteration, const expr::StateReader& state,
+               bool landed) {
   const int max_iters = loop.max_iters.value_or(100);
   bool stop = iteration >= max_iters;
-  if (!stop && loop.until) {
+  if (!stop && !landed && loop.until) {
     auto condition = expr::Condition::compile(*loop.until);
     stop = !condition || condition->test(state);
   }
   return stop;
+}
+
+void noteLandedIteration(const std::vector<spec::LoopSpec>& loops, std::string_view key,
+                         std::vector<int>& iterations) {
+  // "body@loop#N"; a nested run's keys ("node/child@loop#N") are its own loops'.
+  const size_t at = key.find('@');
+  const size_t hash = key.rfind('#');
+  if (at == std::string_view::npos || hash == std::string_view::npos || hash < at ||
+      hash + 1 == key.size() || key.find('/') != std::string_view::npos) {
+    return;
+  }
+  const std::string_view body = key.substr(0, at);
+  const std::string_view id = key.substr(at + 1, hash - at - 1);
+  int iteration = 0;
+  for (const char c : key.substr(hash + 1)) {
+    if (c < '0' || c > '9' || iteration > 100'000'000) {
+      return;
+    }
+    iteration = iteration * 10 + (c - '0');
+  }
+  for (size_t i = 0; i < loops.size() && i < iterations.size(); ++i) {
+    if (loops[i].id == id && loops[i].body == body) {
+      iterations[i] = std::max(iterations[i], iteration + 1);
+    }
+  }
 }
 
 void Run::pumpForEach(NodeRuntime& node) {
@@ -89,17 +117,42 @@ void Run::inItemOrder(Call& call, bool ok, std::function<bool()> settle) {
       });
 }
 
+std::string stageChainStopped(const spec::PipelineSpec& pipeline, size_t item_index,
+                              const Json& item, size_t stage_index) {
+  std::string item_text = item.dump(-1, ' ', false, Json::error_handler_t::replace);
+  if (item_text.size() > 60) {
+    size_t cut = 57;
+    while (cut > 0 && (static_cast<unsigned char>(item_text[cut]) & 0xC0) == 0x80) {
+      --cut;
+    }
+    item_text = item_text.substr(0, cut) + "...";
+  }
+  std::string skipped;
+  for (size_t i = stage_index + 1; i < pipeline.stages.size(); ++i) {
+    skipped += (skipped.empty() ? "\"" : ", \"") + pipeline.stages[i] + "\"";
+  }
+  return "pipeline \"" + pipeline.id + "\": item " + std::to_string(item_index) + " (" +
+         item_text + ") stopped after stage \"" + pipeline.stages[stage_index] +
+         "\", which returned no edge_output, so " +
+         (pipeline.stages.size() - stage_index > 2 ? "stages " : "stage ") + skipped +
+         " did not run for it; a stage hands the next one its edge_output (return one to go on)";
+}
+
+void Run::settleRepeated(NodeRuntime& node, bool ok) {
+  if (!ok) {
+    node.outcome = Outcome::kFailed;
+    any_failure_ = true;
+    return;
+  }
+  if (node.outcome != Outcome::kFailed) {
+    node.outcome = Outcome::kSucceeded;
+  }
+  any_success_ = true;
+}
+
 void Run::runPipeline(size_t pipeline_index) {
   if (cancelling_) {
     pump();
-    return;
-  }
-  if (pipeline_index >= exp_.pipelines.size()) {
-    if (!exp_.loops.empty()) {
-      runLoop(0, 0);
-    } else {
-      finishRun();
-    }
     return;
   }
   const auto& pipeline = exp_.pipelines[pipeline_index];
@@ -109,7 +162,7 @@ void Run::runPipeline(size_t pipeline_index) {
                                        items)) {
       warn(pipeline.id, std::move(*warning));
     }
-    runPipeline(pipeline_index + 1);
+    unitDone(pipeline_index);
     return;
   }
   runPipelineItem(pipeline_index, 0, 0, nullptr, std::make_shared<Json>(std::move(*items)));
@@ -123,7 +176,7 @@ void Run::runPipelineItem(size_t pipeline_index, size_t item_index, size_t stage
     return;
   }
   if (item_index >= items->size()) {
-    runPipeline(pipeline_index + 1);
+    unitDone(pipeline_index);
     return;
   }
   if (stage_index >= pipeline.stages.size()) {
@@ -138,19 +191,22 @@ void Run::runPipelineItem(size_t pipeline_index, size_t item_index, size_t stage
   Json extra = {{"$item", (*items)[item_index]}, {"$index", item_index}, {"$pipeline", pipeline.id}};
   startCall(stage, std::move(extra), std::move(edge_inputs),
             [this, pipeline_index, item_index, stage_index, items, &stage](bool ok, const Json* out) {
-              stage.outcome = ok ? Outcome::kSucceeded : Outcome::kFailed;
-              if (ok) {
-                any_success_ = true;
-              } else {
-                any_failure_ = true;
-                ++summary_.failed;
-              }
+              // A stage that failed for one item stays failed: the main nodes that wait for
+              // the pipeline through it are skipped, as a for_each node's successors are.
+              settleRepeated(stage, ok);
               if (ok && out != nullptr) {
                 runPipelineItem(pipeline_index, item_index, stage_index + 1, *out, items);
-              } else {
-                // A failure, or a stage without edge_output, ends this item's chain (§3.5).
-                runPipelineItem(pipeline_index, item_index + 1, 0, nullptr, items);
+                return;
               }
+              // A failure, or a stage without edge_output, ends this item's chain (§3.5); the
+              // latter silently upstream, so oe says it when a stage was left out.
+              const auto& stages = exp_.pipelines[pipeline_index].stages;
+              if (ok && stage_index + 1 < stages.size()) {
+                warn(exp_.pipelines[pipeline_index].id,
+                     stageChainStopped(exp_.pipelines[pipeline_index], item_index,
+                                       (*items)[item_index], stage_index));
+              }
+              runPipelineItem(pipeline_index, item_index + 1, 0, nullptr, items);
             });
 }
 
@@ -159,27 +215,24 @@ void Run::runLoop(size_t loop_index, int iteration) {
     pump();
     return;
   }
-  if (loop_index >= exp_.loops.size()) {
-    finishRun();
-    return;
-  }
   const auto& loop = exp_.loops[loop_index];
-  if (loopStops(loop, iteration, store_)) {
-    runLoop(loop_index + 1, 0);
+  // A resumed loop goes on where it was: the iterations whose writes landed replay (their
+  // outputs as they were, not applied again) without asking `until`, which the state now,
+  // written by later iterations, would answer differently.
+  const bool landed = iteration < loop_landed_[loop_index];
+  if (loopStops(loop, iteration, store_, landed)) {
+    unitDone(exp_.pipelines.size() + loop_index);
     return;
   }
   NodeRuntime& body = nodes_[*indexOf(loop.body)];
   Json extra = {{"$iter", iteration}, {"$loop", loop.id}};
   startCall(body, std::move(extra), body.edge_inputs,
             [this, loop_index, iteration, &body](bool ok, const Json*) {
-              body.outcome = ok ? Outcome::kSucceeded : Outcome::kFailed;
+              settleRepeated(body, ok);
               if (ok) {
-                any_success_ = true;
                 runLoop(loop_index, iteration + 1);
               } else {
-                any_failure_ = true;
-                ++summary_.failed;
-                runLoop(loop_index + 1, 0);  // a failed iteration stops the loop
+                unitDone(exp_.pipelines.size() + loop_index);  // a failed iteration stops it
               }
             });
 }

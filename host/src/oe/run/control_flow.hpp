@@ -7,7 +7,9 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "oe/common/json.hpp"
 #include "oe/expr/state_reader.hpp"
@@ -90,9 +92,24 @@ struct ForEachRun {
                                                          std::string_view path,
                                                          const std::optional<Json>& items);
 
+// The warning for a pipeline item whose chain stopped after stage `stage_index` because it
+// returned no edge_output (upstream stops it silently, §3.5): the pipeline, the item (its index
+// and its value, cut to ~60 bytes), the stage, and the stages that did not run.
+[[nodiscard]] std::string stageChainStopped(const spec::PipelineSpec& pipeline, size_t item_index,
+                                            const Json& item, size_t stage_index);
+
 // A loop stops before iteration `iteration` (0-based) once max_iters (default 100) iterations
-// ran, or when its `until` holds (an `until` that does not compile stops it too).
+// ran, or when its `until` holds (an `until` that does not compile stops it too). `landed`:
+// the iteration's write landed in the chain of runs being resumed, so the loop went on past
+// it then; its `until` is not asked again of the state now, which is the interrupted run's
+// last state, written by the iterations after it.
 [[nodiscard]] bool loopStops(const spec::LoopSpec& loop, int iteration,
-                             const expr::StateReader& state);
+                             const expr::StateReader& state, bool landed = false);
+
+// For a resumed loop: `key` is a write that landed in the chain; when it is iteration N of one
+// of `loops` ("body@loop#N"), that loop had finished at least N + 1 iterations, which
+// `iterations` (one entry per loop) is raised to.
+void noteLandedIteration(const std::vector<spec::LoopSpec>& loops, std::string_view key,
+                         std::vector<int>& iterations);
 
 }  // namespace oe::run::engine

@@ -20,6 +20,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <unordered_set>
 #include <vector>
 
 #include <boost/asio/post.hpp>
@@ -76,6 +77,9 @@ struct NodeRuntime {
   bool main = true;      // false for pipeline stages and loop bodies (they run after the main pass)
   bool selected = true;  // false: outside --from/--only, reused from the cache, never executed
   uint32_t unmet = 0;
+  // A main node with an edge from a pipeline stage or a loop body: how many of those pipelines
+  // and loops it still waits for (docs/decisions.md).
+  uint32_t flow_unmet = 0;
   Outcome outcome = Outcome::kPending;
   // Node instances: one shared instance for reentrant kinds, else a free list.
   std::vector<oe_node*> instances;
@@ -132,6 +136,11 @@ class Run {
   void skipNode(NodeRuntime& node, std::string_view reason);
   void releaseSuccessors(NodeRuntime& node);
   void mainPassDone();
+  // The pipelines, then the loops, run one after the other once the ready queue drains (a
+  // "unit" numbers them: pipelines first). unitDone releases the main nodes that waited for
+  // the unit and runs them before the next unit.
+  void runUnit(size_t unit);
+  void unitDone(size_t unit);
 
   // Control flow (control_flow.cpp).
   void pumpForEach(NodeRuntime& node);
@@ -139,6 +148,9 @@ class Run {
   void runPipelineItem(size_t pipeline_index, size_t item_index, size_t stage_index,
                        Json prev_output, std::shared_ptr<Json> items);
   void runLoop(size_t loop_index, int iteration);
+  // A stage's or loop body's call ended: a node called once per item or iteration is failed
+  // once any call failed (so what waits for it is skipped), else succeeded.
+  void settleRepeated(NodeRuntime& node, bool ok);
   // D16: runs `settle` now, or, for a for_each item under runtime.deterministic, once every item
   // before it has settled, so array_append fields fill in item order whatever the completion
   // order. `settle` returns false when it did not settle the item (it will come back).
@@ -186,10 +198,18 @@ class Run {
   void invokeDone(const std::shared_ptr<Call>& call);
   void attemptFailed(const std::shared_ptr<Call>& call, std::string message);
   bool applyOutput(Call& call, const Json& output, bool from_cache, std::string* error);
+  // A delta's fields outside the node's declared `writes`: a warning (once per node and field),
+  // or, under runtime.strict_writes, false with the error that refuses the whole write.
+  bool checkWrites(const NodeRuntime& node, const Json& delta, std::string* error);
   // The call's output as its cache entry (state_delta, edge_output, metrics).
   void storeInCache(Call& call, const Json& output);
-  // Ends a for_each item whose output is not applied (Call::drop), as a failed item.
+  // Ends a for_each item whose output is not applied (Call::drop), as a cancelled item.
   void dropItem(Call& call);
+  // A call that did not succeed: its node.failed event (`cancelled`: stopped by the run, not
+  // failed) and its count and line in the summary.
+  void settleFailure(const Call& call, const std::string& error, bool cancelled);
+  // The run is stopping, or a signal or stop has come whose cancelAll has not run yet.
+  bool stopping();
   Result<oe_node*> acquireInstance(NodeRuntime& node);
   void releaseInstance(NodeRuntime& node, oe_node* instance);
   std::vector<cache::FileDigest> fileDigests(NodeRuntime& node);
@@ -269,6 +289,13 @@ class Run {
   std::vector<std::string> cache_hits_;  // keys replayed, recorded once at the end (touch)
   FileTable file_table_{exp_.dir};
   bool force_selected_ = false;  // --from/--only: selected nodes execute even on a cache hit
+  // Per loop: how many of its iterations had landed in the chain this run continues.
+  std::vector<int> loop_landed_;
+  // "node\nfield" of each write outside a node's `writes` already warned about.
+  std::unordered_set<std::string> outside_writes_;
+  // Per unit (pipelines, then loops): the main nodes waiting for it; the unit to run next.
+  std::vector<std::vector<uint32_t>> unit_waiters_;
+  size_t next_unit_ = 0;
 };
 
 }  // namespace oe::run::engine

@@ -61,7 +61,7 @@ Result<std::vector<std::string>> Run::forwardWrite(const Call& call, const std::
                               ? std::string()
                               : parent_key + "/" + std::string(child_meta.write_key);
   const std::string& node_id = call.node->spec->id;
-  if (!key.empty() && store_.landed(key, child_meta.input_key)) {
+  if (store_.landedInput(key) != nullptr) {  // done in this chain, whatever its input now
     for (const auto& [field, value] : shared.items()) {
       landed_fields.push_back(field);
     }

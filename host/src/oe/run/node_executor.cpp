@@ -44,6 +44,10 @@ std::string writeKey(std::string_view node_id, const Json& extra) {
   return key;
 }
 
+std::string_view writeKeyNode(std::string_view write_key) {
+  return write_key.substr(0, write_key.find_first_of("#@/"));
+}
+
 std::string invokeRequest(std::string_view node_json, const Call& call, std::string_view run_id,
                           std::string_view node_id, std::string_view experience_dir_json) {
   std::string request;
@@ -430,6 +434,7 @@ void Run::startCall(NodeRuntime& node, Json extra_args, Json edge_inputs,
   call->args_json = cache::canonicalJson(call->args);
   call->state_json = cache::canonicalJson(call->state_view);
   call->edges_json = cache::canonicalJson(call->edge_inputs);
+  call->write_key = writeKey(node.spec->id, call->extra_args);
 
   if (!node.selected) {
     reuseFromCache(call);
@@ -439,11 +444,26 @@ void Run::startCall(NodeRuntime& node, Json extra_args, Json edge_inputs,
     call->cache_key = cache::cacheKeyOfText(nodeJson(node), call->state_json, call->edges_json,
                                             call->args_json, fileDigests(node));
     std::optional<Json> hit;
+    std::string replayed;  // the entry replayed when it is not the call's own key's
     if (!force_selected_) {
       hit = cache_->get(call->cache_key);
+      if (!hit) {
+        // A call whose write landed earlier in this chain is done (docs/durability.md): when
+        // its key changed since (the state it reads was written again later in the run it
+        // resumes, by a loop's next iterations say, or its definition changed), it replays
+        // the output it landed from, so what it hands on is what it handed on then.
+        if (const std::string* landed = store_.landedInput(call->write_key);
+            landed != nullptr && !landed->empty() && *landed != call->cache_key) {
+          hit = cache_->get(*landed);
+          if (hit) {
+            replayed = *landed;
+          }
+        }
+      }
     }
     if (hit) {
-      inItemOrder(*call, /*ok=*/true, [this, call, hit = std::move(*hit)] {
+      inItemOrder(*call, /*ok=*/true, [this, call, hit = std::move(*hit),
+                                       replayed = std::move(replayed)]() mutable {
         if (call->drop) {
           dropItem(*call);  // already in the cache
           return true;
@@ -456,7 +476,7 @@ void Run::startCall(NodeRuntime& node, Json extra_args, Json edge_inputs,
           return false;
         }
         ++summary_.cached;
-        cache_hits_.push_back(call->cache_key);
+        cache_hits_.push_back(replayed.empty() ? call->cache_key : std::move(replayed));
         Json edge_output;
         const bool has_edge = hit.contains("edge_output");
         if (has_edge) {
@@ -636,7 +656,7 @@ void Run::attemptRemote(const std::shared_ptr<Call>& call, std::string request) 
   queue::NewAttempt attempt;
   attempt.run_id = log_.runId();
   attempt.node_id = node.spec->id;
-  attempt.call_key = writeKey(node.spec->id, call->extra_args);
+  attempt.call_key = call->write_key;
   attempt.attempt = call->attempt;
   attempt.queue = node.spec->queue.value_or("default");
   attempt.kind = node.spec->kind;
@@ -769,9 +789,30 @@ void Run::dropItem(Call& call) {
       "not applied: an earlier item of this for_each did not finish before the run stopped "
       "(runtime.deterministic keeps item order); its output is kept in the cache and `oe "
       "resume` applies it in order";
-  log_.nodeFailed(call.node->spec->id, message, call.node->spec->phase);
+  settleFailure(call, message, /*cancelled=*/true);
   auto finish = std::move(call.done);
   finish(false, nullptr);
+}
+
+void Run::settleFailure(const Call& call, const std::string& error, bool cancelled) {
+  const spec::NodeSpec& spec = *call.node->spec;
+  log_.nodeFailed(spec.id, error, spec.phase, cancelled);
+  if (cancelled) {
+    ++summary_.cancelled;
+    summary_.cancellations.push_back(NodeFailure{spec.id, error});
+  } else {
+    ++summary_.failed;
+    summary_.failures.push_back(NodeFailure{spec.id, error});
+  }
+}
+
+bool Run::stopping() {
+  if (cancelling_) {
+    return true;
+  }
+  // A signal or stop whose cancelAll is still queued behind this call's completion.
+  std::lock_guard lock(inline_mutex_);
+  return signalled_;
 }
 
 bool Run::applyOutput(Call& call, const Json& output, bool from_cache, std::string* error) {
@@ -786,11 +827,16 @@ bool Run::applyOutput(Call& call, const Json& output, bool from_cache, std::stri
   const Json& delta = output["state_delta"];
   std::vector<std::string> written;
   // A write that already landed in this chain of runs (a resume replaying, or running again,
-  // what the interrupted run had finished) is not applied again: an array_append would grow
-  // twice and what reads it downstream would see the wrong input.
-  const std::string write_key =
-      delta.empty() ? std::string() : writeKey(node.spec->id, call.extra_args);
+  // what the interrupted run had finished) is not applied again, whatever its inputs are now:
+  // an array_append would grow twice, a last_wins field would lose what a later node wrote.
+  const std::string_view write_key =
+      delta.empty() ? std::string_view() : std::string_view(call.write_key);
   const state::WriteMeta meta{log_.runId(), node.spec->id, write_key, call.cache_key};
+  const bool landed = store_.landedInput(write_key) != nullptr;
+  if (!landed && node.spec->writes_declared && !delta.empty() &&
+      !checkWrites(node, delta, error)) {
+    return false;  // runtime.strict_writes: refused before anything of it lands
+  }
   const Json* to_apply = &delta;
   Json local;
   if (options_.nesting.forward_write && !delta.empty()) {
@@ -809,7 +855,7 @@ bool Run::applyOutput(Call& call, const Json& output, bool from_cache, std::stri
       to_apply = &local;
     }
   }
-  if (!to_apply->empty() && !store_.landed(write_key, call.cache_key)) {
+  if (!to_apply->empty() && !landed) {
     auto result = store_.write(*to_apply, meta);
     if (!result) {
       *error = result.error().message;
@@ -839,6 +885,38 @@ bool Run::applyOutput(Call& call, const Json& output, bool from_cache, std::stri
   return true;
 }
 
+bool Run::checkWrites(const NodeRuntime& node, const Json& delta, std::string* error) {
+  const std::vector<std::string>& writes = node.spec->writes;
+  for (const auto& [field, value] : delta.items()) {
+    if (std::find(writes.begin(), writes.end(), field) != writes.end()) {
+      continue;
+    }
+    std::string listed;
+    for (const std::string& w : writes) {
+      listed += (listed.empty() ? "" : ", ") + w;
+    }
+    if (listed.empty()) {
+      listed = "none";
+    }
+    const std::string& id = node.spec->id;
+    if (exp_.runtime.strict_writes) {
+      *error = "Node \"" + id + "\" wrote field \"" + field +
+               "\", which is not in its writes (" + listed +
+               "); runtime.strict_writes refuses it, so nothing of the node's output was "
+               "applied. Add \"" + field + "\" to the node's writes, or stop the node writing it";
+      return false;
+    }
+    // Applied, as upstream does (it never checked writes), and said once per node and field.
+    if (outside_writes_.insert(id + '\n' + field).second) {
+      warn(id, "node \"" + id + "\" wrote field \"" + field + "\", which is not in its writes (" +
+                   listed + "); it was applied. Add \"" + field +
+                   "\" to the node's writes, or set runtime.strict_writes: true to refuse such "
+                   "writes");
+    }
+  }
+  return true;
+}
+
 void Run::attemptFailed(const std::shared_ptr<Call>& call, std::string message) {
   NodeRuntime& node = *call->node;
   const spec::OnError& policy = node.spec->on_error;
@@ -852,8 +930,8 @@ void Run::attemptFailed(const std::shared_ptr<Call>& call, std::string message) 
                                 "; raise runtime.budget (or pass --max-tokens / --max-cost-usd) "
                                 "and run `oe resume " +
                                 log_.runId() + "`";
-      log_.nodeFailed(call->node->spec->id, error, call->node->spec->phase);
-      summary_.failures.push_back(NodeFailure{call->node->spec->id, error});
+      // Stopped by the budget, not failed: the run stops cleanly and a resume runs it.
+      settleFailure(*call, error, /*cancelled=*/true);
       auto finish = std::move(call->done);
       finish(false, nullptr);
       return true;
@@ -876,6 +954,7 @@ void Run::attemptFailed(const std::shared_ptr<Call>& call, std::string message) 
       --calls_in_flight_;
       waiting_calls_.erase(std::find(waiting_calls_.begin(), waiting_calls_.end(), call));
       if (cancelling_) {
+        call->stopped = true;
         attemptFailed(call, "cancelled before retry");
         return;
       }
@@ -888,9 +967,13 @@ void Run::attemptFailed(const std::shared_ptr<Call>& call, std::string message) 
     any_failure_ = true;
     cancelAll("node \"" + node.spec->id + "\" failed and policy=fail_run: " + message);
   }
-  inItemOrder(*call, /*ok=*/false, [this, call, message = std::move(message)] {
-    log_.nodeFailed(call->node->spec->id, message, call->node->spec->phase);
-    summary_.failures.push_back(NodeFailure{call->node->spec->id, message});
+  // Cancelled, not failed: the run was stopping (a signal, fail_run elsewhere, a nested run's
+  // parent stopped) and the call ended cancelled, or it was waiting for a retry. A timeout is
+  // the node's own failure.
+  const bool cancelled =
+      call->stopped || (call->status == OE_CANCELLED && !call->timed_out && stopping());
+  inItemOrder(*call, /*ok=*/false, [this, call, cancelled, message = std::move(message)] {
+    settleFailure(*call, message, cancelled);
     auto finish = std::move(call->done);
     finish(false, nullptr);
     return true;

@@ -39,9 +39,13 @@ struct Call final : oe_host_ctx {
   std::string state_json;  // and request share them)
   std::string edges_json;
   std::string cache_key;
+  // The call's identity in its chain of runs (writeKey: "node", "node#3", "stage@p#1", ...).
+  std::string write_key;
   // Under runtime.deterministic, a run that stopped after an earlier item failed: this item's
   // output is not applied (it would land out of item order) but kept in the cache.
   bool drop = false;
+  // The run stopped while this call waited for a retry: cancelled, not failed.
+  bool stopped = false;
   int attempt = 0;
   oe_node* instance = nullptr;
   oe_writer response;
@@ -116,6 +120,9 @@ struct Call final : oe_host_ctx {
 // injected: "node#3" (for_each item 3), "stage@pipeline#2" (pipeline item 2), "body@loop#1"
 // (loop iteration 1). `extra` holds what was injected ($index, $pipeline, $loop, $iter).
 [[nodiscard]] std::string writeKey(std::string_view node_id, const Json& extra);
+// The node a write key belongs to: "each" for "each#3", "stage" for "stage@p#1", "exp" for a
+// nested run's "exp#0/child".
+[[nodiscard]] std::string_view writeKeyNode(std::string_view write_key);
 
 // The request of one invocation (reference §3.3); every part but the context is already JSON.
 [[nodiscard]] std::string invokeRequest(std::string_view node_json, const Call& call,

@@ -5,6 +5,7 @@
 
 #include <fstream>
 #include <memory>
+#include <unordered_map>
 
 #include "oe/cache/cache_store.hpp"
 #include "oe/events/event_log.hpp"
@@ -157,6 +158,20 @@ Result<RunSummary> runExperience(const spec::Experience& experience,
   }
   if (auto began = (*store)->beginChain(chain_id); !began) {
     return began.error();
+  }
+  if (!options.changed_nodes.empty() && options.on_changed_nodes) {
+    std::vector<ChangedNode> changed;
+    std::unordered_map<std::string_view, size_t> index;
+    for (const std::string& id : options.changed_nodes) {
+      index.emplace(id, changed.size());
+      changed.push_back(ChangedNode{id, 0});
+    }
+    (*store)->forEachLanded([&changed, &index](std::string_view key, std::string_view) {
+      if (auto it = index.find(engine::writeKeyNode(key)); it != index.end()) {
+        ++changed[it->second].landed;
+      }
+    });
+    options.on_changed_nodes(changed);
   }
   const Nesting& nesting = options.nesting;
   if (nesting.seed_state.is_object() && !nesting.seed_state.empty()) {

@@ -76,6 +76,14 @@ using spec::kMaxNestingDepth;
 enum class RunStatus { kSuccess, kPartial, kFailed, kInterrupted };
 [[nodiscard]] std::string_view toString(RunStatus status);
 
+// A node whose definition changed since the run `oe resume` continues (diffPins' "changed"),
+// and how many of its writes had landed in the chain: those are kept as they are (the calls
+// that made them are not run or applied again); its other calls run with the new definition.
+struct ChangedNode {
+  std::string node_id;
+  size_t landed = 0;
+};
+
 struct RunOptions {
   Json args = Json::object();             // run-level --args (D1: they reach every node)
   std::optional<int> concurrency;         // --concurrency; wins over runtime.concurrency
@@ -100,6 +108,10 @@ struct RunOptions {
   // run id of the chain's first run); empty for a fresh `oe run`, which starts a chain named
   // by its own run id. A write that already landed in the chain is not applied again.
   std::string chain_id;
+  // oe resume: the nodes whose definition changed since the run it resumes; once the chain's
+  // landed writes are loaded (before run.started), on_changed_nodes gets each with its count.
+  std::vector<std::string> changed_nodes;
+  std::function<void(const std::vector<ChangedNode>&)> on_changed_nodes;
   bool fresh = false;          // --fresh: start from an empty state (the cache still serves)
   bool wait_for_lock = false;  // --wait: wait for a run holding the state store, not refuse
   // With wait_for_lock, called once (with who holds the store) before waiting for it.
@@ -126,10 +138,12 @@ struct RunSummary {
   RunStatus status = RunStatus::kSuccess;
   Json final_state = Json::object();
   std::filesystem::path event_log;
-  size_t ran = 0;      // node calls that executed and succeeded
-  size_t cached = 0;   // node calls replayed from the cache
-  size_t failed = 0;   // nodes that failed
-  size_t skipped = 0;  // nodes skipped (predecessor or `when`)
+  // Counted per call: a for_each item, a pipeline stage's item, a loop iteration is one.
+  size_t ran = 0;        // calls that executed and succeeded
+  size_t cached = 0;     // calls replayed from the cache
+  size_t failed = 0;     // calls that failed (each is in `failures`)
+  size_t cancelled = 0;  // calls the run stopped: not failed (each is in `cancellations`)
+  size_t skipped = 0;    // nodes skipped (predecessor or `when`)
   size_t reused = 0;   // not selected by --from/--only: taken from the cache, not executed
   std::string stop_reason;  // why the run stopped early (fail_run, interrupted,
                             // budget_exhausted), else empty
@@ -138,6 +152,10 @@ struct RunSummary {
   int signal = 0;           // SIGINT or SIGTERM when status is kInterrupted, else 0
   std::string chain_id;     // the chain of runs this run belongs to (see RunOptions::chain_id)
   std::vector<NodeFailure> failures;  // in the order they failed
+  // Calls cancelled because the run was stopping (Ctrl-C, SIGTERM, fail_run elsewhere, a
+  // nested run's parent stopped), waiting for a retry then, refused by the LLM budget, or done
+  // but not applied (D16 order): `oe resume` runs them. The error says which.
+  std::vector<NodeFailure> cancellations;
   std::vector<std::string> warnings;  // run.warning events (e.g. a for_each over an unset field)
 };
 

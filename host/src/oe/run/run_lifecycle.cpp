@@ -34,6 +34,9 @@ Json finishedFields(const RunSummary& summary) {
                   {"cached", summary.cached},
                   {"failed", summary.failed},
                   {"skipped", summary.skipped}}}};
+  if (summary.cancelled > 0) {
+    extra["nodes"]["cancelled"] = summary.cancelled;
+  }
   if (summary.reused > 0) {
     extra["nodes"]["reused"] = summary.reused;
   }
@@ -98,12 +101,47 @@ Result<void> Run::prepare(const std::map<std::string, plugins::LoadedKind, std::
     }
     nodes_[*it].main = false;
   }
+  loop_landed_.assign(exp_.loops.size(), 0);
+  if (!exp_.loops.empty()) {
+    store_.forEachLanded([this](std::string_view key, std::string_view /*input_key*/) {
+      noteLandedIteration(exp_.loops, key, loop_landed_);
+    });
+  }
+  // An edge from a pipeline stage or a loop body to a main node makes that node wait for the
+  // pipeline or loop to finish (upstream ran it in the main pass, before them; D19 in
+  // docs/compatibility.md).
+  const size_t pipelines = exp_.pipelines.size();
+  unit_waiters_.assign(pipelines + exp_.loops.size(), {});
+  std::vector<size_t> waits;
   for (uint32_t i = 0; i < nodes_.size(); ++i) {
+    waits.clear();
     for (uint32_t pred : dag_.preds[i]) {
       if (nodes_[pred].main) {
         ++nodes_[i].unmet;
+        continue;
+      }
+      const std::string& id = nodes_[pred].spec->id;
+      for (size_t p = 0; p < pipelines; ++p) {
+        const auto& stages = exp_.pipelines[p].stages;
+        if (std::find(stages.begin(), stages.end(), id) != stages.end()) {
+          waits.push_back(p);
+        }
+      }
+      for (size_t l = 0; l < exp_.loops.size(); ++l) {
+        if (exp_.loops[l].body == id) {
+          waits.push_back(pipelines + l);
+        }
       }
     }
+    if (!nodes_[i].main || waits.empty()) {
+      continue;
+    }
+    std::sort(waits.begin(), waits.end());
+    waits.erase(std::unique(waits.begin(), waits.end()), waits.end());
+    for (size_t unit : waits) {
+      unit_waiters_[unit].push_back(i);
+    }
+    nodes_[i].flow_unmet = static_cast<uint32_t>(waits.size());
   }
 
   const std::string& pick = !options_.only_node.empty() ? options_.only_node : options_.from_node;
@@ -179,7 +217,7 @@ RunSummary Run::execute() {
   summary_.run_id = log_.runId();
   coordinator_ = std::this_thread::get_id();
   for (uint32_t i : dag_.topo) {
-    if (nodes_[i].main && nodes_[i].unmet == 0) {
+    if (nodes_[i].main && nodes_[i].unmet == 0 && nodes_[i].flow_unmet == 0) {
       ready_.push(i);
     }
   }

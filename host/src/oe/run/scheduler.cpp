@@ -75,8 +75,7 @@ void Run::finishNode(NodeRuntime& node, bool ok) {
   if (ok) {
     any_success_ = true;
   } else {
-    any_failure_ = true;
-    ++summary_.failed;
+    any_failure_ = true;  // its calls were counted as they failed (or were cancelled)
   }
   ready_.finished();
   if (node.main) {
@@ -103,20 +102,41 @@ void Run::releaseSuccessors(NodeRuntime& node) {
   }
   for (uint32_t succ : dag_.succs[node.index]) {
     NodeRuntime& next = nodes_[succ];
-    if (next.main && --next.unmet == 0) {
+    if (next.main && --next.unmet == 0 && next.flow_unmet == 0) {
       ready_.push(succ);
     }
   }
 }
 
-void Run::mainPassDone() {
-  if (!exp_.pipelines.empty()) {
-    runPipeline(0);
-  } else if (!exp_.loops.empty()) {
-    runLoop(0, 0);
+void Run::mainPassDone() { runUnit(next_unit_); }
+
+void Run::runUnit(size_t unit) {
+  const size_t pipelines = exp_.pipelines.size();
+  if (unit < pipelines) {
+    runPipeline(unit);
+  } else if (unit < pipelines + exp_.loops.size()) {
+    runLoop(unit - pipelines, 0);
   } else {
     finishRun();
   }
+}
+
+void Run::unitDone(size_t unit) {
+  next_unit_ = unit + 1;
+  bool released = false;
+  for (uint32_t i : unit_waiters_[unit]) {
+    NodeRuntime& node = nodes_[i];
+    if (--node.flow_unmet == 0 && node.unmet == 0) {
+      ready_.push(i);
+      released = true;
+    }
+  }
+  if (released && !cancelling_) {
+    main_done_ = false;  // a main pass of what waited; when it drains, the next unit runs
+    pump();
+    return;
+  }
+  runUnit(next_unit_);
 }
 
 }  // namespace oe::run::engine

@@ -98,6 +98,10 @@ struct NodeSpec {
   std::optional<std::string> phase;
   std::vector<std::string> reads;
   std::vector<std::string> writes;
+  // `writes` is in the definition (even empty): its state writes are checked against it (a
+  // write outside it is a warning, or refused under runtime.strict_writes). A node without
+  // `writes` declares nothing and is not checked, as upstream never checked.
+  bool writes_declared = false;
   OnError on_error;
   std::optional<ForEach> for_each;
   std::optional<int64_t> timeout_ms;  // oe extension for every kind (cli-agent already had it)
@@ -148,6 +152,9 @@ struct LoopSpec {
 struct RuntimeSpec {
   std::optional<int> concurrency;
   bool deterministic = false;  // D16
+  // oe: a node's write to a field outside its `writes` is refused (the node fails) instead of
+  // applied with a warning.
+  bool strict_writes = false;
 };
 
 struct Phase {

@@ -665,6 +665,7 @@ NodeSpec nodeFrom(const Experience& exp, const Json& n, size_t i) {
   node.phase = optStr(n, "phase");
   node.reads = strings(n, "reads");
   node.writes = strings(n, "writes");
+  node.writes_declared = n.contains("writes");
   if (auto oe = n.find("on_error"); oe != n.end()) {
     std::string policy = str(*oe, "policy");
     if (policy == "fail_run") {
@@ -823,6 +824,10 @@ bool fill(Experience& exp, const GraphLines* lines = nullptr) {
     exp.runtime.concurrency = optInt<int>(*runtime, "concurrency");
     if (auto det = runtime->find("deterministic"); det != runtime->end() && det->is_boolean()) {
       exp.runtime.deterministic = det->get<bool>();
+    }
+    if (auto strict = runtime->find("strict_writes");
+        strict != runtime->end() && strict->is_boolean()) {
+      exp.runtime.strict_writes = strict->get<bool>();
     }
   }
   return true;

@@ -54,6 +54,10 @@ constexpr const char* kSchemaText = R"json({
       "properties": {
         "concurrency": { "type": "integer", "minimum": 1 },
         "deterministic": { "type": "boolean" },
+        "strict_writes": {
+          "type": "boolean",
+          "description": "oe: refuse a node's write to a state field outside its writes (the node fails) instead of applying it with a warning"
+        },
         "store": {
           "type": "string",
           "description": "A PostgreSQL URL (postgresql://...): state, cache, events and run records in that database (docs/storage.md); --store and OE_STORE win over it"

@@ -406,6 +406,7 @@ class Validator {
       }
       checkArgs(n.args, pointer + "/args");
       checkKind(n, pointer);
+      checkWritesFromKind(n, pointer);
       checkFiles(n, i, pointer);
       checkNodeKeys(n, pointer);
     }
@@ -461,6 +462,51 @@ class Validator {
     for (const SchemaIssue& issue : kc->checker->check(*checked)) {
       out_.push_back(diagnosticAt(exp_, pointer + issue.pointer, issue.message, Severity::kError,
                                   issue.at_key));
+    }
+  }
+
+  // A kind whose schema marks a field with "x-oe-writes": "properties" writes the top-level
+  // properties of the JSON Schema that field holds (agent, skill, cli-agent: the structured
+  // answer is the state delta). A property the node does not list in its `writes` would be
+  // written outside them: a warning at run time, refused under runtime.strict_writes.
+  void checkWritesFromKind(const NodeSpec& n, const std::string& pointer) {
+    if (!n.writes_declared || !n.raw.is_object()) {
+      return;
+    }
+    auto kind = kinds_.find(n.kind);
+    if (kind == kinds_.end() || !kind->second.schema || !kind->second.schema->is_object()) {
+      return;
+    }
+    auto fields = kind->second.schema->find("properties");
+    if (fields == kind->second.schema->end() || !fields->is_object()) {
+      return;
+    }
+    for (const auto& [field, field_schema] : fields->items()) {
+      if (!field_schema.is_object() || field_schema.value("x-oe-writes", "") != "properties") {
+        continue;
+      }
+      auto value = n.raw.find(field);
+      if (value == n.raw.end() || !value->is_object()) {
+        continue;
+      }
+      auto props = value->find("properties");
+      if (props == value->end() || !props->is_object()) {
+        continue;
+      }
+      for (const auto& [name, unused] : props->items()) {
+        if (std::find(n.writes.begin(), n.writes.end(), name) != n.writes.end()) {
+          continue;
+        }
+        std::string at = pointer;
+        appendPointerSegment(at, field);
+        at += "/properties";
+        appendPointerSegment(at, name);
+        warning(at, "property \"" + name + "\" of the node's " + field +
+                        " is written to the state (the structured answer is the node's state "
+                        "delta), but it is not in the node's writes (" + quoteList(n.writes) +
+                        "); add it to writes, or the run warns about the write (and refuses it "
+                        "under runtime.strict_writes)");
+      }
     }
   }
 
@@ -603,7 +649,8 @@ class Validator {
     if (auto rt = exp_.raw.is_object() ? exp_.raw.find("runtime") : exp_.raw.end();
         exp_.raw.is_object() && rt != exp_.raw.end()) {
       checkClosedKeys(*rt, "/runtime",
-                      {"concurrency", "deterministic", "limits", "budget", "prices", "store"});
+                      {"concurrency", "deterministic", "strict_writes", "limits", "budget",
+                       "prices", "store"});
       if (auto limits = rt->is_object() ? rt->find("limits") : rt->end();
           rt->is_object() && limits != rt->end() && limits->is_object()) {
         for (const auto& [provider, entry] : limits->items()) {

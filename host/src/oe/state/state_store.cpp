@@ -29,7 +29,14 @@ constexpr const char* kSchemaSql =
     "PRIMARY KEY (chain, run_id)) WITHOUT ROWID;"
     "CREATE TABLE IF NOT EXISTS oe_landed_writes (chain INTEGER NOT NULL, "
     "write_key TEXT NOT NULL, input_key TEXT NOT NULL, PRIMARY KEY (chain, write_key)) "
-    "WITHOUT ROWID;";
+    "WITHOUT ROWID;"
+    // The marks as oe writes them now: one row per (chain, commit), `marks` a JSON array of
+    // [write_key, input_key] pairs in landing order (a later pair with the same key wins).
+    // A row per mark cost a B-tree insert per node write; oe_landed_writes, above, keeps the
+    // marks older versions wrote, which are still read.
+    "CREATE TABLE IF NOT EXISTS oe_landed_batches (id INTEGER PRIMARY KEY, "
+    "chain INTEGER NOT NULL, marks TEXT NOT NULL);"
+    "CREATE INDEX IF NOT EXISTS idx_landed_batches_chain ON oe_landed_batches(chain);";
 
 constexpr std::string_view kUpsertSql =
     "INSERT INTO state_snapshot (field, value, updated_at, updated_by_node, updated_by_run) "
@@ -52,11 +59,13 @@ constexpr std::string_view kChainNumberSql = "SELECT id FROM oe_chains WHERE cha
 constexpr std::string_view kMemberSql =
     "INSERT INTO oe_chain_runs (chain, run_id) VALUES (?1, ?2) ON CONFLICT DO NOTHING";
 constexpr std::string_view kMarkSql =
-    "INSERT INTO oe_landed_writes (chain, write_key, input_key) VALUES (?1, ?2, ?3) "
-    "ON CONFLICT(chain, write_key) DO UPDATE SET input_key = excluded.input_key";
+    "INSERT INTO oe_landed_batches (chain, marks) VALUES (?1, ?2)";
+// The rows of older versions first, then the batches in commit order: a later mark wins.
 constexpr std::string_view kMarksOfChainSql =
-    "SELECT write_key, input_key FROM oe_landed_writes WHERE chain = "
-    "(SELECT id FROM oe_chains WHERE chain_id = ?1)";
+    "SELECT write_key, input_key, NULL FROM oe_landed_writes WHERE chain = "
+    "(SELECT id FROM oe_chains WHERE chain_id = ?1) UNION ALL "
+    "SELECT * FROM (SELECT NULL, NULL, marks FROM oe_landed_batches WHERE chain = "
+    "(SELECT id FROM oe_chains WHERE chain_id = ?1) ORDER BY id)";
 constexpr std::string_view kFoldedBytesSql =
     "SELECT folded_bytes FROM oe_journal_folds WHERE journal = ?1";
 constexpr std::string_view kByRunSql =
@@ -120,6 +129,20 @@ std::string shortJson(const Json& value) {
   text.resize(cut);
   text += "...";
   return text;
+}
+
+// jsonQuoted without its string: ids, keys and hex input keys need no escaping and are copied.
+void appendQuoted(std::string& out, std::string_view s) {
+  for (const char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u >= 0x80 || c == '"' || c == '\\') {
+      out += jsonQuoted(s);
+      return;
+    }
+  }
+  out += '"';
+  out += s;
+  out += '"';
 }
 
 std::string inQuotes(std::string_view s) {
@@ -431,11 +454,6 @@ Result<std::vector<std::string>> StateStore::write(const Json& delta, const Writ
   const Json null_value;  // D10: an absent/undefined value is stored as JSON null
   std::vector<Pending> pending;
   pending.reserve(delta.size());
-  // Only a write that would change the state if it landed twice (array_append) or could be
-  // refused the second time (set_once with another value) needs its landed-write mark: a
-  // last_wins write applied again leaves the same value, and skipping its mark keeps a plain
-  // node's write as cheap as before.
-  bool needs_mark = false;
   for (const auto& [key, raw_value] : delta.items()) {
     const Json& incoming = raw_value.is_discarded() ? null_value : raw_value;
     Slot* slot = find(key);
@@ -452,7 +470,6 @@ Result<std::vector<std::string>> StateStore::write(const Json& delta, const Writ
     }
     switch (slot->merge) {
       case spec::MergeStrategy::kArrayAppend: {
-        needs_mark = true;
         if (!incoming.is_array()) {
           return makeError("Field " + inQuotes(key) +
                            " uses array_append but write is not an array");
@@ -471,7 +488,6 @@ Result<std::vector<std::string>> StateStore::write(const Json& delta, const Writ
         break;
       }
       case spec::MergeStrategy::kSetOnce: {
-        needs_mark = true;
         if (slot->value) {
           if (*slot->value == incoming) {
             continue;  // D2: the same value again is a no-op (re-runs, resume, cache replay)
@@ -498,8 +514,11 @@ Result<std::vector<std::string>> StateStore::write(const Json& delta, const Writ
   }
 
   std::vector<std::string> written;
-  // A tracked write whose fields were all skipped (set_once, same value) still lands its mark.
-  const bool mark = needs_mark && !meta.write_key.empty() && !chain_id_.empty();
+  // Every tracked write lands its mark, a last_wins one too: applied again on a resume, it
+  // would put back a value that a later node had overwritten. A tracked write whose fields
+  // were all skipped (set_once, same value) still lands its mark; an empty delta, which
+  // changes nothing however often it is applied, records none.
+  const bool mark = !delta.empty() && !meta.write_key.empty() && !chain_id_.empty();
   if (pending.empty() && !mark) {
     return written;
   }
@@ -579,22 +598,32 @@ Result<void> StateStore::writeJournal(const std::vector<Pending>& pending, const
                                       const std::string& ts, bool mark) {
   const std::string_view node = meta.node_id;
   std::string line;
-  line.reserve(64 + node.size() + meta.run_id.size() + pending.size() * 32);
+  line.reserve(64 + node.size() + meta.run_id.size() + pending.size() * 32 +
+               (mark ? chain_quoted_.size() + meta.write_key.size() + meta.input_key.size() + 16
+                     : 0));
   line += "{\"n\":";
-  line += jsonQuoted(node);
+  appendQuoted(line, node);
   line += ",\"r\":";
-  line += jsonQuoted(meta.run_id);
+  appendQuoted(line, meta.run_id);
   line += ",\"t\":\"";
   line += ts;
   line += '"';
+  // Where the mark's quoted key and input sit in the line: the batch's row reuses them.
+  size_t key_at = 0;
+  size_t key_end = 0;
+  size_t input_at = 0;
   if (mark) {
     line += ",\"c\":";
-    line += jsonQuoted(chain_id_);
+    line += chain_quoted_;
     line += ",\"k\":";
-    line += jsonQuoted(meta.write_key);
+    key_at = line.size();
+    appendQuoted(line, meta.write_key);
+    key_end = line.size();
     line += ",\"i\":";
-    line += jsonQuoted(meta.input_key);
+    input_at = line.size();
+    appendQuoted(line, meta.input_key);
   }
+  const size_t input_end = line.size();
   line += ",\"w\":[";
   for (size_t i = 0; i < pending.size(); ++i) {
     const Pending& p = pending[i];
@@ -636,20 +665,18 @@ Result<void> StateStore::writeJournal(const std::vector<Pending>& pending, const
       return makeError("cannot write the state of node " + inQuotes(node) + ": " +
                        r.error().message + ". Nothing of the node's output was applied.");
     }
-    const bool first = batch_.empty() && marks_.empty();
+    const bool first = batch_.empty() && marks_ == 0;
     for (const Pending& p : pending) {
       batch_.push_back(Row{p.slot->name, oldTextOf(p), p.text, std::string(node),
                            std::string(meta.run_id), ts, p.append});
     }
     if (mark) {
-      if (members_.empty() || members_.back().run_id != meta.run_id ||
-          members_.back().chain_id != chain_id_) {
-        members_.push_back(Member{chain_id_, std::string(meta.run_id)});
-      }
-      marks_.push_back(Mark{std::string(meta.write_key), std::string(meta.input_key),
-                            members_.size() - 1});
+      const std::string_view text(line);
+      addMark(members_, chain_id_, meta.run_id, text.substr(key_at, key_end - key_at),
+              text.substr(input_at, input_end - input_at));
+      ++marks_;
     }
-    if (batch_.size() + marks_.size() >= kFoldRows) {
+    if (batch_.size() >= kFoldRows || marks_ >= kFoldRows) {
       // A failed fold keeps the rows (journal and batch): the next fold retries; the write
       // itself is already durable.
       (void)foldLocked();
@@ -666,7 +693,22 @@ Result<void> StateStore::writeJournal(const std::vector<Pending>& pending, const
   return {};
 }
 
-Result<void> StateStore::commitRows(const std::vector<Row>& rows, const std::vector<Mark>& marks,
+void StateStore::addMark(std::vector<Member>& members, std::string_view chain_id,
+                         std::string_view run_id, std::string_view quoted_key,
+                         std::string_view quoted_input) {
+  if (members.empty() || members.back().run_id != run_id ||
+      members.back().chain_id != chain_id) {
+    members.push_back(Member{std::string(chain_id), std::string(run_id), "["});
+  }
+  std::string& pairs = members.back().pairs;
+  pairs += pairs.size() == 1 ? "[" : ",[";
+  pairs += quoted_key;
+  pairs += ',';
+  pairs += quoted_input;
+  pairs += ']';
+}
+
+Result<void> StateStore::commitRows(const std::vector<Row>& rows,
                                     const std::vector<Member>& members,
                                     const std::string& journal, uint64_t folded_bytes) {
   sqlite3* h = sql_->db.get();
@@ -785,16 +827,19 @@ Result<void> StateStore::commitRows(const std::vector<Row>& rows, const std::vec
       r = makeError("cannot record chain " + inQuotes(m.chain_id) + ": " + r.error().message);
     }
   }
-  for (size_t i = 0; r && i < marks.size(); ++i) {
+  // The marks: one row per (chain, run) pair of the batch, their pairs in landing order.
+  std::string text;
+  for (size_t i = 0; r && i < members.size(); ++i) {
+    text = members[i].pairs;
+    text += ']';
     sqlite3_stmt* ins = sql_->insert_mark.get();
     sqlite::StmtScope scope(ins);
-    sqlite3_bind_int64(ins, 1, chain_of[marks[i].member]);
-    sqlite::bindText(ins, 2, marks[i].write_key);
-    sqlite::bindText(ins, 3, marks[i].input_key);
+    sqlite3_bind_int64(ins, 1, chain_of[i]);
+    sqlite::bindText(ins, 2, text);
     r = stepDone(h, ins);
     if (!r) {
-      r = makeError("cannot record the landed write " + inQuotes(marks[i].write_key) + ": " +
-                    r.error().message);
+      r = makeError("cannot record the landed writes of run " + inQuotes(members[i].run_id) +
+                    ": " + r.error().message);
     }
   }
   if (r) {
@@ -816,20 +861,20 @@ Result<void> StateStore::commitRows(const std::vector<Row>& rows, const std::vec
 }
 
 Result<void> StateStore::foldLocked() {
-  if (batch_.empty() && marks_.empty()) {
+  if (batch_.empty() && marks_ == 0) {
     return {};
   }
   if (timer_) {
     timer_->disarm();
   }
-  if (auto r = commitRows(batch_, marks_, members_, journal_.path().filename().string(),
-                          journal_.size());
+  if (auto r =
+          commitRows(batch_, members_, journal_.path().filename().string(), journal_.size());
       !r) {
     return r;
   }
   batch_.clear();
-  marks_.clear();
   members_.clear();
+  marks_ = 0;
   return {};
 }
 
@@ -856,12 +901,11 @@ bool StateStore::foldOrphan(const std::filesystem::path& journal, std::string_vi
   }
   sqlite3_reset(stmt->get());  // its read ends before the fold's write transaction
   std::vector<Row> rows;
-  std::vector<Mark> marks;
   std::vector<Member> members;
   if (from < text.size()) {
     // A line that does not parse (the torn last line of a killed store) is skipped: its node
     // never reached node.finished, so nothing relies on it.
-    Journal::forEachLine(text.substr(from), [&rows, &marks, &members](std::string_view line) {
+    Journal::forEachLine(text.substr(from), [&rows, &members](std::string_view line) {
       const Json entry = Json::parse(line, nullptr, false);
       if (!entry.is_object()) {
         return;
@@ -881,12 +925,9 @@ bool StateStore::foldOrphan(const std::filesystem::path& journal, std::string_vi
       const auto input = entry.find("i");
       if (chain != entry.end() && chain->is_string() && key != entry.end() &&
           key->is_string() && input != entry.end() && input->is_string()) {
-        if (members.empty() || members.back().chain_id != chain->get_ref<const std::string&>() ||
-            members.back().run_id != run->get_ref<const std::string&>()) {
-          members.push_back(Member{chain->get<std::string>(), run->get<std::string>()});
-        }
-        marks.push_back(
-            Mark{key->get<std::string>(), input->get<std::string>(), members.size() - 1});
+        addMark(members, chain->get_ref<const std::string&>(),
+                run->get_ref<const std::string&>(), jsonQuoted(key->get_ref<const std::string&>()),
+                jsonQuoted(input->get_ref<const std::string&>()));
       }
       for (const Json& w : *writes) {
         // [field, old, new] or, an append (D17), [field, marker, items, "append"].
@@ -901,7 +942,7 @@ bool StateStore::foldOrphan(const std::filesystem::path& journal, std::string_vi
       }
     });
   }
-  return (rows.empty() && marks.empty()) || commitRows(rows, marks, members, name, text.size());
+  return (rows.empty() && members.empty()) || commitRows(rows, members, name, text.size());
 }
 
 Result<void> StateStore::forgetFoldedJournals() {
@@ -967,15 +1008,30 @@ Result<void> StateStore::beginChain(std::string_view chain_id) {
   }
   sqlite::bindText(stmt->get(), 1, chain_id);
   std::unordered_map<std::string, std::string, NameHash, std::equal_to<>> landed;
+  auto put = [&landed](std::string key, std::string input) {
+    landed.insert_or_assign(std::move(key), std::move(input));
+  };
   int rc = SQLITE_ROW;
   while ((rc = sqlite3_step(stmt->get())) == SQLITE_ROW) {
-    landed.emplace(sqlite::columnText(stmt->get(), 0), sqlite::columnText(stmt->get(), 1));
+    if (sqlite3_column_type(stmt->get(), 2) == SQLITE_NULL) {
+      put(sqlite::columnText(stmt->get(), 0), sqlite::columnText(stmt->get(), 1));
+      continue;
+    }
+    // A batch: [[write_key, input_key], ...]. A row that is not that shape (edited by hand)
+    // is skipped: its writes then count as not landed, as before marks existed.
+    const Json pairs = Json::parse(sqlite::columnView(stmt->get(), 2), nullptr, false);
+    for (const Json& pair : pairs.is_array() ? pairs : Json::array()) {
+      if (pair.is_array() && pair.size() == 2 && pair[0].is_string() && pair[1].is_string()) {
+        put(pair[0].get<std::string>(), pair[1].get<std::string>());
+      }
+    }
   }
   if (rc != SQLITE_DONE) {
     return makeError("cannot read the landed writes of chain " + inQuotes(chain_id) + " in " +
                      path_.string() + ": " + sqlite::errorOf(sql_->db.get()));
   }
   chain_id_.assign(chain_id);
+  chain_quoted_ = jsonQuoted(chain_id);
   landed_ = std::move(landed);
   return {};
 }
@@ -989,6 +1045,22 @@ bool StateStore::landed(std::string_view write_key, std::string_view input_key) 
     return false;
   }
   return input_key.empty() || it->second.empty() || it->second == input_key;
+}
+
+const std::string* StateStore::landedInput(std::string_view write_key) const {
+  if (write_key.empty()) {
+    return nullptr;
+  }
+  auto it = landed_.find(write_key);
+  return it == landed_.end() ? nullptr : &it->second;
+}
+
+void StateStore::forEachLanded(
+    const std::function<void(std::string_view write_key, std::string_view input_key)>& visit)
+    const {
+  for (const auto& [key, input] : landed_) {
+    visit(key, input);
+  }
 }
 
 Result<std::vector<HistoryRow>> StateStore::queryHistory(std::string_view key, bool by_run) {
@@ -1163,8 +1235,12 @@ Result<HistoryPruneStats> pruneHistory(const std::filesystem::path& db_path,
     return fail(r.error().message);
   }
   {
-    auto count = sqlite::prepare(h, "SELECT COUNT(*) FROM oe_landed_writes WHERE chain IN "
-                                    "(SELECT id FROM temp.gc_doomed_chains)");
+    auto count = sqlite::prepare(
+        h,
+        "SELECT (SELECT COUNT(*) FROM oe_landed_writes WHERE chain IN "
+        "(SELECT id FROM temp.gc_doomed_chains)) + (SELECT COALESCE(SUM(json_array_length("
+        "CASE WHEN json_valid(marks) THEN marks ELSE '[]' END)), 0) FROM oe_landed_batches "
+        "WHERE chain IN (SELECT id FROM temp.gc_doomed_chains))");
     if (!count) {
       return fail(count.error().message);
     }
@@ -1177,6 +1253,7 @@ Result<HistoryPruneStats> pruneHistory(const std::filesystem::path& db_path,
     if (auto r = sqlite::exec(
             h,
             "DELETE FROM oe_landed_writes WHERE chain IN (SELECT id FROM temp.gc_doomed_chains);"
+            "DELETE FROM oe_landed_batches WHERE chain IN (SELECT id FROM temp.gc_doomed_chains);"
             "DELETE FROM oe_chain_runs WHERE chain IN (SELECT id FROM temp.gc_doomed_chains);"
             "DELETE FROM oe_chains WHERE id IN (SELECT id FROM temp.gc_doomed_chains);");
         !r) {

@@ -115,13 +115,23 @@ class StateStore : public expr::StateReader {
   // by its run id, `oe resume X` continues X's chain. Loads the marks already landed in that
   // chain (table oe_landed_writes). From here on, write() with a write_key records its mark
   // (chain, write_key, input_key) atomically with its rows: same journal line, same commit;
-  // only for a delta with an array_append or set_once field (a last_wins write applied twice
-  // leaves the same state, and stays as cheap as before). Without a chain, no mark.
+  // for every merge strategy (a last_wins write applied again on a resume would put back a
+  // value a later write had replaced). An empty delta records none. Without a chain, no mark.
   Result<void> beginChain(std::string_view chain_id);
   // True when a write with this write_key already landed in the current chain with the same
   // input_key (or either input_key is empty): the engine then does not apply it again. One hash
   // lookup; false before beginChain().
   [[nodiscard]] bool landed(std::string_view write_key, std::string_view input_key) const;
+  // The input key of the write with this write_key that landed in the current chain, or
+  // nullptr when none did (or before beginChain()). One hash lookup. The engine treats a call
+  // whose write landed as done: not applied again, and replayed from the cache entry of this
+  // key when its own key differs (docs/durability.md).
+  [[nodiscard]] const std::string* landedInput(std::string_view write_key) const;
+  // Calls `visit(write_key, input_key)` for every mark of the current chain (those beginChain()
+  // loaded and this store's own since), in no particular order.
+  void forEachLanded(
+      const std::function<void(std::string_view write_key, std::string_view input_key)>& visit)
+      const;
   const std::string& chainId() const { return chain_id_; }
 
   // Commits the batched rows now. An error leaves them in the journal (and the batch), for a
@@ -167,17 +177,20 @@ class StateStore : public expr::StateReader {
     // the snapshot is rebuilt at commit from the field's last full value.
     bool append = false;
   };
-  // A landed-write mark not yet committed (committed in the same transaction as the rows of
-  // the journal line it came from). `member` indexes the batch's (chain, run) pairs.
-  struct Mark {
-    std::string write_key;
-    std::string input_key;
-    size_t member = 0;
-  };
+  // The landed-write marks of a batch not yet committed, per (chain, run) pair (committed as
+  // one row, in the same transaction as the rows of the journal lines they came from).
+  // `pairs` is the row's text, built as the writes come: "[[\"k\",\"i\"],..." without its
+  // closing bracket, the pairs quoted once for the journal line and reused here.
   struct Member {
     std::string chain_id;
     std::string run_id;
+    std::string pairs;
   };
+  // Appends the mark pair ["write_key","input_key"] (already JSON strings) to the batch's
+  // member for (chain, run), opening one when the pair differs from the last member's.
+  static void addMark(std::vector<Member>& members, std::string_view chain_id,
+                      std::string_view run_id, std::string_view quoted_key,
+                      std::string_view quoted_input);
 
   // One key of a delta that passed the checks, with its merged text.
   struct Pending {
@@ -202,9 +215,8 @@ class StateStore : public expr::StateReader {
                             const std::string& ts, bool mark);
   // Commits `rows` and records that `journal` is folded up to `folded_bytes`, in ONE
   // transaction. Call with mutex_ held.
-  Result<void> commitRows(const std::vector<Row>& rows, const std::vector<Mark>& marks,
-                          const std::vector<Member>& members, const std::string& journal,
-                          uint64_t folded_bytes);
+  Result<void> commitRows(const std::vector<Row>& rows, const std::vector<Member>& members,
+                          const std::string& journal, uint64_t folded_bytes);
   Result<void> foldLocked();  // the batch; mutex_ held
   bool foldOrphan(const std::filesystem::path& journal, std::string_view text);
   Result<void> forgetFoldedJournals();  // rows of oe_journal_folds whose journal is gone
@@ -220,11 +232,12 @@ class StateStore : public expr::StateReader {
   std::unique_ptr<Sql> sql_;
   Journal journal_;
   std::vector<Row> batch_;
-  std::vector<Mark> marks_;      // batched with batch_
-  std::vector<Member> members_;  // the (chain, run) pairs of marks_
+  std::vector<Member> members_;  // the batch's marks, per (chain, run)
+  size_t marks_ = 0;             // how many marks members_ holds
   // The current chain and its landed writes (write_key -> input_key), as committed plus this
   // store's own writes since beginChain(). Used by the scheduler's thread only.
   std::string chain_id_;
+  std::string chain_quoted_;  // chain_id_ as a JSON string, for each journal line's mark
   std::unordered_map<std::string, std::string, NameHash, std::equal_to<>> landed_;
   // Set: the rows go there instead of the journal and SQLite (sql_ is then unused).
   std::unique_ptr<StateBackend> backend_;
