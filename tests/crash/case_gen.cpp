@@ -254,16 +254,20 @@ class Generator {
       }
     }
     node.sort_arrays = sortsWhatItReads(node);
-    // Every node appends its identity somewhere.
-    auto appendable_fields =
-        fieldsWhere([&](const FieldBook& b) { return appendable(b, i, node); });
-    const int item = !appendable_fields.empty() && rng_.chance(65)
-                         ? rng_.pick(appendable_fields)
-                         : newField('a', Merge::kArrayAppend, FieldType::kArray);
-    node.writes.push_back({name(item), "item"});
+    // Most nodes append their identity somewhere; the others write last_wins fields alone, whose
+    // writes carry no landed-write mark (docs/storage.md) and are applied again on resume.
+    const bool lone = (!fan || case_.deterministic) && rng_.chance(20);
+    if (!lone) {
+      auto appendable_fields =
+          fieldsWhere([&](const FieldBook& b) { return appendable(b, i, node); });
+      const int item = !appendable_fields.empty() && rng_.chance(65)
+                           ? rng_.pick(appendable_fields)
+                           : newField('a', Merge::kArrayAppend, FieldType::kArray);
+      node.writes.push_back({name(item), "item"});
+    }
     // A last_wins string or number: overwriting the one an ancestor wrote makes a chain. A
     // for_each's items settle in item order only under runtime.deterministic.
-    if ((!fan || case_.deterministic) && rng_.chance(45)) {
+    if (lone || ((!fan || case_.deterministic) && rng_.chance(45))) {
       const FieldType type = rng_.chance(50) ? FieldType::kString : FieldType::kNumber;
       auto chain =
           fieldsWhere([&](const FieldBook& b) { return overwritable(b, i, node, type); });
@@ -277,7 +281,7 @@ class Generator {
       book_[static_cast<size_t>(list)].list = true;
       node.writes.push_back({name(list), "list:" + std::to_string(rng_.range(1, 4))});
     }
-    if (rng_.chance(12)) {
+    if (!lone && rng_.chance(12)) {
       auto constants = fieldsWhere([&](const FieldBook& b) {
         return b.constant && afterReads(b, i, node);
       });
@@ -505,14 +509,17 @@ class Generator {
       }
     }
     node.sort_arrays = sortsWhatItReads(node);
-    auto appendable_fields = fieldsWhere([&](const FieldBook& b) {
-      return b.field.merge == Merge::kArrayAppend && sequentialMayWrite(b, node);
-    });
-    const int item = !appendable_fields.empty() && rng_.chance(70)
-                         ? rng_.pick(appendable_fields)
-                         : newField('a', Merge::kArrayAppend, FieldType::kArray);
-    node.writes.push_back({name(item), "item"});
-    if (rng_.chance(35)) {
+    const bool lone = rng_.chance(20);
+    if (!lone) {
+      auto appendable_fields = fieldsWhere([&](const FieldBook& b) {
+        return b.field.merge == Merge::kArrayAppend && sequentialMayWrite(b, node);
+      });
+      const int item = !appendable_fields.empty() && rng_.chance(70)
+                           ? rng_.pick(appendable_fields)
+                           : newField('a', Merge::kArrayAppend, FieldType::kArray);
+      node.writes.push_back({name(item), "item"});
+    }
+    if (lone || rng_.chance(35)) {
       const FieldType type = rng_.chance(50) ? FieldType::kString : FieldType::kNumber;
       auto chain = fieldsWhere([&](const FieldBook& b) {
         return b.field.merge == Merge::kLastWins && b.field.type == type && !b.list &&
@@ -690,7 +697,10 @@ void writeFile(const std::filesystem::path& path, std::string_view text, bool ex
 // node's writes from a hash of everything it was given (case_gen.hpp lists the write modes).
 constexpr std::string_view kMjsTool = R"JS(// oe crash harness tool (tests/crash): a deterministic function of its input.
 import fs from 'node:fs';
-const root = new URL('@ROOT@', import.meta.url).pathname;
+// exec.log and markers/: in $OE_CRASH_LOG_DIR when the harness sets it (off the experience's
+// file system, which its disk-full fault fills), else in the experience folder.
+const root = process.env.OE_CRASH_LOG_DIR ? process.env.OE_CRASH_LOG_DIR + '/'
+  : new URL('@ROOT@', import.meta.url).pathname;
 function canon(v, sort) {
   if (Array.isArray(v)) {
     const items = v.map((x) => canon(x, sort));

@@ -205,7 +205,7 @@ TEST(CrashCaseGen, TwoUninterruptedRunsOfACaseEndInTheSameState) {
       auto llm = startAgentServer();
       const std::map<std::string, std::string> env = {
           {"OE_PLUGIN_PATH", ""},    {"OE_STORE", ""},          {"OE_WORKERS", ""},
-          {"OPENAI_API_KEY", ""},    {"ANTHROPIC_API_KEY", ""},
+          {"OPENAI_API_KEY", ""},    {"ANTHROPIC_API_KEY", ""},  {"OE_CRASH_LOG_DIR", ""},
           {"OPENAI_BASE_URL", llm->baseUrl() + "/v1"}};
       auto run = runFor({OE_EXE, "run", ".", "--json", "-q"}, env, dir.path(),
                         dir.path() / "run", Ms(120000));

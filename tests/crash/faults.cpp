@@ -78,12 +78,20 @@ std::vector<Step> planFaults(uint64_t seed, const FaultOptions& options) {
       FaultEvent event;
       event.kind = draw();
       event.at = Ms(span * rng.below(1000) / 1000);
+      if (options.finishes > 0 && rng.chance(65)) {
+        event.after_finishes = rng.range(1, options.finishes);
+        event.at = Ms(rng.below(3) == 0 ? rng.range(1, 15) : 0);
+      }
       event.hold = Ms(rng.range(20, 300));
       event.worker = rng.below(2);
       steps[s].events.push_back(event);
     }
+    // Triggered ones after timed ones of the same step; in order of what triggers them.
     std::sort(steps[s].events.begin(), steps[s].events.end(),
-              [](const FaultEvent& a, const FaultEvent& b) { return a.at < b.at; });
+              [](const FaultEvent& a, const FaultEvent& b) {
+                return std::make_pair(a.after_finishes, a.at) <
+                       std::make_pair(b.after_finishes, b.at);
+              });
     auto terminal = std::find_if(steps[s].events.begin(), steps[s].events.end(),
                                  [](const FaultEvent& e) { return endsStep(e.kind); });
     if (terminal != steps[s].events.end()) {

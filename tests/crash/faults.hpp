@@ -36,7 +36,8 @@ bool endsStep(FaultKind kind);
 
 struct FaultEvent {
   FaultKind kind = FaultKind::kSigkill;
-  Ms at{0};     // after the step's process started
+  Ms at{0};     // after the step's process started, or after the trigger below
+  int after_finishes = 0;  // > 0: once the process's log has this many node.finished lines
   Ms hold{0};   // kDiskFull: how long the disk stays full
   int worker = 0;
 };
@@ -59,6 +60,10 @@ struct FaultOptions {
   bool runs_on_partial_state = false;
   int agent_nodes = 0;
   Ms scale{1000};          // the oracle's duration: fault times are fractions of it
+  // How many node calls the oracle finished: most faults are triggered by the faulted run's own
+  // log, right after its k-th node.finished line (where a write has landed and the run goes
+  // on), which a time alone rarely hits on a machine whose start-up time varies.
+  int finishes = 0;
 };
 
 // The fault schedule of a case: a function of the seed and of what the case can take.

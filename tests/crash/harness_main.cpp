@@ -38,9 +38,9 @@ using oe::crash::Store;
 
 // CI mode's fixed ranges, sized to keep both stores within about three minutes on two cores.
 constexpr uint64_t kCiSqliteFirst = 1;
-constexpr int kCiSqliteCases = 36;
+constexpr int kCiSqliteCases = 40;
 constexpr uint64_t kCiPgFirst = 1001;
-constexpr int kCiPgCases = 14;
+constexpr int kCiPgCases = 16;
 
 std::atomic<bool> g_stop{false};  // SIGINT/SIGTERM: finish the case, clean up, report
 
@@ -306,7 +306,9 @@ int main(int argc, char** argv) {
         ++missed;
       }
       faults << (faults.tellp() > 0 ? ", " : "") << oe::crash::faultName(f.kind);
-      if (f.kind != FaultKind::kBudget) {
+      if (f.after_finishes > 0) {
+        faults << "@finish#" << f.after_finishes << "+" << f.at.count() << "ms";
+      } else if (f.kind != FaultKind::kBudget) {
         faults << "@" << f.at.count() << "ms";
       }
       faults << (f.delivered ? "" : "(ended first)");

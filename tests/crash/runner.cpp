@@ -8,6 +8,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -16,6 +19,7 @@
 
 #include "crash/compare.hpp"
 #include "crash/fake_agent.hpp"
+#include "oe/pg/connection.hpp"
 
 namespace oe::crash {
 namespace {
@@ -27,12 +31,16 @@ constexpr Ms kSigkillLimit{10000};
 constexpr Ms kWorkerStopLimit{20000};
 constexpr int kLeaseMs = 2000;      // the workers' lease: a stopped worker loses it quickly
 
-std::map<std::string, std::string> oeEnv(const test::FakeLlmServer& llm) {
+// The environment of every oe process of a case: no stray store, plugin path or provider, the
+// fake model, and where the tools log their executions (`log_dir`).
+std::map<std::string, std::string> oeEnv(const test::FakeLlmServer& llm,
+                                         const std::filesystem::path& log_dir) {
   return {{"OE_PLUGIN_PATH", ""},      {"OE_STORE", ""},
           {"OE_WORKERS", ""},          {"OE_STORE_SCOPE", ""},
           {"OPENAI_API_KEY", ""},      {"ANTHROPIC_API_KEY", ""},
           {"ANTHROPIC_BASE_URL", ""},  {"OE_OPENAI_MODEL", ""},
-          {"OE_ANTHROPIC_MODEL", ""},  {"OPENAI_BASE_URL", llm.baseUrl() + "/v1"}};
+          {"OE_ANTHROPIC_MODEL", ""},  {"OPENAI_BASE_URL", llm.baseUrl() + "/v1"},
+          {"OE_CRASH_LOG_DIR", log_dir.string()}};
 }
 
 std::set<std::string> runLogs(const std::filesystem::path& dir) {
@@ -65,6 +73,22 @@ std::set<std::string> executedInLog(const std::filesystem::path& log) {
     }
   }
   return out;
+}
+
+// How many node.finished lines the logs in `dir` that are not in `before` hold.
+int finishedLines(const std::filesystem::path& dir, const std::set<std::string>& before) {
+  int n = 0;
+  for (const auto& log : runLogs(dir)) {
+    if (before.count(log) != 0) {
+      continue;
+    }
+    const std::string text = readText(log);
+    for (size_t at = text.find("\"type\":\"node.finished\""); at != std::string::npos;
+         at = text.find("\"type\":\"node.finished\"", at + 1)) {
+      ++n;
+    }
+  }
+  return n;
 }
 
 // PRAGMA quick_check on a read-only connection (no checkpoint, nothing changed for the resume).
@@ -113,6 +137,39 @@ class Workers {
     procs_[slot] = std::move(proc);
   }
   Proc& at(size_t slot) { return *procs_[slot]; }
+  // Waits until `count` workers registered in oe_workers (so a fault cannot hit their start-up,
+  // which oe_worker does not retry: see docs/testing.md); false after `limit`.
+  bool waitRegistered(int count, Ms limit) {
+    const auto deadline = Clock::now() + limit;
+    while (Clock::now() < deadline) {
+      if (auto conn = pg::Connection::open(url_)) {
+        auto rows = (*conn)->exec("SELECT count(*) FROM oe_workers WHERE stopped_at IS NULL");
+        if (rows && rows->int64(0, 0) >= count) {
+          return true;
+        }
+      }
+      for (auto& proc : procs_) {
+        if (proc->poll()) {
+          return false;
+        }
+      }
+      sleepFor(Ms(20));
+    }
+    return false;
+  }
+  // Workers that exited on their own (the harness's kills restart them at once): one line
+  // each, and a new worker in each one's place so the run can go on.
+  std::vector<std::string> replaceExited() {
+    std::vector<std::string> problems;
+    for (size_t slot = 0; slot < procs_.size(); ++slot) {
+      if (auto code = procs_[slot]->poll()) {
+        problems.push_back("an oe worker exited on its own (exit " + std::to_string(*code) +
+                           "): " + excerpt(procs_[slot]->err(), 300));
+        start(slot);
+      }
+    }
+    return problems;
+  }
   // SIGTERM: each finishes what it holds and exits 0; the problems, one line each.
   std::vector<std::string> stop() {
     std::vector<std::string> problems;
@@ -163,8 +220,13 @@ int CaseReport::delivered() const {
 }
 
 std::string replayCommand(uint64_t seed, const HarnessEnv& env) {
-  return env.harness_command + " --store " + storeName(env.store) + " --replay " +
-         std::to_string(seed) + " --keep " + env.keep.string();
+  const GenOptions defaults;
+  std::string command = env.harness_command + " --store " + storeName(env.store) + " --replay " +
+                        std::to_string(seed);
+  if (env.gen.max_nodes != defaults.max_nodes) {
+    command += " --max-nodes " + std::to_string(env.gen.max_nodes);  // part of the case's shape
+  }
+  return command + " --keep " + env.keep.string();
 }
 
 CaseReport runCase(uint64_t seed, const HarnessEnv& env) {
@@ -183,17 +245,22 @@ CaseReport runCase(uint64_t seed, const HarnessEnv& env) {
   std::filesystem::remove_all(faulted_dir, ec);
   writeCase(c, oracle_dir, env.tool);
   writeCase(c, faulted_dir, env.tool);
+  for (const char* log : {"oracle-log", "oracle-again-log", "faulted-log"}) {
+    std::filesystem::create_directories(case_dir / log);
+  }
   auto diverge = [&](std::string line) { report.divergences.push_back(std::move(line)); };
 
   // ---- the oracle: one uninterrupted run on SQLite ----
   Json oracle_state;
   std::map<std::string, int> oracle_exec;
+  int oracle_finishes = 0;
   {
     auto llm = startAgentServer();
-    const auto env_vars = oeEnv(*llm);
+    const auto env_vars = oeEnv(*llm, case_dir / "oracle-log");
     auto run = runFor({env.oe_exe.string(), "run", ".", "--json", "-q"}, env_vars, oracle_dir,
                       case_dir / "oracle-run", Ms(120000));
     report.oracle_took = run.took;
+    oracle_finishes = finishedLines(oracle_dir, {});
     const Json summary = Json::parse(run.out, nullptr, false);
     if (!run.exit_code) {
       diverge("hang: the uninterrupted run did not finish within 120 s");
@@ -210,14 +277,15 @@ CaseReport runCase(uint64_t seed, const HarnessEnv& env) {
       }
     }
     llm->stop();
-    oracle_exec = readExecutions(oracle_dir, agentCalls(*llm));
+    oracle_exec = readExecutions(case_dir / "oracle-log", agentCalls(*llm));
   }
   if (env.check_oracle && report.divergences.empty()) {
     // The generator's promise, checked: a second clean run in a third folder agrees.
     const auto again_dir = case_dir / "oracle-again";
     writeCase(c, again_dir, env.tool);
     auto llm = startAgentServer();
-    auto run = runFor({env.oe_exe.string(), "run", ".", "--json", "-q"}, oeEnv(*llm), again_dir,
+    auto run = runFor({env.oe_exe.string(), "run", ".", "--json", "-q"},
+                      oeEnv(*llm, case_dir / "oracle-again-log"), again_dir,
                       case_dir / "oracle-again-run", Ms(120000));
     llm->stop();
     const Json summary = Json::parse(run.out, nullptr, false);
@@ -227,7 +295,7 @@ CaseReport runCase(uint64_t seed, const HarnessEnv& env) {
       for (auto& line : compareStates(c, oracle_state, summary["final_state"])) {
         diverge("generator: two uninterrupted runs differ: " + line);
       }
-      if (readExecutions(again_dir, agentCalls(*llm)) != oracle_exec) {
+      if (readExecutions(case_dir / "oracle-again-log", agentCalls(*llm)) != oracle_exec) {
         diverge("generator: two uninterrupted runs executed different calls");
       }
     }
@@ -243,13 +311,15 @@ CaseReport runCase(uint64_t seed, const HarnessEnv& env) {
         std::any_of(c.nodes.begin(), c.nodes.end(), [](const Node& n) { return n.child.has_value(); });
     fault_options.agent_nodes = c.agentNodes();
     fault_options.scale = std::max(Ms(200), report.oracle_took);
+    fault_options.finishes = oracle_finishes;
     std::vector<Step> steps = planFaults(seed, fault_options);
     const Ms limit = env.step_limit.count() > 0
                          ? env.step_limit
                          : std::max(Ms(30000), report.oracle_took * 10);
 
     auto llm = startAgentServer();
-    const auto env_vars = oeEnv(*llm);
+    const auto exec_dir = case_dir / "faulted-log";
+    const auto env_vars = oeEnv(*llm, exec_dir);
     std::string database;
     std::string url;
     std::unique_ptr<Workers> workers;
@@ -265,6 +335,10 @@ CaseReport runCase(uint64_t seed, const HarnessEnv& env) {
         workers = std::make_unique<Workers>(env, url, env_vars, faulted_dir, case_dir);
         workers->start(0);
         workers->start(1);
+        if (!workers->waitRegistered(2, Ms(60000))) {
+          diverge("harness: the two oe workers did not register within 60 s: " +
+                  excerpt(workers->at(0).err(), 300) + " " + excerpt(workers->at(1).err(), 300));
+        }
       }
     }
 
@@ -303,12 +377,48 @@ CaseReport runCase(uint64_t seed, const HarnessEnv& env) {
       step_pids.push_back(proc.pid());
       int terminal_signal = 0;
       bool hung = false;
+      // A worker that exited on its own is reported and replaced while the step is waited for.
+      auto watch = [&] {
+        if (workers) {
+          for (auto& problem : workers->replaceExited()) {
+            diverge(std::move(problem));
+          }
+        }
+      };
+      // True when `proc` still runs at `until`.
+      auto runsUntil = [&](Clock::time_point until) {
+        while (true) {
+          watch();
+          const auto slice = std::min(until, Clock::now() + Ms(200));
+          if (!proc.runningUntil(slice)) {
+            return false;
+          }
+          if (slice >= until) {
+            return true;
+          }
+        }
+      };
       for (const auto& event : step.events) {
-        if (!proc.runningUntil(proc.started() + event.at)) {
-          report.faults.push_back({event.kind, static_cast<int>(s), event.at, false});
+        bool running = true;
+        auto from = proc.started();
+        if (event.after_finishes > 0) {
+          // Polls the run's own log (a few ms apart) until the k-th node.finished line.
+          const auto deadline = Clock::now() + limit;
+          while ((running = !proc.poll().has_value()) &&
+                 finishedLines(faulted_dir, logs_before) < event.after_finishes &&
+                 Clock::now() < deadline) {
+            watch();
+            sleepFor(Ms(2));
+          }
+          from = Clock::now();
+        }
+        if (!running || !runsUntil(from + event.at)) {
+          report.faults.push_back({event.kind, static_cast<int>(s), event.at, false,
+                                   event.after_finishes});
           break;  // it ended first: the later faults of the step have nothing to hit
         }
-        report.faults.push_back({event.kind, static_cast<int>(s), event.at, true});
+        report.faults.push_back(
+            {event.kind, static_cast<int>(s), event.at, true, event.after_finishes});
         switch (event.kind) {
           case FaultKind::kSigkill:
             terminal_signal = SIGKILL;
@@ -317,7 +427,7 @@ CaseReport runCase(uint64_t seed, const HarnessEnv& env) {
           case FaultKind::kSigint:
             terminal_signal = SIGINT;
             proc.signal(SIGINT);
-            if (!proc.waitFor(kSigintLimit)) {
+            if (runsUntil(Clock::now() + kSigintLimit)) {
               diverge("hang: step " + std::to_string(s) + " (" + proc.command() +
                       ") did not end within " + std::to_string(kSigintLimit.count() / 1000) +
                       " s of SIGINT");
@@ -328,7 +438,7 @@ CaseReport runCase(uint64_t seed, const HarnessEnv& env) {
           case FaultKind::kDiskFull:
             disk_was_full = true;
             if (env.disk != nullptr && env.disk->fill()) {
-              (void)proc.runningUntil(Clock::now() + event.hold);
+              (void)runsUntil(Clock::now() + event.hold);
               env.disk->release();
             }
             break;
@@ -341,7 +451,7 @@ CaseReport runCase(uint64_t seed, const HarnessEnv& env) {
           case FaultKind::kWorkerStop: {
             Proc& worker = workers->at(static_cast<size_t>(event.worker));
             worker.signal(SIGSTOP);
-            (void)proc.runningUntil(Clock::now() + Ms(kLeaseMs + 700));
+            (void)runsUntil(Clock::now() + Ms(kLeaseMs + 700));
             worker.signal(SIGCONT);
             break;
           }
@@ -361,7 +471,7 @@ CaseReport runCase(uint64_t seed, const HarnessEnv& env) {
       }
       if (!hung) {
         const Ms wait = terminal_signal == SIGKILL ? kSigkillLimit : limit;
-        if (!proc.waitFor(wait)) {
+        if (runsUntil(Clock::now() + wait)) {
           diverge("hang: step " + std::to_string(s) + " (" + proc.command() +
                   ") did not finish within " + std::to_string(wait.count() / 1000) + " s");
           report.hang = hung = true;
@@ -433,7 +543,7 @@ CaseReport runCase(uint64_t seed, const HarnessEnv& env) {
       }
     }
     llm->stop();
-    const auto faulted_exec = readExecutions(faulted_dir, agentCalls(*llm));
+    const auto faulted_exec = readExecutions(exec_dir, agentCalls(*llm));
     if (!report.hang) {
       auto check = checkExecutions(oracle_exec, faulted_exec, report.delivered());
       report.re_executions = check.re_executions;
@@ -445,7 +555,7 @@ CaseReport runCase(uint64_t seed, const HarnessEnv& env) {
       // Each execution names the oe process it ran under, so one that outlived a killed run
       // (its tool process is not killed with oe) is not mistaken for a later run's.
       if (env.store == Store::kSqlite && !c.first_run_no_cache && !disk_was_full) {
-        const auto by_process = executionsByProcess(faulted_dir);
+        const auto by_process = executionsByProcess(exec_dir);
         std::vector<std::string> again;
         for (const auto& [node, step] : finished_before_a_kill) {
           const Node* spec = c.node(node);
@@ -490,10 +600,16 @@ CaseReport runCase(uint64_t seed, const HarnessEnv& env) {
     readme << "oe crash harness, store " << storeName(env.store) << ", seed " << seed << "\n"
            << report.summary << "\n\noracle/   one uninterrupted run (SQLite)\n"
            << "faulted/  the chain of runs with faults; step-N.out/.err: each process's output\n"
+           << "oracle-log/, faulted-log/  exec.log: one line per tool execution (identity, the pid\n"
+           << "          of the oe process it ran under); markers/ of the fail-first tools\n"
            << "\nfaults:\n";
     for (const auto& f : report.faults) {
       readme << "  step " << f.step << ": " << faultName(f.kind) << " at " << f.at.count()
-             << " ms" << (f.delivered ? "" : " (not delivered: the process had ended)") << "\n";
+             << " ms";
+      if (f.after_finishes > 0) {
+        readme << " after its log's node.finished #" << f.after_finishes;
+      }
+      readme << (f.delivered ? "" : " (not delivered: the process had ended)") << "\n";
     }
     readme << "\ndivergences:\n";
     for (const auto& d : report.divergences) {

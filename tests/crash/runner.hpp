@@ -34,6 +34,7 @@ struct InjectedFault {
   int step = 0;
   Ms at{0};
   bool delivered = false;  // false: the process ended before the fault's time
+  int after_finishes = 0;  // triggered by the k-th node.finished line (0: by time)
 };
 
 struct CaseReport {

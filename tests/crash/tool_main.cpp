@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -68,7 +69,10 @@ int main(int argc, char** argv) {
     std::cerr << "oe_crash_tool: run me through a generated tools/crash_tool wrapper\n";
     return 2;
   }
-  const std::filesystem::path root = argv[1];  // where exec.log and markers/ are
+  // Where exec.log and markers/ are: $OE_CRASH_LOG_DIR when the harness sets it (off the
+  // experience's file system, which its disk-full fault fills), else the wrapper's choice.
+  const char* log_dir = std::getenv("OE_CRASH_LOG_DIR");
+  const std::filesystem::path root = log_dir != nullptr && *log_dir != '\0' ? log_dir : argv[1];
   const std::string text((std::istreambuf_iterator<char>(std::cin)),
                          std::istreambuf_iterator<char>());
   Json input = Json::parse(text, nullptr, false);
