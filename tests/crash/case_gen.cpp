@@ -71,6 +71,7 @@ class Generator {
     case_.first_run_no_cache = rng_.chance(10);
     case_.late_writes = rng_.chance(30);
     case_.nested_successors = rng_.chance(30);
+    case_.fan_in_edges = rng_.chance(30);
     const int span = std::max(0, options_.max_nodes - options_.min_nodes);
     // Skewed towards small graphs: a case is faster, and a failing one easier to read.
     const int total = options_.min_nodes + rng_.below(1 + rng_.below(span + 1));
@@ -241,6 +242,8 @@ class Generator {
       }
     }
     const bool fan = node.for_each.has_value();
+    // Without item order, which item's edge_output a successor gets depends on timing.
+    node.no_edge_output = fan && !case_.deterministic && !case_.fan_in_edges;
     // Reads.
     auto readable_fields = fieldsWhere([&](const FieldBook& b) {
       // An agent renders what it reads into its prompt as it is: no list whose order varies.
@@ -618,10 +621,11 @@ std::string toolImpl(Flavour flavour) {
 }
 
 std::string toolArgs(const std::string& id, const std::vector<Write>& writes, int sleep_ms,
-                     bool fail_first, const std::vector<std::string>& edges, bool sort) {
+                     bool fail_first, const std::vector<std::string>& edges, bool sort,
+                     bool quiet = false) {
   return "{ id: \"" + id + "\", w: " + writesArgs(writes) + ", s: " + std::to_string(sleep_ms) +
          ", f: " + (fail_first ? "1" : "0") + ", e: [" + joined(edges) +
-         "], o: " + (sort ? "1" : "0") + " }";
+         "], o: " + (sort ? "1" : "0") + (quiet ? ", q: 1" : "") + " }";
 }
 
 void schemaLines(std::ostringstream& out, const std::vector<Field>& fields) {
@@ -749,7 +753,7 @@ export default async function (input) {
     } else if (mode.startsWith('blob:')) delta[field] = 'x'.repeat(Number(mode.slice(5)));
   }
   fs.appendFileSync(root + 'exec.log', `${ident} ${process.ppid}\n`);
-  return { state_delta: delta, edge_output: { from: ident, h: hex } };
+  return args.q === 1 ? { state_delta: delta } : { state_delta: delta, edge_output: { from: ident, h: hex } };
 }
 )JS";
 
@@ -804,7 +808,8 @@ std::string Case::summary() const {
       << loops.size() << " loop, " << (deterministic ? "deterministic" : "unordered")
       << ", concurrency " << concurrency << (first_run_no_cache ? ", first run --no-cache" : "")
       << (late_writes ? ", late writes" : "")
-      << (nested_successors ? ", nested successors" : "");
+      << (nested_successors ? ", nested successors" : "")
+      << (fan_in_edges && !deterministic ? ", fan-in edges" : "");
   return out.str();
 }
 
@@ -854,7 +859,8 @@ std::string experienceYaml(const Case& c) {
       default:
         out << "      kind: tool\n      impl: " << toolImpl(n.flavour) << "\n";
         out << "      args: "
-            << toolArgs(n.id, n.writes, n.sleep_ms, n.fail_first, n.hash_edges, n.sort_arrays)
+            << toolArgs(n.id, n.writes, n.sleep_ms, n.fail_first, n.hash_edges, n.sort_arrays,
+                        n.no_edge_output)
             << "\n";
         break;
     }

@@ -77,6 +77,7 @@ struct Node {
   int sleep_ms = 0;
   std::vector<std::string> hash_edges;          // predecessors whose edge_output is hashed
   bool sort_arrays = false;                     // hash arrays order-insensitively
+  bool no_edge_output = false;                  // the tool returns no edge_output
   std::optional<ChildSpec> child;               // kExperience
 };
 
@@ -113,6 +114,10 @@ struct Case {
   // run id (new on every run: such a successor misses the cache on resume). Off, experience
   // nodes have no successors.
   bool nested_successors = false;
+  // Without runtime.deterministic, a for_each's items return edge_output, and its successors get
+  // the one of whichever item finished last (so their cache keys differ from run to run). Off,
+  // such a fan-out returns none.
+  bool fan_in_edges = false;
   std::vector<Field> fields;
   std::vector<Node> nodes;
   std::vector<Edge> edges;

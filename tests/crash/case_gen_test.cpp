@@ -51,6 +51,12 @@ TEST(CrashCaseGen, EveryConstructAppearsAcrossTheFirstSeeds) {
     ++seen[c.deterministic ? "deterministic" : "unordered"];
     seen["first run --no-cache"] += c.first_run_no_cache ? 1 : 0;
     seen["late writes"] += c.late_writes ? 1 : 0;
+    for (const auto& n : c.nodes) {
+      if (n.for_each && !c.deterministic && !n.no_edge_output) {
+        ++seen["fan-in edges"];
+        EXPECT_TRUE(c.fan_in_edges) << "seed " << seed << ": " << n.id;
+      }
+    }
     for (const auto& e : c.edges) {
       const Node* from = c.node(e.from);
       if (from != nullptr && from->flavour == Flavour::kExperience) {
@@ -95,7 +101,7 @@ TEST(CrashCaseGen, EveryConstructAppearsAcrossTheFirstSeeds) {
   }
   for (const char* construct :
        {"deterministic", "unordered", "first run --no-cache", "late writes",
-        "edge from a nested experience", "pipeline", "loop until",
+        "edge from a nested experience", "fan-in edges", "pipeline", "loop until",
         "loop max_iters only", "when", "mjs", "exe", "agent", "experience", "nested shared",
         "nested isolated", "for_each", "for_each with concurrency", "fail first", "sleeps",
         "write item", "write value", "write number", "write list", "write count", "write const",

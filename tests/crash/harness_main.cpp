@@ -38,9 +38,9 @@ using oe::crash::Store;
 
 // CI mode's fixed ranges, sized to keep both stores within about three minutes on two cores.
 constexpr uint64_t kCiSqliteFirst = 1;
-constexpr int kCiSqliteCases = 40;
+constexpr int kCiSqliteCases = 48;
 constexpr uint64_t kCiPgFirst = 1001;
-constexpr int kCiPgCases = 16;
+constexpr int kCiPgCases = 28;
 
 std::atomic<bool> g_stop{false};  // SIGINT/SIGTERM: finish the case, clean up, report
 

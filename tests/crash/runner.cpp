@@ -308,7 +308,8 @@ CaseReport runCase(uint64_t seed, const HarnessEnv& env) {
     fault_options.disk_full = env.disk != nullptr;
     fault_options.runs_on_partial_state =
         !c.pipelines.empty() || !c.loops.empty() ||
-        std::any_of(c.nodes.begin(), c.nodes.end(), [](const Node& n) { return n.child.has_value(); });
+        std::any_of(c.nodes.begin(), c.nodes.end(),
+                    [](const Node& n) { return n.child.has_value(); });
     fault_options.agent_nodes = c.agentNodes();
     fault_options.scale = std::max(Ms(200), report.oracle_took);
     fault_options.finishes = oracle_finishes;
@@ -323,13 +324,14 @@ CaseReport runCase(uint64_t seed, const HarnessEnv& env) {
     std::string database;
     std::string url;
     std::unique_ptr<Workers> workers;
+    bool set_up = true;
     if (env.store == Store::kPostgres) {
       database = "crash_" + std::to_string(seed) + "_" + std::to_string(getpid()) + "_" +
                  std::to_string(counter++);
       std::string error;
       if (!env.pg->createDatabase(database, &error)) {
         diverge("harness: cannot create the case's database: " + error);
-        report.hang = true;  // nothing to run against: skip to the end
+        set_up = false;
       } else {
         url = env.pg->url(database);
         workers = std::make_unique<Workers>(env, url, env_vars, faulted_dir, case_dir);
@@ -347,7 +349,7 @@ CaseReport runCase(uint64_t seed, const HarnessEnv& env) {
     bool disk_was_full = false;
     std::map<std::string, size_t> finished_before_a_kill;  // node -> the step it finished in
     std::vector<long> step_pids;
-    for (size_t s = 0; s <= steps.size() && !finished && !report.hang; ++s) {
+    for (size_t s = 0; set_up && s <= steps.size() && !finished && !report.hang; ++s) {
       const bool final_step = s == steps.size();
       const Step step = final_step ? Step{} : steps[s];
       const bool have_log = !runLogs(faulted_dir).empty();
@@ -487,7 +489,10 @@ CaseReport runCase(uint64_t seed, const HarnessEnv& env) {
           new_log = log;
         }
       }
-      if (terminal_signal == SIGINT && !hung && exit_code != 130 && exit_code != 0) {
+      const std::string reason = summary.is_object() ? summary.value("reason", "") : "";
+      // A budget stop that came first is the run's own end (exit 1), not a SIGINT mishandled.
+      if (terminal_signal == SIGINT && !hung && exit_code != 130 && exit_code != 0 &&
+          reason != "budget_exhausted") {
         diverge("step " + std::to_string(s) + ": after SIGINT it exited " +
                 std::to_string(exit_code) + " with status \"" + status +
                 "\"; an interrupted run exits 130 with status \"interrupted\" (" +
@@ -522,7 +527,7 @@ CaseReport runCase(uint64_t seed, const HarnessEnv& env) {
     }
 
     Json state;
-    if (!report.hang) {
+    if (set_up && !report.hang) {
       std::vector<std::string> argv = {env.oe_exe.string(), "state", "--json"};
       if (env.store == Store::kPostgres) {
         argv.insert(argv.end(), {"--store", url});
@@ -544,7 +549,7 @@ CaseReport runCase(uint64_t seed, const HarnessEnv& env) {
     }
     llm->stop();
     const auto faulted_exec = readExecutions(exec_dir, agentCalls(*llm));
-    if (!report.hang) {
+    if (set_up && !report.hang) {
       auto check = checkExecutions(oracle_exec, faulted_exec, report.delivered());
       report.re_executions = check.re_executions;
       for (auto& problem : check.problems) {

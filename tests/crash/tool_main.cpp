@@ -7,6 +7,7 @@
 //   id  the node (or `<experience node>.<child node>`)      w  {field: write mode}
 //   s   sleep ms before answering                            f  1: fail the first attempt
 //   e   predecessors whose edge_output is hashed             o  1: hash arrays sorted
+//   q   1: return no edge_output
 // plus the injected $item, $index, $pipeline, $iter. Each successful execution appends
 // "<identity> <parent pid>" to exec.log (the .mjs flavour's parent is the Node.js worker's, oe).
 #include <time.h>
@@ -152,7 +153,10 @@ int main(int argc, char** argv) {
     std::ofstream log(root / "exec.log", std::ios::app);
     log << ident << ' ' << getppid() << '\n';  // the oe process that ran it (1 once orphaned)
   }
-  std::cout << Json{{"state_delta", delta}, {"edge_output", {{"from", ident}, {"h", hex}}}}.dump()
-            << '\n';
+  Json out = {{"state_delta", delta}};
+  if (args.value("q", 0) != 1) {
+    out["edge_output"] = {{"from", ident}, {"h", hex}};
+  }
+  std::cout << out.dump() << '\n';
   return 0;
 }
