@@ -215,7 +215,7 @@ std::map<std::string, std::vector<long>> executionsByProcess(const std::filesyst
 }
 
 ExecutionCheck checkExecutions(const std::map<std::string, int>& oracle,
-                               const std::map<std::string, int>& faulted, int faults) {
+                               const std::map<std::string, int>& faulted, int extra) {
   ExecutionCheck check;
   std::vector<std::string> never;
   std::vector<std::string> too_often;
@@ -224,7 +224,7 @@ ExecutionCheck checkExecutions(const std::map<std::string, int>& oracle,
     const int got = faulted.count(ident) != 0 ? faulted.at(ident) : 0;
     if (got == 0) {
       never.push_back(ident);
-    } else if (got > n + faults) {
+    } else if (got > n + extra) {
       too_often.push_back(ident + " x" + std::to_string(got));
     }
     check.re_executions += std::max(0, got - n);
@@ -239,8 +239,8 @@ ExecutionCheck checkExecutions(const std::map<std::string, int>& oracle,
                              listOf(never));
   }
   if (!too_often.empty()) {
-    check.problems.push_back("executions: more than once per fault (" + std::to_string(faults) +
-                             " faults): " + listOf(too_often));
+    check.problems.push_back("executions: more than the faults explain (at most " +
+                             std::to_string(extra) + " more than once): " + listOf(too_often));
   }
   if (!unexpected.empty()) {
     check.problems.push_back("executions: calls the uninterrupted run never made: " +

@@ -33,9 +33,9 @@ struct ExecutionCheck {
   std::vector<std::string> problems;
   int re_executions = 0;  // executions beyond the oracle's, in all
 };
-// Every call the oracle executed ran at least once and at most 1 + `faults` times; nothing ran
-// that the oracle never ran.
+// Every call the oracle executed ran at least once and at most `extra` more times (one per
+// fault, more for a fault that makes a node retry); nothing ran that the oracle never ran.
 ExecutionCheck checkExecutions(const std::map<std::string, int>& oracle,
-                               const std::map<std::string, int>& faulted, int faults);
+                               const std::map<std::string, int>& faulted, int extra);
 
 }  // namespace oe::crash

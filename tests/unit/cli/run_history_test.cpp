@@ -17,8 +17,7 @@ void writeLog(const std::filesystem::path& path, const std::string& text) {
 // A resume SIGKILLed after it created its log but before it wrote run.started leaves an empty
 // log that is the newest. Resuming that one would start a new chain of runs (no chain_id to
 // continue), so every array_append write landed in the real chain would land again (found by
-// the crash harness, tests/crash, sqlite seed 10 with --max-nodes 8). --last means the newest
-// run that started.
+// the crash harness, tests/crash). --last means the newest run that started.
 TEST(FindRun, LastSkipsALogKilledBeforeItsRunStarted) {
   test::TempDir dir;
   writeLog(dir / "11111111-1111-4111-8111-111111111111.jsonl",
