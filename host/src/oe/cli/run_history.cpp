@@ -218,9 +218,11 @@ Result<RunRecord> findRun(const std::filesystem::path& runs_dir, std::string_vie
   }
   if (last) {
     // Newest first; a nested experience's run (in its parent's folder when the child file sits
-    // there) is part of its parent's, never the one to resume or inspect by itself.
+    // there) is part of its parent's, never the one to resume or inspect by itself. Nor is a log
+    // without run.started (its process was killed before it wrote it, so nothing ran): resuming
+    // it would start a new chain, and the writes of the real one would land again.
     for (auto& run : runs) {
-      if (run.parent_run_id.empty()) {
+      if (run.parent_run_id.empty() && !run.started_at.empty()) {
         return std::move(run);
       }
     }
