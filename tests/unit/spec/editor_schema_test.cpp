@@ -77,7 +77,17 @@ TEST_F(EditorSchema, ChecksAKindsFieldsOnlyOnNodesOfThatKind) {
             std::vector<std::string>{});
 }
 
-TEST_F(EditorSchema, KeepsKindOpenAndOffersTheLoadedKinds) {
+TEST_F(EditorSchema, KindIsOneOfTheLoadedKindsSoATypoIsFlagged) {
+  EXPECT_FALSE(problems(withNode({{"id", "a"}, {"kind", "agnet"}})).empty());
+  EXPECT_FALSE(problems(withNode({{"id", "a"}, {"kind", ""}})).empty());
+  EXPECT_EQ(problems(withNode({{"id", "a"}, {"kind", "bare"}})), std::vector<std::string>{});
+  const Json& kind = schema_["definitions"]["node"]["properties"]["kind"];
+  EXPECT_EQ(kind["enum"], Json::array({"agent", "bare", "broken", "closed"}));
+}
+
+TEST_F(EditorSchema, OpenKindsAcceptsAnyNameAndOffersTheLoadedKinds) {
+  schema_ = editorJsonSchema(kinds(), /*open_kinds=*/true);
+  checker_ = SchemaChecker::compile(schema_).value();
   EXPECT_EQ(problems(withNode({{"id", "a"}, {"kind", "acme-scraper"}, {"url", "x"}})),
             std::vector<std::string>{});
   EXPECT_FALSE(problems(withNode({{"id", "a"}, {"kind", ""}})).empty());

@@ -19,6 +19,7 @@ void addSchemaCommand(CLI::App& app, int& exit_code) {
   struct Args {
     std::string experience;
     bool core = false;
+    bool open_kinds = false;
   };
   auto a = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand(
@@ -27,8 +28,12 @@ void addSchemaCommand(CLI::App& app, int& exit_code) {
   CLI::Option* experience =
       cmd->add_option("--experience", a->experience,
                       "Also load the kinds of <dir>/plugins, as `oe run <dir>` does");
-  cmd->add_flag("--core", a->core, "Only the experience structure, without any kind's fields")
-      ->excludes(experience);
+  auto* core = cmd->add_flag("--core", a->core,
+                             "Only the experience structure, without any kind's fields")
+                    ->excludes(experience);
+  cmd->add_flag("--open-kinds", a->open_kinds,
+                "Accept any `kind` name (the loaded kinds only offered), not only the loaded ones")
+      ->excludes(core);
   cmd->callback([a, &exit_code] {
     if (a->core) {
       std::cout << spec::experienceJsonSchema().dump(2) << '\n';
@@ -57,7 +62,7 @@ void addSchemaCommand(CLI::App& app, int& exit_code) {
     plugins::PluginRegistry registry(&sink);
     loadPlugins(registry, dir);
     reportPluginProblems(registry);
-    std::cout << spec::editorJsonSchema(kindCatalog(registry)).dump(2) << '\n';
+    std::cout << spec::editorJsonSchema(kindCatalog(registry), a->open_kinds).dump(2) << '\n';
     exit_code = kExitOk;
   });
 }

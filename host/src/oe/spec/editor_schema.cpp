@@ -68,7 +68,7 @@ Json asNodeSchema(Json kind_schema, const std::vector<std::string>& base_keys,
 
 }  // namespace
 
-Json editorJsonSchema(const KindCatalog& kinds) {
+Json editorJsonSchema(const KindCatalog& kinds, bool open_kinds) {
   Json schema = experienceJsonSchema();
   schema["definitions"]["onError"] = Json::parse(kOpenOnError);
   Json& node = schema["definitions"]["node"];
@@ -92,12 +92,20 @@ Json editorJsonSchema(const KindCatalog& kinds) {
     selected.push_back(std::move(entry));
   }
   Json& kind = node["properties"]["kind"];
-  kind["description"] =
-      "The node kind: one a plugin provides (`oe plugins` lists them). Any other name is "
-      "accepted here, as a third party's plugin may provide it; `oe validate` says whether "
-      "one does.";
-  if (!names.empty()) {
-    kind["examples"] = std::move(names);
+  if (open_kinds || names.empty()) {
+    kind["description"] =
+        "The node kind: one a plugin provides (`oe plugins` lists them). Any other name is "
+        "accepted here, as a third party's plugin may provide it; `oe validate` says whether "
+        "one does.";
+    if (!names.empty()) {
+      kind["examples"] = std::move(names);
+    }
+  } else {
+    kind["description"] =
+        "The node kind: one of the kinds loaded when this schema was printed (`oe plugins` "
+        "lists them). A kind of the experience's own plugins/ needs `oe schema --experience "
+        "DIR`; `oe schema --open-kinds` accepts any name.";
+    kind["enum"] = std::move(names);
   }
   if (!selected.empty()) {
     node["allOf"] = std::move(selected);

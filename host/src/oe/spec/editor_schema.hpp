@@ -11,9 +11,11 @@ namespace oe::spec {
 // the node definition: `if` its kind is that kind, `then` the kind's schema, as `oe validate`
 // checks it (a closed kind schema still allows the common fields; its local `$ref`s are
 // rewritten to where it now sits; the x-oe-* annotations are kept, JSON Schema validators ignore
-// them). `kind` stays any non-empty string, the loaded kinds offered as its `examples`.
+// them). `kind` is one of the loaded kinds (an `enum`, so an editor flags `kind: tooool`), or with
+// `open_kinds` any non-empty string with the loaded kinds as its `examples`. No kinds loaded at
+// all leaves it open either way.
 // What `oe validate` only warns about is accepted, so an editor flags what validate refuses by
 // default: `on_error` is open to unknown keys here, as nodes are.
-[[nodiscard]] Json editorJsonSchema(const KindCatalog& kinds);
+[[nodiscard]] Json editorJsonSchema(const KindCatalog& kinds, bool open_kinds = false);
 
 }  // namespace oe::spec
