@@ -63,7 +63,11 @@ void Progress::onEvent(const events::Event& event) {
   if (type == "node.ready" || type == "state.write" || !type.starts_with("node.")) {
     return;  // the most frequent lines print nothing: no copy, no lock
   }
-  const std::string node(event.nodeId());
+  // An item of a for_each, pipeline or loop shows its index: `ok      square [3]`.
+  std::string node(event.nodeId());
+  if (event.item() >= 0) {
+    node += " [" + std::to_string(event.item()) + "]";
+  }
   std::lock_guard lock(mutex_);
   if (type == "node.started") {
     open_[node].push_back(std::chrono::steady_clock::now());

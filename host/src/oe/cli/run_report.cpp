@@ -157,7 +157,17 @@ NodeSummary& nodeOf(RunModel& model, const std::string& id) {
 
 // Ends the oldest open call of `node` at `ts` (or records a call that had no node.ready: a
 // node reused from the cache by a --from/--only run, or a log from before node.ready).
-void endCall(RunModel& model, NodeSummary& node, int64_t ts, std::string outcome) {
+// A call's row label: the node id, and for an item of a for_each, pipeline or loop (oe's "item"
+// on its node events) the item's index, so ten items of `square` are not ten rows `square`.
+std::string callLabel(const std::string& id, const Json& event) {
+  auto item = event.find("item");
+  return item != event.end() && item->is_number_integer()
+             ? id + " [" + std::to_string(item->get<int64_t>()) + "]"
+             : id;
+}
+
+void endCall(RunModel& model, NodeSummary& node, int64_t ts, std::string outcome,
+             const Json& event) {
   size_t call = 0;
   if (node.open.empty()) {
     call = model.calls.size();
@@ -166,6 +176,9 @@ void endCall(RunModel& model, NodeSummary& node, int64_t ts, std::string outcome
   } else {
     call = node.open.front();
     node.open.pop_front();
+  }
+  if (model.calls[call].label == node.id) {  // a cache hit has no node.started to name it
+    model.calls[call].label = callLabel(node.id, event);
   }
   model.calls[call].ended = ts;
   model.calls[call].outcome = std::move(outcome);
@@ -220,6 +233,7 @@ RunModel analyse(const std::vector<Json>& events) {
     } else if (type == "node.started") {
       if (Call* call = openCall(model, node, /*started=*/false)) {
         call->started = ts;
+        call->label = callLabel(id, event);
       }
     } else if (type == "node.retry") {
       node.retries.push_back(event);
@@ -230,7 +244,7 @@ RunModel analyse(const std::vector<Json>& events) {
       ++node.finished;
       const bool cached = member(event, "cached") == Json(true);
       node.cached += cached ? 1 : 0;
-      endCall(model, node, ts, cached ? "cached" : "success");
+      endCall(model, node, ts, cached ? "cached" : "success", event);
       if (auto metrics = event.find("metrics");
           metrics != event.end() && metrics->is_object() && !node.usage_from_events) {
         node.tokens_in += asInt(member(*metrics, "tokens_in"));
@@ -242,7 +256,7 @@ RunModel analyse(const std::vector<Json>& events) {
     } else if (type == "node.failed") {
       ++node.failed;
       node.errors.push_back(stringField(event, "error"));
-      endCall(model, node, ts, "failed");
+      endCall(model, node, ts, "failed", event);
     } else if (type == "node.skipped") {
       ++node.skipped;
       node.skip_reason = stringField(event, "reason");

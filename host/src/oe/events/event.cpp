@@ -24,6 +24,9 @@ Event::Event(Json event) : json_(std::move(event)) {
   auto cached = json_->find("cached");
   cached_ = cached != json_->end() && cached->is_boolean() && cached->get<bool>();
   phase_ = stringView(*json_, "phase");
+  if (auto item = json_->find("item"); item != json_->end() && item->is_number_integer()) {
+    item_ = item->get<int64_t>();
+  }
   dumped_ = json_->dump(-1, ' ', false, Json::error_handler_t::replace);
   line_ = dumped_;
 }

@@ -4,6 +4,7 @@
 // want a few types and these fields only, so most lines are never parsed (docs/performance.md).
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
@@ -22,14 +23,17 @@ class Event {
   // An event of the log: views into the writer's strings, which outlive the Event. `line` is
   // the JSONL line without its '\n'; `cached` is its "cached":true (node.finished only);
   // `phase` its phase when the writer knows it (the engine's node events), else null.
+  // `item`: the call's "item" (a for_each item's or pipeline item's index, a loop's iteration),
+  // -1 when it has none.
   Event(std::string_view type, std::string_view node_id, std::string_view line, bool cached,
-        const std::optional<std::string>* phase = nullptr)
+        const std::optional<std::string>* phase = nullptr, int64_t item = -1)
       : type_(type),
         node_id_(node_id),
         line_(line),
         cached_(cached),
         phase_known_(phase != nullptr),
-        phase_(phase != nullptr && *phase ? std::string_view(**phase) : std::string_view()) {}
+        phase_(phase != nullptr && *phase ? std::string_view(**phase) : std::string_view()),
+        item_(item) {}
   // An event that exists only as JSON (the engine's live-only node.items, tests): type, node_id
   // and cached are read from it.
   explicit Event(Json event);
@@ -42,6 +46,8 @@ class Event {
   std::string_view nodeId() const { return node_id_; }
   // A node.finished replayed from the node cache.
   bool cached() const { return cached_; }
+  // The engine's node events of one item of a node (oe's "item" member): its index, or -1.
+  int64_t item() const { return item_; }
   // The "phase" member, empty when there is none: free for the engine's node events, read from
   // json() for the others (a plugin's event may carry one).
   std::string_view phase() const;
@@ -57,6 +63,7 @@ class Event {
   bool cached_ = false;
   bool phase_known_ = true;
   std::string_view phase_;
+  int64_t item_ = -1;
   mutable std::optional<Json> json_;
   std::string dumped_;  // the line of an event built from JSON
 };

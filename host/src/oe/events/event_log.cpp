@@ -244,7 +244,7 @@ void EventLog::appendPhase(std::string& line, const std::optional<std::string>& 
 }
 
 void EventLog::commit(std::string& line, std::string_view type, std::string_view node_id,
-                      const std::optional<std::string>* phase, bool cached) {
+                      const std::optional<std::string>* phase, bool cached, int64_t item) {
   line += "}\n";
   // One write(2) per line: with O_APPEND each line lands whole and in order, even across
   // threads and processes; only a kill in the middle of this call can tear it.
@@ -268,7 +268,8 @@ void EventLog::commit(std::string& line, std::string_view type, std::string_view
     left -= static_cast<size_t>(n);
   }
   if (listeners_) {
-    notify(Event(type, node_id, std::string_view(line.data(), line.size() - 1), cached, phase));
+    notify(Event(type, node_id, std::string_view(line.data(), line.size() - 1), cached, phase,
+                 item));
   }
 }
 
@@ -321,17 +322,26 @@ void EventLog::nodeReady(std::string_view node_id, const std::optional<std::stri
   commit(line, kType, node_id, &phase);
 }
 
-void EventLog::nodeStarted(std::string_view node_id, const std::optional<std::string>& phase) {
+void EventLog::appendItem(std::string& line, int64_t item) {
+  if (item >= 0) {
+    line += ",\"item\":";
+    line += std::to_string(item);
+  }
+}
+
+void EventLog::nodeStarted(std::string_view node_id, const std::optional<std::string>& phase,
+                           int64_t item) {
   std::lock_guard lock(mutex_);
   constexpr std::string_view kType = "node.started";
   std::string line = head(kType, &node_id);
   appendTs(line);
   appendPhase(line, phase);
-  commit(line, kType, node_id, &phase);
+  appendItem(line, item);
+  commit(line, kType, node_id, &phase, false, item);
 }
 
 void EventLog::nodeFinished(std::string_view node_id, const std::optional<std::string>& phase,
-                            const Json* metrics, bool cached) {
+                            const Json* metrics, bool cached, int64_t item) {
   std::lock_guard lock(mutex_);
   constexpr std::string_view kType = "node.finished";
   std::string line = head(kType, &node_id);
@@ -344,11 +354,12 @@ void EventLog::nodeFinished(std::string_view node_id, const std::optional<std::s
   if (cached) {
     line += ",\"cached\":true";
   }
-  commit(line, kType, node_id, &phase, cached);
+  appendItem(line, item);
+  commit(line, kType, node_id, &phase, cached, item);
 }
 
 void EventLog::nodeFailed(std::string_view node_id, std::string_view error,
-                          const std::optional<std::string>& phase, bool cancelled) {
+                          const std::optional<std::string>& phase, bool cancelled, int64_t item) {
   std::lock_guard lock(mutex_);
   constexpr std::string_view kType = "node.failed";
   std::string line = head(kType, &node_id);
@@ -358,7 +369,8 @@ void EventLog::nodeFailed(std::string_view node_id, std::string_view error,
   if (cancelled) {
     line += ",\"cancelled\":true";
   }
-  commit(line, kType, node_id, &phase);
+  appendItem(line, item);
+  commit(line, kType, node_id, &phase, false, item);
 }
 
 void EventLog::nodeSkipped(std::string_view node_id, std::string_view reason,

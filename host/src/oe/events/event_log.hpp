@@ -58,14 +58,19 @@ class EventLog {
   void runStarted(const Json& args, const Json& extra = Json::object());
   void runFinished(std::string_view status, const Json& extra = Json::object());
   void nodeReady(std::string_view node_id, const std::optional<std::string>& phase);
-  void nodeStarted(std::string_view node_id, const std::optional<std::string>& phase);
+  // `item` >= 0 (oe): the call is one item of the node (a for_each item's or pipeline item's
+  // index, a loop iteration), written as `"item": N` after the upstream members, so progress
+  // and the report tell the items apart.
+  void nodeStarted(std::string_view node_id, const std::optional<std::string>& phase,
+                   int64_t item = -1);
   // cached: the output was replayed from the node cache (`"cached":true`, an oe addition).
   void nodeFinished(std::string_view node_id, const std::optional<std::string>& phase,
-                    const Json* metrics, bool cached = false);
+                    const Json* metrics, bool cached = false, int64_t item = -1);
   // `cancelled` (oe): the call did not fail, the run stopped it (a signal, fail_run elsewhere,
   // the LLM budget): `"cancelled": true` after the upstream members.
   void nodeFailed(std::string_view node_id, std::string_view error,
-                  const std::optional<std::string>& phase, bool cancelled = false);
+                  const std::optional<std::string>& phase, bool cancelled = false,
+                  int64_t item = -1);
   void nodeSkipped(std::string_view node_id, std::string_view reason,
                    const std::optional<std::string>& phase);
   void stateWrite(std::string_view node_id, std::string_view field);
@@ -89,7 +94,9 @@ class EventLog {
   static void appendTs(std::string& line);
   static void appendPhase(std::string& line, const std::optional<std::string>& phase);
   void commit(std::string& line, std::string_view type, std::string_view node_id,
-              const std::optional<std::string>* phase = nullptr, bool cached = false);
+              const std::optional<std::string>* phase = nullptr, bool cached = false,
+              int64_t item = -1);
+  static void appendItem(std::string& line, int64_t item);
   void notify(const Event& event);
 
   struct Subscriber {

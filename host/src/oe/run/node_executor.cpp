@@ -44,6 +44,15 @@ std::string writeKey(std::string_view node_id, const Json& extra) {
   return key;
 }
 
+int64_t itemOf(const Call& call) {
+  const Json& extra = call.extra_args;
+  if (!extra.is_object() || extra.empty()) {
+    return -1;
+  }
+  auto at = extra.find(extra.contains("$loop") ? "$iter" : "$index");
+  return at != extra.end() && at->is_number_integer() ? at->get<int64_t>() : -1;
+}
+
 std::string_view writeKeyNode(std::string_view write_key) {
   return write_key.substr(0, write_key.find_first_of("#@/"));
 }
@@ -471,7 +480,7 @@ void Run::startCall(NodeRuntime& node, Json extra_args, Json edge_inputs,
         std::string replay_error;
         if (!applyOutput(*call, hit, true, &replay_error)) {
           // D12: a replay that fails is a miss; the node runs.
-          log_.nodeStarted(call->node->spec->id, call->node->spec->phase);
+          log_.nodeStarted(call->node->spec->id, call->node->spec->phase, itemOf(*call));
           attempt(call);
           return false;
         }
@@ -492,7 +501,7 @@ void Run::startCall(NodeRuntime& node, Json extra_args, Json edge_inputs,
       return;
     }
   }
-  log_.nodeStarted(node.spec->id, node.spec->phase);
+  log_.nodeStarted(node.spec->id, node.spec->phase, itemOf(*call));
   attempt(call);
 }
 
@@ -796,7 +805,7 @@ void Run::dropItem(Call& call) {
 
 void Run::settleFailure(const Call& call, const std::string& error, bool cancelled) {
   const spec::NodeSpec& spec = *call.node->spec;
-  log_.nodeFailed(spec.id, error, spec.phase, cancelled);
+  log_.nodeFailed(spec.id, error, spec.phase, cancelled, itemOf(call));
   if (cancelled) {
     ++summary_.cancelled;
     summary_.cancellations.push_back(NodeFailure{spec.id, error});
@@ -881,7 +890,7 @@ bool Run::applyOutput(Call& call, const Json& output, bool from_cache, std::stri
   if (it != output.end() && !it->is_null() && !(it->is_object() && it->empty())) {
     metrics = &*it;
   }
-  log_.nodeFinished(node.spec->id, node.spec->phase, metrics, from_cache);
+  log_.nodeFinished(node.spec->id, node.spec->phase, metrics, from_cache, itemOf(call));
   return true;
 }
 

@@ -120,6 +120,9 @@ struct Call final : oe_host_ctx {
 // injected: "node#3" (for_each item 3), "stage@pipeline#2" (pipeline item 2), "body@loop#1"
 // (loop iteration 1). `extra` holds what was injected ($index, $pipeline, $loop, $iter).
 [[nodiscard]] std::string writeKey(std::string_view node_id, const Json& extra);
+// The item a call is of (the events' "item"): a for_each's or pipeline's $index, a loop's
+// $iter; -1 for a node's only call.
+[[nodiscard]] int64_t itemOf(const Call& call);
 // The node a write key belongs to: "each" for "each#3", "stage" for "stage@p#1", "exp" for a
 // nested run's "exp#0/child".
 [[nodiscard]] std::string_view writeKeyNode(std::string_view write_key);
