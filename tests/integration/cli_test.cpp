@@ -134,6 +134,19 @@ TEST_F(CliTest, UnknownCommandSaysSo) {
   EXPECT_EQ(oe({"--version"}).exit_code, 0);
 }
 
+TEST_F(CliTest, HelpNamesWhatEachNumericOptionTakes) {
+  // The numeric flags are parsed by oe (for messages naming them), so CLI11 would call them TEXT.
+  for (const char* command : {"run", "resume"}) {
+    auto r = oe({command, "--help"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("--concurrency INT"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("--max-tokens INT"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("--max-cost-usd NUMBER"), std::string::npos) << r.out;
+  }
+  EXPECT_NE(oe({"run", "--help"}).out.find("--args JSON"), std::string::npos);
+  EXPECT_NE(oe({"gc", "--help"}).out.find("--older-than DURATION"), std::string::npos);
+}
+
 TEST_F(CliTest, RunIdsByUniquePrefixOrLast) {
   writeExperience(R"(name: cli
 version: 0.1.0
@@ -198,6 +211,71 @@ TEST_F(CliTest, FailuresSayWhyInJsonQuietAndProgress) {
   EXPECT_NE(quiet.out.find("failed: flaky: "), std::string::npos) << quiet.out;
   EXPECT_NE(quiet.out.find("boom at the flaky node"), std::string::npos) << quiet.out;
   EXPECT_NE(quiet.out.find("oe inspect "), std::string::npos) << quiet.out;
+}
+
+TEST_F(CliTest, TheSummaryHintsAtTheDefaultConcurrencyOnlyWhenNodesWaitedOnIt) {
+  const std::string three = R"(name: three
+version: 0.1.0
+state: { schema: { a: { type: string }, b: { type: string }, c: { type: string } } }
+graph:
+  nodes:
+    - { id: a, kind: tool, impl: ./t.mjs, args: { f: a }, writes: [a] }
+    - { id: b, kind: tool, impl: ./t.mjs, args: { f: b }, writes: [b] }
+    - { id: c, kind: tool, impl: ./t.mjs, args: { f: c }, writes: [c] }
+  edges: []
+%RUNTIME%)";
+  dir_.write("t.mjs", "export default async (a) => ({ state_delta: { [a.f]: a.f } });\n");
+  auto with_runtime = [&](const std::string& runtime) {
+    std::string yaml = three;
+    yaml.replace(yaml.find("%RUNTIME%"), 9, runtime);
+    return yaml;
+  };
+  writeExperience(with_runtime(""));
+  auto waited = oe({"run", dir_.path().string(), "--no-cache"});
+  ASSERT_EQ(waited.exit_code, 0) << waited.err;
+  EXPECT_NE(waited.out.find("note: one node ran at a time (runtime.concurrency defaults to 1) "
+                            "while up to 2 more were ready"),
+            std::string::npos)
+      << waited.out;
+  // Asked for explicitly (even 1), or with room for all three: no hint.
+  EXPECT_EQ(oe({"run", dir_.path().string(), "--no-cache", "--concurrency", "1"}).out.find("note:"),
+            std::string::npos);
+  writeExperience(with_runtime("runtime: { concurrency: 3 }\n"));
+  EXPECT_EQ(oe({"run", dir_.path().string(), "--no-cache"}).out.find("note:"), std::string::npos);
+  // A chain never has two ready nodes: no hint either.
+  writeExperience(R"(name: chain
+version: 0.1.0
+state: { schema: { a: { type: string }, b: { type: string } } }
+graph:
+  nodes:
+    - { id: a, kind: tool, impl: ./t.mjs, args: { f: a }, writes: [a] }
+    - { id: b, kind: tool, impl: ./t.mjs, args: { f: b }, writes: [b] }
+  edges: [ { from: a, to: b } ]
+)");
+  EXPECT_EQ(oe({"run", dir_.path().string(), "--no-cache"}).out.find("note:"), std::string::npos);
+}
+
+TEST_F(CliTest, ProgressNamesEachItemOfAForEach) {
+  writeExperience(R"(name: items
+version: 0.1.0
+state: { schema: { xs: { type: array }, out: { type: array, merge: array_append } } }
+graph:
+  nodes:
+    - { id: load, kind: tool, impl: ./load.mjs, writes: [xs] }
+    - { id: square, kind: tool, impl: ./sq.mjs, writes: [out], for_each: { source: $.xs } }
+  edges: [ { from: load, to: square } ]
+)");
+  dir_.write("load.mjs", "export default async () => ({ state_delta: { xs: [1, 2, 3] } });\n");
+  dir_.write("sq.mjs",
+             "export default async (a) => ({ state_delta: { out: [a.$item * a.$item] } });\n");
+  auto first = oe({"run", dir_.path().string(), "--no-tui"});
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  for (const char* line : {"  ok      square [0]", "  ok      square [1]",
+                           "  ok      square [2]", "  ok      load"}) {
+    EXPECT_EQ(lines(first.err, line), 1U) << line << " in\n" << first.err;
+  }
+  auto second = oe({"run", dir_.path().string(), "--no-tui"});
+  EXPECT_EQ(lines(second.err, "  cached  square [2]"), 1U) << second.err;
 }
 
 TEST_F(CliTest, CachedNodesShownAsCachedAndEachRetryOnOneLine) {

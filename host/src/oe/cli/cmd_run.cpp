@@ -573,6 +573,12 @@ int execute(const RunArgs& a, const std::string& path, Json run_args,
       std::cout << "warning: ... and " << s.warnings.size() - kWarnings
                 << " more, each a run.warning in " << s.event_log.string() << '\n';
     }
+    if (s.held_back_by_default_concurrency > 0) {
+      std::cout << "note: one node ran at a time (runtime.concurrency defaults to 1) while up to "
+                << s.held_back_by_default_concurrency
+                << " more were ready; set runtime.concurrency (or --concurrency N) to run "
+                   "independent nodes in parallel\n";
+    }
     if (s.usage.calls > 0) {
       char cost[32];
       std::snprintf(cost, sizeof cost, "%.4f", s.usage.cost_usd);
@@ -608,8 +614,10 @@ int execute(const RunArgs& a, const std::string& path, Json run_args,
 
 void addCommonFlags(CLI::App& cmd, RunArgs& a) {
   addStoreOption(cmd, a.store);
+  // Kept as text and parsed here, for a message that names the flag; the help says what it takes.
   cmd.add_option("--concurrency", a.concurrency,
-                 "Nodes run at once (overrides runtime.concurrency)");
+                 "Nodes run at once (overrides runtime.concurrency, default 1)")
+      ->type_name("INT");
   cmd.add_flag("--no-cache", a.no_cache, "Run every node; neither read nor write the node cache");
   cmd.add_flag("--json", a.json, "Print {run_id, status, final_state} as JSON, no progress");
   cmd.add_flag("-q,--quiet", a.quiet, "No per-node progress on stderr");
@@ -628,9 +636,11 @@ void addCommonFlags(CLI::App& cmd, RunArgs& a) {
                  "its node")
       ->excludes(record);
   cmd.add_option("--max-tokens", a.max_tokens,
-                 "Token budget of the run (overrides runtime.budget.max_tokens)");
+                 "Token budget of the run (overrides runtime.budget.max_tokens)")
+      ->type_name("INT");
   cmd.add_option("--max-cost-usd", a.max_cost_usd,
-                 "Cost budget of the run in USD (overrides runtime.budget.max_cost_usd)");
+                 "Cost budget of the run in USD (overrides runtime.budget.max_cost_usd)")
+      ->type_name("NUMBER");
   cmd.add_flag("--otel", a.otel,
                "Export the run's trace (a span per node attempt and LLM call) over OTLP/HTTP "
                "to OTEL_EXPORTER_OTLP_ENDPOINT, else http://localhost:4318");
@@ -650,7 +660,8 @@ void addRunCommand(CLI::App& app, int& exit_code) {
   CLI::App* cmd =
       app.add_subcommand("run", "Run an experience (a folder with experience.yaml, or the yaml)");
   cmd->add_option("path", a->path, "Experience folder or yaml file")->capture_default_str();
-  cmd->add_option("--args", a->args_json, "Run-level args as a JSON object; they reach every node");
+  cmd->add_option("--args", a->args_json, "Run-level args as a JSON object; they reach every node")
+      ->type_name("JSON");
   auto* from = cmd->add_option("--from", a->from_node,
                                "Run this node and everything downstream; take the rest from the "
                                "current state and the cache without executing it");

@@ -282,6 +282,10 @@ class Run {
   std::string pending_stop_reason_;
   bool cancelling_ = false;
   bool main_done_ = false;
+  // The default concurrency of 1 is in force (neither runtime.concurrency nor --concurrency), and
+  // the most ready nodes seen waiting for its one slot: the summary's hint (RunSummary).
+  bool default_concurrency_ = false;
+  size_t most_held_back_ = 0;
   bool finished_ = false;
   RunSummary summary_;
   bool any_success_ = false;

@@ -157,6 +157,9 @@ struct RunSummary {
   // but not applied (D16 order): `oe resume` runs them. The error says which.
   std::vector<NodeFailure> cancellations;
   std::vector<std::string> warnings;  // run.warning events (e.g. a for_each over an unset field)
+  // Neither runtime.concurrency nor --concurrency was set (upstream's default of 1 applied) and
+  // up to this many ready main-pass nodes waited at once for the one slot; 0 otherwise.
+  size_t held_back_by_default_concurrency = 0;
 };
 
 // Runs a loaded and validated experience. Errors here are set-up failures (state file cannot be

@@ -170,6 +170,7 @@ Result<void> Run::prepare(const std::map<std::string, plugins::LoadedKind, std::
     force_selected_ = true;
   }
   ready_.setConcurrency(options_.concurrency.value_or(exp_.runtime.concurrency.value_or(1)));
+  default_concurrency_ = !options_.concurrency && !exp_.runtime.concurrency;
   int widest_for_each = 1;
   for (const auto& node : exp_.nodes) {
     if (node.for_each) {
@@ -282,6 +283,7 @@ void Run::finishRun() {
   // D6, plus D7: a run stopped by fail_run (or a signal) is `failed`.
   summary_.status = decideStatus(cancelling_, any_success_, any_failure_, summary_.signal);
   summary_.final_state = store_.snapshot();
+  summary_.held_back_by_default_concurrency = most_held_back_;
   Json extra = finishedFields(summary_);
   if (options_.nesting.depth > 0) {
     extra["parent_run_id"] = options_.nesting.parent_run_id;

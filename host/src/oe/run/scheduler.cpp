@@ -21,6 +21,9 @@ void Run::pump() {
       return;
     }
   }
+  if (default_concurrency_ && !ready_.empty() && ready_.size() > most_held_back_) {
+    most_held_back_ = ready_.size();  // independent nodes queue behind the one slot
+  }
   if (ready_.drained() && !main_done_) {
     main_done_ = true;
     mainPassDone();
