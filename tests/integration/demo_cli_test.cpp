@@ -36,10 +36,33 @@ TEST_F(DemoCli, ReviewBranchReplaysOfflineToSuccess) {
   EXPECT_EQ(out["status"], "success");
   EXPECT_EQ(out["final_state"]["risk_score"], 0.75);
   EXPECT_NE(r.err.find("replaying llm-recording.jsonl"), std::string::npos) << r.err;
-  // The temporary copy is gone: TMPDIR is the test's folder, which holds nothing else of oe's.
+  // The copy is kept, and the folder every hint of the summary names exists: TMPDIR is the
+  // test's folder, which holds nothing else of oe's.
+  int copies = 0;
   for (const auto& entry : std::filesystem::directory_iterator(dir_.path())) {
-    EXPECT_FALSE(entry.path().filename().string().starts_with("oe-demo-")) << entry.path();
+    if (entry.path().filename().string().starts_with("oe-demo-")) {
+      ++copies;
+      EXPECT_TRUE(std::filesystem::exists(entry.path() / "review-branch" / "experience.yaml"));
+      EXPECT_NE(r.err.find("remove it with rm -r " + entry.path().string()), std::string::npos)
+          << r.err;
+    }
   }
+  EXPECT_EQ(copies, 1);
+}
+
+TEST_F(DemoCli, EveryFolderTheSummaryNamesStillExists) {
+  auto r = oe({"demo", "review-branch"}, offline());
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const std::string flag = "--experience ";
+  int hints = 0;
+  for (size_t at = r.out.find(flag); at != std::string::npos; at = r.out.find(flag, at + 1)) {
+    const size_t start = at + flag.size();
+    const size_t end = r.out.find_first_of("` )\n", start);
+    const std::filesystem::path named = r.out.substr(start, end - start);
+    EXPECT_TRUE(std::filesystem::is_directory(named)) << named << " in\n" << r.out;
+    ++hints;
+  }
+  EXPECT_GT(hints, 0) << r.out;
 }
 
 TEST_F(DemoCli, AnUnknownDemoNamesTheDemos) {

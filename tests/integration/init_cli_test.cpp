@@ -126,11 +126,12 @@ TEST_F(InitCli, CliAgentWarnsWithoutACliAndRunsWithAStandIn) {
 }
 
 TEST_F(InitCli, NoNameIsAMissingArgument) {
+  // A usage error, exit 2, as every other bad invocation (README "Exit codes").
   auto r = oe({"init"});
-  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("missing required argument: name"), std::string::npos) << r.err;
   auto with_template = oe({"init", "--template", "agent"});
-  EXPECT_EQ(with_template.exit_code, 1);
+  EXPECT_EQ(with_template.exit_code, 2);
 }
 
 TEST_F(InitCli, ANonEmptyFolderIsRefusedAndLeftAlone) {

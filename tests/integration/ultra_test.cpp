@@ -434,6 +434,12 @@ TEST_F(UltraTest, ReviseKeepsAValidDraftWhenTheRevisionIsInvalid) {
   EXPECT_EQ(out["accepted_revision"], false);
   EXPECT_EQ(out["validation"]["valid"], true);
   EXPECT_NE(draftFile("experience.yaml").find("description: first"), std::string::npos);
+  // Without --json, the first line says the draft was kept, not revised.
+  script("revise", synthesis(kGoodTool, ", extra", "broken"));
+  auto plain = revise("Add a field", {});
+  EXPECT_EQ(plain.exit_code, 2) << plain.out << plain.err;
+  EXPECT_EQ(plain.out.find("draft revised"), std::string::npos) << plain.out;
+  EXPECT_NE(plain.out.find("ultraexpertise: draft kept "), std::string::npos) << plain.out;
 }
 
 TEST_F(UltraTest, ASynthesisThatEscapesTheDraftFolderIsRefused) {

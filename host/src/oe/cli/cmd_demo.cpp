@@ -158,7 +158,9 @@ void addDemoCommand(CLI::App& app, int& exit_code) {
       app.add_subcommand("demo", "Replay a recorded example run offline (no key); no name lists");
   cmd->add_option("name", a->name, "The demo to run");
   cmd->add_flag("--json", a->json, "List, or print the run's summary, as JSON");
-  cmd->add_flag("--keep", a->keep, "Keep the temporary folder the demo ran in (to oe inspect it)");
+  // The folder is always kept now: the run's summary names it (`oe state ... --experience`,
+  // the events file), and those hints must work. --keep stays accepted for old scripts.
+  cmd->add_flag("--keep", a->keep, "(the default: the demo's folder is kept)")->group("");
   cmd->callback([a, &exit_code] {
     const auto data = shippedDataDir();
     const auto demos = data ? listDemos(*data / "examples") : std::map<std::string, fs::path>{};
@@ -217,15 +219,8 @@ void addDemoCommand(CLI::App& app, int& exit_code) {
     std::cerr << "oe demo " << a->name << ": replaying " << kRecording
               << " (no network, no key) in " << folder.string() << '\n';
     exit_code = runReplay(folder, a->json);
-    if (a->keep) {
-      std::cerr << "kept " << folder.string() << " (oe inspect --last --experience "
-                << folder.string() << ")\n";
-    } else {
-      std::error_code ec;
-      fs::remove_all(scratch, ec);
-      std::cerr << "(the demo's folder is removed; oe demo " << a->name
-                << " --keep keeps it for oe state and oe inspect)\n";
-    }
+    std::cerr << "the demo ran in " << folder.string() << " (oe inspect --last --experience "
+              << folder.string() << "; remove it with rm -r " << scratch.string() << ")\n";
   });
 }
 

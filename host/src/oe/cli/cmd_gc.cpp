@@ -285,7 +285,8 @@ void addGcCommand(CLI::App& app, int& exit_code) {
       "gc", "Prune old run logs, the cache entries and state history rows only they used");
   cmd->add_option("--experience", a->experience, "Experience folder")->capture_default_str();
   cmd->add_option("--keep", a->keep, "Keep the N newest runs")->check(CLI::NonNegativeNumber);
-  cmd->add_option("--older-than", a->older_than, "Prune runs started longer ago (7d, 12h, 30m)");
+  cmd->add_option("--older-than", a->older_than, "Prune runs started longer ago (7d, 12h, 30m)")
+      ->type_name("DURATION");
   cmd->add_flag("--dry-run", a->dry_run, "Report what would be freed; delete nothing");
   cmd->add_flag("--json", a->json, "Print the report as JSON");
   addStoreOption(*cmd, a->store);

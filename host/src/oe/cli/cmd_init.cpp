@@ -165,7 +165,7 @@ void addInitCommand(CLI::App& app, int& exit_code) {
     if (a->name.empty()) {
       std::cerr << "oe: missing required argument: name (oe init NAME [--template T]; "
                    "oe init --list-templates lists the templates)\n";
-      exit_code = kExitFailed;
+      exit_code = kExitUsage;
       return;
     }
     auto chosen = templates.find(a->template_name);

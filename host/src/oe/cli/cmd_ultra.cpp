@@ -285,8 +285,10 @@ int report(const ultra::UltraResult& r, bool json, bool revise) {
     fields["rounds_run"] = r.loop.rounds_run;
     fields["final_score"] = r.loop.final_score ? Json(*r.loop.final_score) : Json();
   }
-  std::cout << "ultraexpertise: " << (revise ? "draft revised " : "draft created ") << fields.dump()
-            << '\n';
+  // ultra-revise keeps the previous draft when no revision beat it: say "kept", not "revised".
+  const char* outcome =
+      !revise ? "draft created " : (r.accepted_revision ? "draft revised " : "draft kept ");
+  std::cout << "ultraexpertise: " << outcome << fields.dump() << '\n';
   printUsage(r.loop);
   if (!r.check.valid) {
     std::cerr << "oe: warning: draft did not pass oe validate and its smoke run; the files are in "
