@@ -17,6 +17,7 @@
 #include "oe/pgstore/scope.hpp"
 #include "oe/run/engine.hpp"
 #include "oe/state/state_store.hpp"
+#include "oe/spec/workspace.hpp"
 #include "oe/state/store_lock.hpp"
 
 namespace oe::run {
@@ -76,7 +77,7 @@ void StopHandle::detach() {
 }
 
 std::filesystem::path workspaceDir(const spec::Experience& experience) {
-  return experience.dir / ".openexpertise";
+  return spec::workspaceDir(experience.file);
 }
 
 std::filesystem::path statePath(const spec::Experience& experience) {
@@ -107,7 +108,7 @@ Result<RunSummary> runExperience(const spec::Experience& experience,
   if (remote) {
     pgstore::RunInfo info;
     info.run_id = run_id;
-    info.scope = pgstore::storeScope(experience.name);
+    info.scope = pgstore::storeScope(experience.name, experience.file);
     info.experience = experience.file.string();
     info.chain_id = chain_id;
     info.resumed_from = options.resumed_from;

@@ -149,7 +149,7 @@ Result<RunSummary> runExperience(const spec::Experience& experience,
 // What the loaded plugins say about their kinds (names and spec schemas), for validation.
 [[nodiscard]] spec::KindCatalog kindCatalog(const plugins::PluginRegistry& registry);
 
-// <experience dir>/.openexpertise
+// The folder of the experience's stores: spec::workspaceDir of its file (docs/storage.md).
 [[nodiscard]] std::filesystem::path workspaceDir(const spec::Experience& experience);
 
 // The experience's state database: `state.store` relative to its folder (D14), else
