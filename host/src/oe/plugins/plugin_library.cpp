@@ -12,7 +12,7 @@
 
 namespace oe::plugins {
 namespace {
-constexpr uint32_t kKnownKindFlags = OE_NODE_KIND_REENTRANT;
+constexpr uint32_t kKnownKindFlags = OE_NODE_KIND_REENTRANT | OE_NODE_KIND_NOT_CACHEABLE;
 }  // namespace
 
 struct PluginLibrary::Impl {
@@ -139,8 +139,8 @@ Result<std::shared_ptr<PluginLibrary>> PluginLibrary::open(const std::filesystem
     }
     if ((copy.table.flags & ~kKnownKindFlags) != 0) {
       return makeError(where + which + " sets flags " + std::to_string(copy.table.flags) +
-                       " that this oe does not know (known: OE_NODE_KIND_REENTRANT); rebuild it "
-                       "against the installed SDK");
+                       " that this oe does not know (known: OE_NODE_KIND_REENTRANT, "
+                       "OE_NODE_KIND_NOT_CACHEABLE); rebuild it against the installed SDK");
     }
   }
   return lib;
