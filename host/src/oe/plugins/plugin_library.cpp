@@ -10,6 +10,8 @@
 #include <cstring>
 #include <system_error>
 
+#include "oe/cache/cache_store.hpp"
+
 namespace oe::plugins {
 namespace {
 constexpr uint32_t kKnownKindFlags = OE_NODE_KIND_REENTRANT | OE_NODE_KIND_NOT_CACHEABLE;
@@ -18,6 +20,14 @@ constexpr uint32_t kKnownKindFlags = OE_NODE_KIND_REENTRANT | OE_NODE_KIND_NOT_C
 struct PluginLibrary::Impl {
   boost::dll::shared_library library;
 };
+
+const std::string& PluginLibrary::fileSha256() const {
+  std::call_once(sha256_once_, [this] {
+    auto digest = cache::fileDigest(path_);
+    sha256_ = digest ? std::move(*digest) : std::string("unreadable");
+  });
+  return sha256_;
+}
 
 std::string abiVersionString(uint32_t version) {
   return std::to_string(OE_ABI_VERSION_GET_MAJOR(version)) + "." +

@@ -274,6 +274,18 @@ Result<RunSummary> runExperience(const spec::Experience& experience,
                   [&run](std::string why) { run.requestStop(std::move(why)); });
   }
   RunSummary summary = run.execute();
+  if (run.dataFilesChanged()) {
+    // A node wrote files its args name: pinned again as the run left them, so that a resume
+    // does not report the node's own writes as a change of its definition.
+    std::ofstream pin(workspace / "runs" / (run_id + ".pin.json"), std::ios::trunc);
+    const Json repinned = run.repin();
+    pin << repinned.dump() << '\n';
+    if (record) {
+      if (auto pinned = record->setPin(repinned); !pinned) {
+        summary.warnings.push_back(pinned.error().message);
+      }
+    }
+  }
   if (record) {
     record->stopGuard();  // before `run` can go
   }

@@ -157,9 +157,12 @@ Result<RunSummary> runExperience(const spec::Experience& experience,
 [[nodiscard]] std::filesystem::path statePath(const spec::Experience& experience);
 
 // The definition a run ran (issue 3, pinning): the SHA-256 of the experience file and, per node,
-// of its spec plus the content of every file it names. Written next to the run's log as
+// of its spec plus what its cache key covers as far as the definition fixes it (engine::pinFiles:
+// the files it names and imports, the files its literal args name, its cache.inputs, and its
+// kind's plugin when `plugins` is given). Written next to the run's log as
 // runs/<run-id>.pin.json by runExperience.
-[[nodiscard]] Json definitionPin(const spec::Experience& experience);
+[[nodiscard]] Json definitionPin(const spec::Experience& experience,
+                                 const plugins::PluginRegistry* plugins = nullptr);
 
 // Nodes whose definition differs between two pins: {"changed": [...], "added": [...],
 // "removed": [...]}, each in the current experience's declaration order (removed: the old one's).
