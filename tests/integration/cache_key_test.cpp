@@ -51,9 +51,17 @@ export default (args) => {
 };
 )";
 
+// One tool node: `extra` adds fields after `writes`, `args` adds args after node and counter.
+std::string toolNode(const std::filesystem::path& counter, const std::string& id,
+                     const std::string& impl, const std::string& field, const std::string& args,
+                     const std::string& extra = "") {
+  return "    - { id: " + id + ", kind: tool, impl: ./tools/" + impl + ", writes: [" + field + "]" +
+         extra + ", args: { node: " + id + ", counter: \"" + counter.string() + "\"" + args +
+         " } }\n";
+}
+
 std::string cacheKeyYaml(const std::filesystem::path& counter) {
-  const std::string c = "counter: \"" + counter.string() + "\"";
-  return R"(name: cache-key
+  std::string yaml = R"(name: cache-key
 version: 0.1.0
 state:
   schema:
@@ -67,25 +75,18 @@ state:
     l: { type: number }
 graph:
   nodes:
-    - { id: read_a, kind: tool, impl: ./tools/read.mjs, writes: [a], args: { node: read_a, file: data/a.txt, field: a, )" +
-         c + R"( } }
-    - { id: upper_a, kind: tool, impl: ./tools/upper.mjs, reads: [a], writes: [ua], args: { node: upper_a, )" +
-         c + R"( } }
-    - { id: read_b, kind: tool, impl: ./tools/read.mjs, writes: [b], args: { node: read_b, file: data/b.txt, field: b, )" +
-         c + R"( } }
-    - { id: imp, kind: tool, impl: ./tools/uses_lib.mjs, writes: [u], args: { node: imp, )" + c +
-         R"( } }
-    - { id: plain, kind: tool, impl: ./tools/plain.mjs, writes: [p], args: { node: plain, field: p, )" +
-         c + R"( } }
-    - { id: always, kind: tool, impl: ./tools/plain.mjs, cache: false, writes: [q], args: { node: always, field: q, )" +
-         c + R"( } }
-    - { id: globbed, kind: tool, impl: ./tools/plain.mjs, cache: { inputs: ["conf/*.json"] }, writes: [g], args: { node: globbed, field: g, )" +
-         c + R"( } }
-    - { id: log, kind: tool, impl: ./tools/append.mjs, writes: [l], args: { node: log, out: out/log.txt, )" +
-         c + R"( } }
-  edges:
-    - { from: read_a, to: upper_a }
 )";
+  yaml += toolNode(counter, "read_a", "read.mjs", "a", ", file: data/a.txt, field: a");
+  yaml += toolNode(counter, "upper_a", "upper.mjs", "ua", "", ", reads: [a]");
+  yaml += toolNode(counter, "read_b", "read.mjs", "b", ", file: data/b.txt, field: b");
+  yaml += toolNode(counter, "imp", "uses_lib.mjs", "u", "");
+  yaml += toolNode(counter, "plain", "plain.mjs", "p", ", field: p");
+  yaml += toolNode(counter, "always", "plain.mjs", "q", ", field: q", ", cache: false");
+  yaml += toolNode(counter, "globbed", "plain.mjs", "g", ", field: g",
+                   ", cache: { inputs: [\"conf/*.json\"] }");
+  yaml += toolNode(counter, "log", "append.mjs", "l", ", out: out/log.txt");
+  yaml += "  edges:\n    - { from: read_a, to: upper_a }\n";
+  return yaml;
 }
 
 class CacheKeyCli : public OeTest {
@@ -190,20 +191,18 @@ TEST_F(CacheKeyCli, PythonToolExampleCountsTheEditedInput) {
 
 // The plugin behind a kind: a rebuilt library, or a new version, re-runs its nodes only.
 TEST_F(CacheKeyCli, ARebuiltOrUpgradedPluginRerunsItsNodesOnly) {
-  const auto so = std::filesystem::path(OE_BINARY_DIR) / "tests" / "abi" / "fixtures" /
-                  "c_upper" / "c_upper.so";
+  const auto so = std::filesystem::path(OE_BINARY_DIR) / "tests" / "abi" / "fixtures" / "c_upper" /
+                  "c_upper.so";
   ASSERT_TRUE(std::filesystem::exists(so)) << so;
   TempDir exp;
-  exp.write("experience.yaml", R"(name: plugin-key
+  exp.write("experience.yaml", std::string(R"(name: plugin-key
 version: 0.1.0
 state: { schema: { shout: { type: string }, p: { type: number } } }
 graph:
   nodes:
     - { id: up, kind: text-upper, args: { text: hi }, writes: [shout] }
-    - { id: plain, kind: tool, impl: ./tools/plain.mjs, writes: [p], args: { node: plain, field: p, counter: ")" +
-                                    (counter_.path() / "runs.txt").string() + R"(" } }
-  edges: []
-)");
+)") + toolNode(counter_.path() / "runs.txt", "plain", "plain.mjs", "p", ", field: p") +
+                                   "  edges: []\n");
   exp.write("tools/plain.mjs", kPlainMjs);
   std::filesystem::create_directories(exp / "plugins");
   const auto plugin = exp / "plugins" / "c_upper.so";

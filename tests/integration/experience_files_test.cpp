@@ -29,7 +29,8 @@ std::string yamlOf(std::string_view name, std::string_view own_field,
                   "    v: { type: number }\n    " + std::string(own_field) +
                   ": { type: string }\ngraph:\n  nodes:\n";
   y += "    - { id: shared, kind: tool, impl: ./tools/step.mjs, writes: [v], args: { node: shared, "
-       "field: v, value: 1, counter: \"" + c + "\" } }\n";
+       "field: v, value: 1, counter: \"" +
+       c + "\" } }\n";
   y += "    - { id: own, kind: tool, impl: ./tools/step.mjs, writes: [" + std::string(own_field) +
        "], args: { node: own_" + std::string(name) + ", field: " + std::string(own_field) +
        ", value: " + std::string(name) + ", counter: \"" + c + "\" } }\n";
@@ -115,8 +116,7 @@ TEST_F(ExperienceFiles, EachFileHasItsOwnStateCacheAndRunsAndEveryCommandReadsIt
   ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
   const json resumed_a = json::parse(resumed.out);
   EXPECT_EQ(resumed_a["nodes"]["cached"], 2) << resumed.out;
-  EXPECT_NE(resumed.err.find(run_a["run_id"].get<std::string>()), std::string::npos)
-      << resumed.err;
+  EXPECT_NE(resumed.err.find(run_a["run_id"].get<std::string>()), std::string::npos) << resumed.err;
   EXPECT_EQ(jsonOf({"runs", "--json", "--experience", file("a.yaml")}).size(), 2u);
   EXPECT_EQ(jsonOf({"runs", "--json", "--experience", file("b.yaml")}).size(), 1u);
 

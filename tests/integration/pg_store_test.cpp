@@ -449,8 +449,8 @@ TEST_F(PgStoreCli, TwoFilesOfOneFolderKeepTheirStatesAndRunsApart) {
     EXPECT_EQ(nlohmann::json::parse(runs.out).size(), 1u) << file << ": " << runs.out;
   }
   EXPECT_EQ(executions(), (std::map<std::string, int>{{"a", 1}, {"b", 1}, {"gate", 1}, {"c", 1}}));
-  auto resumed = oe(dir, {"resume", "--last", "--json", "--store", db.url(), "--experience",
-                          "b.yaml"});
+  auto resumed =
+      oe(dir, {"resume", "--last", "--json", "--store", db.url(), "--experience", "b.yaml"});
   ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
   auto runs_a = oe(dir, {"runs", "--json", "--store", db.url(), "--experience", "a.yaml"});
   EXPECT_EQ(nlohmann::json::parse(runs_a.out).size(), 1u) << runs_a.out;

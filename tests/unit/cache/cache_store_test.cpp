@@ -56,7 +56,7 @@ TEST(CacheKeyTest, IsTheHashOfTheDocumentedCanonicalJson) {
   for (const FileDigest& f : in.files) {
     files.push_back({{"path", f.path}, {"sha256", f.sha256}});
   }
-  const Json doc = {{"n", in.node}, {"s", in.state}, {"e", in.edges}, {"a", in.args},
+  const Json doc = {{"n", in.node}, {"s", in.state}, {"e", in.edges},    {"a", in.args},
                     {"f", files},   {"k", in.kind},  {"v", "oe-cache/2"}};
   EXPECT_EQ(in.key(), sha256Hex(doc.dump()));
   // The text form, as the run calls it, gives the same key.

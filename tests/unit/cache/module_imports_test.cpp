@@ -97,10 +97,10 @@ import missing from './lib/missing.mjs';
   dir.write("tools/lib/b.js", "");
   dir.write("tools/lib/c/index.cjs", "");
   dir.write("node_modules/lodash/index.js", "");
-  EXPECT_EQ(sortedNames(localImports(tool, test::readFile(tool), tool.parent_path(), dir.path()),
-                        dir.path()),
-            (std::vector<std::string>{"tools/lib/a.mjs", "tools/lib/b.js",
-                                      "tools/lib/c/index.cjs"}));
+  EXPECT_EQ(
+      sortedNames(localImports(tool, test::readFile(tool), tool.parent_path(), dir.path()),
+                  dir.path()),
+      (std::vector<std::string>{"tools/lib/a.mjs", "tools/lib/b.js", "tools/lib/c/index.cjs"}));
 }
 
 TEST(LocalImports, PythonResolvesFromTheScriptsFolderAndItsPackages) {

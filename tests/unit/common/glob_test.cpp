@@ -34,8 +34,7 @@ TEST(Glob, SegmentsAndDoubleStar) {
   EXPECT_EQ(matches(dir, "data/.*.csv"), (std::vector<std::string>{"data/.hidden.csv"}));
   EXPECT_EQ(matches(dir, "data"), (std::vector<std::string>{"data"}));
   EXPECT_EQ(matches(dir, "data/**"), (std::vector<std::string>{"data"}));
-  EXPECT_EQ(matches(dir, "data/[ab].csv"),
-            (std::vector<std::string>{"data/a.csv", "data/b.csv"}));
+  EXPECT_EQ(matches(dir, "data/[ab].csv"), (std::vector<std::string>{"data/a.csv", "data/b.csv"}));
   EXPECT_TRUE(matches(dir, "nothing/*.csv").empty());
 }
 

@@ -7,9 +7,15 @@ namespace oe::run::engine::testing {
 namespace {
 
 // The fake kind again, flagged as not cacheable.
-inline const oe_node_kind kVolatileKind = {sizeof(oe_node_kind), OE_NODE_KIND_NOT_CACHEABLE,
-                                           "volatile", "fake, never cached", nullptr, fakeCreate,
-                                           fakeDestroy, fakeInvoke, nullptr};
+inline const oe_node_kind kVolatileKind = {sizeof(oe_node_kind),
+                                           OE_NODE_KIND_NOT_CACHEABLE,
+                                           "volatile",
+                                           "fake, never cached",
+                                           nullptr,
+                                           fakeCreate,
+                                           fakeDestroy,
+                                           fakeInvoke,
+                                           nullptr};
 
 class RunCacheKey : public EngineTest {
  protected:

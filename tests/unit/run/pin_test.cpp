@@ -185,10 +185,10 @@ TEST(FileTable, AModulesLocalImportsAreItsNodesDefinitionFiles) {
   engine::FileTable table(exp.dir);
   EXPECT_EQ(pathsOf(table.filesOf(table.idsOf(exp.nodes[0]))),
             (std::vector<std::string>{"./tools/main.mjs", "tools/lib/a.mjs", "tools/lib/b.mjs"}));
-  EXPECT_EQ(pathsOf(table.filesOf(table.idsOf(exp.nodes[1]))),
-            (std::vector<std::string>{"./tools/main.py", "tools/helpers.py",
-                                      "tools/pkg/__init__.py", "tools/pkg/mod.py",
-                                      "tools/pkg/helpers2.py"}));
+  EXPECT_EQ(
+      pathsOf(table.filesOf(table.idsOf(exp.nodes[1]))),
+      (std::vector<std::string>{"./tools/main.py", "tools/helpers.py", "tools/pkg/__init__.py",
+                                "tools/pkg/mod.py", "tools/pkg/helpers2.py"}));
   EXPECT_EQ(pathsOf(table.filesOf(table.idsOf(exp.nodes[2]))),
             (std::vector<std::string>{"./tools/alone.mjs"}));
 
@@ -238,7 +238,8 @@ TEST(FileTable, DataFilesAreWhatTheArgsNameInsideTheFolderAndTheInputsMatch) {
                      {"absolute_inside", (dir / "input.txt").string()}};
   std::vector<cache::FileDigest> files;
   EXPECT_EQ(table.addDataFiles(args, exp.nodes[0], files), "");
-  std::sort(files.begin(), files.end(), [](const auto& x, const auto& y) { return x.path < y.path; });
+  std::sort(files.begin(), files.end(),
+            [](const auto& x, const auto& y) { return x.path < y.path; });
   // Sorted: "./input.txt" < "/tmp/...": '.' comes before '/'.
   ASSERT_EQ(pathsOf(files), (std::vector<std::string>{"./input.txt", (dir / "input.txt").string(),
                                                       "data/a.csv", "folder"}));
@@ -250,7 +251,8 @@ TEST(FileTable, DataFilesAreWhatTheArgsNameInsideTheFolderAndTheInputsMatch) {
   dir.write("data/c.csv", "2");
   std::vector<cache::FileDigest> again;
   EXPECT_EQ(table.addDataFiles(args, exp.nodes[0], again), "");
-  std::sort(again.begin(), again.end(), [](const auto& x, const auto& y) { return x.path < y.path; });
+  std::sort(again.begin(), again.end(),
+            [](const auto& x, const auto& y) { return x.path < y.path; });
   ASSERT_EQ(again.size(), 5u);
   EXPECT_EQ(again[0].sha256, cache::sha256Hex("changed"));
   EXPECT_EQ(again[3].path, "data/c.csv");

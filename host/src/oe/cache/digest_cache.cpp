@@ -101,7 +101,8 @@ Result<std::string> DigestCache::folderDigest(const fs::path& path, bool* too_la
       // here): its target's text stands for it.
       std::error_code link_ec;
       const fs::path target = fs::read_symlink(entry, link_ec);
-      entries.emplace_back(std::move(rel), "link:" + (link_ec ? std::string("?") : target.string()));
+      entries.emplace_back(std::move(rel),
+                           "link:" + (link_ec ? std::string("?") : target.string()));
       continue;
     }
     if (!S_ISREG(st.st_mode)) {
@@ -121,8 +122,8 @@ Result<std::string> DigestCache::folderDigest(const fs::path& path, bool* too_la
     entries.emplace_back(std::move(rel), std::move(*digest));
   }
   if (ec) {
-    return makeError("cannot list " + path.string() + " to hash it for the cache key: " +
-                     ec.message());
+    return makeError("cannot list " + path.string() +
+                     " to hash it for the cache key: " + ec.message());
   }
   std::sort(entries.begin(), entries.end());
   std::string listing;

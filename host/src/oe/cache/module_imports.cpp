@@ -17,7 +17,9 @@ bool jsIdentChar(char c) {
          c == '$';
 }
 
-bool space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
+bool space(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+}
 
 size_t skipSpace(std::string_view s, size_t i) {
   while (i < s.size() && space(s[i])) {
@@ -188,8 +190,8 @@ std::vector<std::string> commaList(std::string_view text) {
   size_t start = 0;
   while (start <= text.size()) {
     const size_t comma = text.find(',', start);
-    std::string name = importedName(
-        text.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start));
+    std::string name = importedName(text.substr(
+        start, comma == std::string_view::npos ? std::string_view::npos : comma - start));
     if (!name.empty()) {
       out.push_back(std::move(name));
     }

@@ -14,8 +14,8 @@
 #include "oe/cli/app.hpp"
 #include "oe/cli/commands.hpp"
 #include "oe/cli/common.hpp"
-#include "oe/cli/store_option.hpp"
 #include "oe/cli/run_history.hpp"
+#include "oe/cli/store_option.hpp"
 #include "oe/common/file.hpp"
 #include "oe/events/event_log.hpp"
 #include "oe/evolve/advisor.hpp"
@@ -232,8 +232,7 @@ int evolve(const EvolveOptions& options, std::ostream& out) {
       baselines.push_back(
           {run->id, evolve::baselineOf(log->events,
                                        baseline_diff.is_array() ? baseline_diff : Json::array())});
-      addPastBaselines(runs_dir, run->id, options.evaluate_runs, db,
-                       model->state, baselines);
+      addPastBaselines(runs_dir, run->id, options.evaluate_runs, db, model->state, baselines);
     }
   }
 

@@ -11,12 +11,12 @@
 #include "oe/cli/app.hpp"
 #include "oe/cli/commands.hpp"
 #include "oe/cli/common.hpp"
-#include "oe/cli/store_option.hpp"
 #include "oe/cli/run_history.hpp"
+#include "oe/cli/store_option.hpp"
 #include "oe/pgstore/gc.hpp"
+#include "oe/run/run.hpp"
 #include "oe/spec/loader.hpp"
 #include "oe/spec/workspace.hpp"
-#include "oe/run/run.hpp"
 #include "oe/state/state_store.hpp"
 
 namespace oe::cli {

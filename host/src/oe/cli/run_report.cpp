@@ -796,9 +796,9 @@ Result<RunReportInput> loadStoreRunReport(pg::Connection& conn,
     return input;
   }
   // The state rows this run wrote, from its scope; the edge outputs its cache entries hold.
-  auto backend = pgstore::PgStateBackend::open(conn.url(),
-                                               pgstore::storeScope(input.experience->name, input.experience->file),
-                                               pgstore::storeRetry());
+  auto backend = pgstore::PgStateBackend::open(
+      conn.url(), pgstore::storeScope(input.experience->name, input.experience->file),
+      pgstore::storeRetry());
   auto store = backend ? state::StateStore::open(std::move(backend).value(), input.experience->state)
                        : Result<std::unique_ptr<state::StateStore>>(backend.error());
   auto rows = store ? (*store)->historyForRun(run_id)

@@ -56,7 +56,8 @@ std::optional<ExperienceStore> experienceStore(const std::string& experience_arg
     return std::nullopt;
   }
   if (std::string url = resolveStore(flag, &loaded.experience->raw); pg::isUrl(url)) {
-    return ExperienceStore{std::move(url), pgstore::storeScope(loaded.experience->name, loaded.experience->file)};
+    return ExperienceStore{std::move(url),
+                           pgstore::storeScope(loaded.experience->name, loaded.experience->file)};
   }
   return std::nullopt;
 }

@@ -20,9 +20,8 @@ std::vector<std::string> segmentsOf(std::string_view pattern) {
   size_t start = 0;
   while (start <= pattern.size()) {
     const size_t slash = pattern.find('/', start);
-    const std::string_view seg =
-        pattern.substr(start, slash == std::string_view::npos ? std::string_view::npos
-                                                              : slash - start);
+    const std::string_view seg = pattern.substr(
+        start, slash == std::string_view::npos ? std::string_view::npos : slash - start);
     if (!seg.empty() && seg != ".") {
       out.emplace_back(seg);
     }

@@ -13,7 +13,8 @@ std::string storeScope(std::string_view experience_name,
   if (const char* env = std::getenv("OE_STORE_SCOPE"); env != nullptr && *env != '\0') {
     return env;
   }
-  std::string scope = experience_name.empty() ? std::string("default") : std::string(experience_name);
+  std::string scope =
+      experience_name.empty() ? std::string("default") : std::string(experience_name);
   const std::filesystem::path name = experience_file.filename();
   if (!name.empty() && name != spec::kDefaultExperienceFile) {
     scope += ':';

@@ -789,8 +789,7 @@ void Run::storeInCache(Call& call, const Json& output) {
     if (file_table_.addDataFiles(call.args, *call.node->spec, after).empty() &&
         after != call.data_files) {
       data_files_changed_ = true;
-      put = cache_->put(keyOf(*call.node, call, after), call.node->spec->id, log_.runId(),
-                        stored);
+      put = cache_->put(keyOf(*call.node, call, after), call.node->spec->id, log_.runId(), stored);
     }
   }
   if (!put) {

@@ -246,8 +246,8 @@ const std::string& FileTable::kindIdentity(const plugins::LoadedKind* kind) {
     std::string text = "null";
     if (library != nullptr) {
       const plugins::PluginLibrary& lib = *kind->library;
-      text = cache::canonicalJson(Json{
-          {"plugin", lib.id()}, {"version", lib.version()}, {"sha256", lib.fileSha256()}});
+      text = cache::canonicalJson(
+          Json{{"plugin", lib.id()}, {"version", lib.version()}, {"sha256", lib.fileSha256()}});
     }
     it = kinds_.emplace(library, std::move(text)).first;
   }

@@ -77,7 +77,7 @@ class FileTable {
   const std::vector<uint32_t>& importsOf(const std::filesystem::path& module);
   // What `file` imports directly, resolved from `script_dir` (cached per pair for the run).
   const std::vector<std::filesystem::path>& directImports(const std::filesystem::path& file,
-                                                         const std::filesystem::path& script_dir);
+                                                          const std::filesystem::path& script_dir);
 
   std::filesystem::path dir_;  // absolute, lexically normal
   std::vector<cache::FileDigest> files_;

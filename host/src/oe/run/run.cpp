@@ -16,8 +16,8 @@
 #include "oe/pgstore/run_record.hpp"
 #include "oe/pgstore/scope.hpp"
 #include "oe/run/engine.hpp"
-#include "oe/state/state_store.hpp"
 #include "oe/spec/workspace.hpp"
+#include "oe/state/state_store.hpp"
 #include "oe/state/store_lock.hpp"
 
 namespace oe::run {
