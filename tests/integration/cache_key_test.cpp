@@ -169,6 +169,65 @@ TEST_F(CacheKeyCli, ResumeNamesTheNodesWhoseArgsFilesOrImportsChanged) {
   EXPECT_EQ(executed(), (std::multiset<std::string>{"read_b", "imp", "always"}));
 }
 
+// A Python tool's local imports, reached through a helper module and a package, and a folder
+// its args name: a change to any of them re-runs that node; the other nodes replay.
+constexpr std::string_view kSumPy = R"(#!/usr/bin/env python3
+import json, os, sys
+from helpers import scale
+args = json.load(sys.stdin)
+with open(args["counter"], "a") as counter:
+    counter.write(args["node"] + "\n")
+total = 0
+for name in sorted(os.listdir(args["folder"])):
+    with open(os.path.join(args["folder"], name)) as f:
+        total += len(f.read())
+json.dump({"state_delta": {"s": scale(total)}}, sys.stdout)
+)";
+constexpr std::string_view kAlonePy = R"(#!/usr/bin/env python3
+import json, sys
+args = json.load(sys.stdin)
+with open(args["counter"], "a") as counter:
+    counter.write(args["node"] + "\n")
+json.dump({"state_delta": {"t": 1}}, sys.stdout)
+)";
+
+TEST_F(CacheKeyCli, PythonImportsAndAFolderNamedInArgsRerunTheirNodeOnly) {
+  const auto counter = counter_.path() / "runs.txt";
+  writeExperience(
+      "name: py-key\nversion: 0.1.0\nstate:\n  schema:\n    s: { type: number }\n"
+      "    t: { type: number }\n    p: { type: number }\ngraph:\n  nodes:\n" +
+      toolNode(counter, "sum", "sum.py", "s", ", folder: docs") +
+      toolNode(counter, "alone", "alone.py", "t", "") +
+      toolNode(counter, "plain", "plain.mjs", "p", ", field: p") + "  edges: []\n");
+  writeExecutable("tools/sum.py", kSumPy);
+  writeExecutable("tools/alone.py", kAlonePy);
+  dir_.write("tools/helpers.py",
+             "from pkg.factor import FACTOR\n\ndef scale(n):\n"
+             "    return n * FACTOR\n");
+  dir_.write("tools/pkg/__init__.py", "");
+  dir_.write("tools/pkg/factor.py", "FACTOR = 1\n");
+  dir_.write("docs/a.md", "abc");
+  runOk();
+  EXPECT_EQ(executed(), (std::multiset<std::string>{"sum", "alone", "plain"}));
+  runOk();
+  EXPECT_TRUE(executed().empty());
+
+  dir_.write("tools/pkg/factor.py", "FACTOR = 10\n");  // imported by helpers.py, imported by sum
+  json r = runOk();
+  EXPECT_EQ(executed(), (std::multiset<std::string>{"sum"}));
+  EXPECT_EQ(r["final_state"]["s"], 30);
+
+  dir_.write("docs/b.md", "de");  // a new file in the folder sum's args name
+  r = runOk();
+  EXPECT_EQ(executed(), (std::multiset<std::string>{"sum"}));
+  EXPECT_EQ(r["final_state"]["s"], 50);
+  dir_.write("docs/a.md", "xyz");  // same size, other content
+  runOk();
+  EXPECT_EQ(executed(), (std::multiset<std::string>{"sum"}));
+  runOk();
+  EXPECT_TRUE(executed().empty());
+}
+
 // The issue as reported: examples/python-tool served its old word_count after input.txt changed.
 TEST_F(CacheKeyCli, PythonToolExampleCountsTheEditedInput) {
   const auto example = std::filesystem::path(OE_SOURCE_DIR) / "examples" / "python-tool";
