@@ -152,6 +152,24 @@ TEST_F(ExperienceFiles, EachFileHasItsOwnStateCacheAndRunsAndEveryCommandReadsIt
   EXPECT_EQ(jsonOf({"cache", "ls", "--json", "--experience", file("a.yaml")}).size(), 2u);
 }
 
+// The issue as reported: `oe resume --last --experience b.yaml` resumed a.yaml's run, the newest
+// of the folder. It resumes b's own last run, however new a's is.
+TEST_F(ExperienceFiles, ResumeLastOfOneFileNeverResumesTheOthersNewerRun) {
+  const json run_b = run("b.yaml");
+  const json run_a = run("a.yaml");
+  ASSERT_EQ(run_b["status"], "success");
+  ASSERT_EQ(run_a["status"], "success");
+  auto resumed = oe({"resume", "--last", "--json", "--experience", file("b.yaml")});
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_NE(resumed.err.find(run_b["run_id"].get<std::string>()), std::string::npos) << resumed.err;
+  EXPECT_EQ(resumed.err.find(run_a["run_id"].get<std::string>()), std::string::npos) << resumed.err;
+  const json resumed_b = json::parse(resumed.out);
+  EXPECT_EQ(resumed_b["final_state"], json({{"v", 1}, {"only_b", "b"}})) << resumed.out;
+  EXPECT_EQ(resumed_b["nodes"]["cached"], 2) << resumed.out;
+  EXPECT_EQ(jsonOf({"runs", "--json", "--experience", file("a.yaml")}).size(), 1u);
+  EXPECT_EQ(jsonOf({"runs", "--json", "--experience", file("b.yaml")}).size(), 2u);
+}
+
 TEST_F(ExperienceFiles, ExperienceYamlKeepsUpstreamsPaths) {
   dir_.write("experience.yaml", yamlOf("main", "only_main", counter_.path() / "runs.txt"));
   const json first = runJson();
