@@ -2,7 +2,10 @@
 // SIGKILL at many moments (in a node, between nodes, during a state write); each time the state
 // file must be consistent, the log readable, and `oe resume` must finish the run without
 // executing again any node that had finished. Executions are counted through a side effect:
-// every node appends its id to side.txt when it starts working.
+// every node appends its id to side.txt when it starts working. That file is named in every
+// node's args, so it lives under .openexpertise/, which no cache key reads: inside the experience
+// folder it would be an input of every node (docs/durability.md, "What the cache key covers"),
+// and each node's append would change the others' keys.
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -56,6 +59,11 @@ struct Graph {
   std::string yaml;
   std::vector<std::string> nodes;
 };
+
+// The side file of an experience folder (see the top of the file).
+std::filesystem::path sideFile(const std::filesystem::path& dir) {
+  return dir / ".openexpertise" / "side.txt";
+}
 
 // c00..c09 chain -> fan-out f0..f5 (concurrency 3) -> join j -> d00..d12 chain: 30 nodes.
 Graph crashGraph(const std::filesystem::path& side_file) {
@@ -114,7 +122,7 @@ Graph crashGraph(const std::filesystem::path& side_file) {
 class Crash : public ::testing::Test {
  protected:
   void writeExperience(const TempDir& dir) {
-    dir.write("experience.yaml", crashGraph(dir / "side.txt").yaml);
+    dir.write("experience.yaml", crashGraph(sideFile(dir.path())).yaml);
     auto sh = dir.write("tools/step.sh", kStepSh);
     std::filesystem::permissions(sh, std::filesystem::perms::owner_all,
                                  std::filesystem::perm_options::add);
@@ -229,12 +237,12 @@ TEST_F(Crash, SigkillAtManyPointsThenResumeNeverRunsAFinishedNodeTwice) {
                             .count();
   ASSERT_EQ(clean_run.exit_code, 0) << clean_run.out << clean_run.err;
   const auto expected = nlohmann::json::parse(clean_run.out)["final_state"];
-  const auto nodes = crashGraph(clean / "side.txt").nodes;
+  const auto nodes = crashGraph(sideFile(clean.path())).nodes;
   ASSERT_EQ(nodes.size(), 30u);
   ASSERT_EQ(expected.size(), 31u) << expected.dump().substr(0, 300);  // 30 nodes + blob
   // c09 = 10; f<i> = 100 + i; j = 615; d12 = j + 13.
   EXPECT_EQ(expected["d12"], 628);
-  for (const auto& [node, n] : executions(clean / "side.txt")) {
+  for (const auto& [node, n] : executions(sideFile(clean.path()))) {
     EXPECT_EQ(n, 1) << node;
   }
 
@@ -309,7 +317,7 @@ TEST_F(Crash, SigkillAtManyPointsThenResumeNeverRunsAFinishedNodeTwice) {
     }
     expectConsistentState(workspace / "state.sqlite", where + ", after the resume");
 
-    const auto counts = executions(dir / "side.txt");
+    const auto counts = executions(sideFile(dir.path()));
     for (const auto& node : nodes) {
       const int n = counts.count(node) != 0 ? counts.at(node) : 0;
       if (killed.finished.count(node) != 0) {

@@ -477,6 +477,53 @@ runtime:
 // The skill kind against the real host's oe.prompt/1 (the plugin tests use a fake one): the
 // SKILL.md body is the system prompt and the user message is
 // JSON.stringify({...state_view, ...edge_inputs, ...args}, null, 2), keys in that order.
+// Prompt files are in their node's cache key (docs/durability.md, "What the cache key covers"):
+// editing an agent's prompt template, or a skill's SKILL.md, calls the model again for that node
+// alone; the other nodes replay from the cache and send nothing.
+TEST_F(LlmRunTest, EditingAPromptFileCallsTheModelAgainForItsNodeOnly) {
+  server_.setHandler([](const RecordedRequest& request) {
+    return FakeLlmServer::openAiText("echo: " + userText(request));
+  });
+  dir_.write("prompts/a.md", "first {{n}}");
+  dir_.write("prompts/b.md", "second {{n}}");
+  dir_.write("skills/s/SKILL.md", "---\nname: s\n---\nSay hi.\n");
+  writeExperience(R"(name: prompt-key
+version: 0.1.0
+state: { schema: { a: {type: string}, b: {type: string}, s: {type: string} } }
+graph:
+  nodes:
+    - {id: a, kind: agent, prompt: prompts/a.md, writes: [a], args: {n: 1}}
+    - {id: b, kind: agent, prompt: prompts/b.md, writes: [b], args: {n: 2}}
+    - {id: s, kind: skill, impl: skills/s, writes: [s], args: {n: 3}}
+  edges: []
+)");
+  int code = -1;
+  auto runOk = [&] {
+    json out = run({"-q"}, serverEnv(), &code);
+    EXPECT_EQ(code, 0) << last_stderr_;
+    return out;
+  };
+  runOk();
+  EXPECT_EQ(server_.requestCount(), 3U);
+  EXPECT_EQ(runOk()["nodes"]["cached"], 3);
+  EXPECT_EQ(server_.requestCount(), 3U);
+
+  dir_.write("prompts/a.md", "first, edited {{n}}");
+  json edited = runOk();
+  EXPECT_EQ(edited["final_state"]["a"], "echo: first, edited 1");
+  EXPECT_EQ(edited["nodes"]["ran"], 1) << edited.dump();
+  EXPECT_EQ(edited["nodes"]["cached"], 2);
+  EXPECT_EQ(server_.requestCount(), 4U);
+
+  dir_.write("skills/s/SKILL.md", "---\nname: s\n---\nSay hello.\n");
+  edited = runOk();
+  EXPECT_EQ(edited["nodes"]["ran"], 1) << edited.dump();
+  EXPECT_EQ(edited["nodes"]["cached"], 2);
+  auto requests = server_.requests();
+  ASSERT_EQ(requests.size(), 5U);
+  EXPECT_EQ(requests[4].json()["messages"][0]["content"], "Say hello.\n");
+}
+
 TEST_F(LlmRunTest, SkillSendsItsInputsAsUpstreamsJsonThroughTheRealHost) {
   server_.setHandler([](const RecordedRequest&) { return FakeLlmServer::openAiText("greeting"); });
   dir_.write("skills/classify/SKILL.md",

@@ -426,5 +426,35 @@ TEST_F(PgStoreCli, GcPrunesTheOlderRunsOfTheScopeAndLeavesTheState) {
   EXPECT_EQ(rows->int64(0, 2), 4);
 }
 
+// Two YAML files of one folder, with the same `name:`, in one database: each has its own scope
+// (pgstore::storeScope), so its own state and runs. The cache is the database's, shared by key:
+// b's nodes replay a's entries, and still append to b's own state only.
+TEST_F(PgStoreCli, TwoFilesOfOneFolderKeepTheirStatesAndRunsApart) {
+  PgTestDb db;
+  TempDir dir;
+  writeExperience(dir);
+  std::filesystem::rename(dir / "experience.yaml", dir / "a.yaml");
+  std::filesystem::copy_file(dir / "a.yaml", dir / "b.yaml");
+  for (const char* file : {"a.yaml", "b.yaml"}) {
+    auto r = oe(dir, {"run", file, "-q", "--store", db.url()});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  const nlohmann::json items = {"a", "b", "gate", "c"};
+  for (const char* file : {"a.yaml", "b.yaml"}) {
+    auto state = oe(dir, {"state", "--json", "--store", db.url(), "--experience", file});
+    ASSERT_EQ(state.exit_code, 0) << state.err;
+    EXPECT_EQ(nlohmann::json::parse(state.out)["items"], items) << file << ": " << state.out;
+    auto runs = oe(dir, {"runs", "--json", "--store", db.url(), "--experience", file});
+    ASSERT_EQ(runs.exit_code, 0) << runs.err;
+    EXPECT_EQ(nlohmann::json::parse(runs.out).size(), 1u) << file << ": " << runs.out;
+  }
+  EXPECT_EQ(executions(), (std::map<std::string, int>{{"a", 1}, {"b", 1}, {"gate", 1}, {"c", 1}}));
+  auto resumed =
+      oe(dir, {"resume", "--last", "--json", "--store", db.url(), "--experience", "b.yaml"});
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  auto runs_a = oe(dir, {"runs", "--json", "--store", db.url(), "--experience", "a.yaml"});
+  EXPECT_EQ(nlohmann::json::parse(runs_a.out).size(), 1u) << runs_a.out;
+}
+
 }  // namespace
 }  // namespace oe::test

@@ -5,7 +5,7 @@
 namespace oe::test {
 namespace {
 
-constexpr std::string_view kTool =
+constexpr std::string_view kSnapshotTool =
     "#!/bin/sh\ncat >/dev/null\necho '{\"state_delta\":{\"n\":1}}'\n";
 
 constexpr std::string_view kSnapYaml = R"(name: snap
@@ -22,7 +22,7 @@ graph:
 class SpecSnapshot : public OeTest {};
 
 TEST_F(SpecSnapshot, ASecondRunReusesItAndAnEditIsCheckedAgain) {
-  writeExecutable("tools/one.sh", kTool);
+  writeExecutable("tools/one.sh", kSnapshotTool);
   writeExperience(kSnapYaml);
   const auto snapshot = dir_.path() / ".openexpertise" / "experience.yaml.spec-snapshot";
 

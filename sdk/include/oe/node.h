@@ -27,6 +27,9 @@ OE_BEGIN_DECLS
 
 /* oe_node_kind.flags. The host refuses a kind that sets a bit it does not know. */
 #define OE_NODE_KIND_REENTRANT 0x1u /* invoke may run concurrently on the same oe_node */
+/* (ABI 0.3) The host never replays a node of this kind from its node cache nor stores its
+ * output: its result depends on what no cache key sees (the time, a remote service's state). */
+#define OE_NODE_KIND_NOT_CACHEABLE 0x2u
 
 /* One call of a node. HOST-owned; valid until invoke returns. */
 typedef struct oe_invocation {

@@ -9,10 +9,10 @@
 /* 0.x is unstable: the host requires an exact MAJOR.MINOR match.
  * From 1.0 on, structs and tables only grow at the end and MINOR marks each growth. */
 #define OE_ABI_VERSION_MAJOR 0
-#define OE_ABI_VERSION_MINOR 2
+#define OE_ABI_VERSION_MINOR 3
 /* (MAJOR << 16) | MINOR, spelled as a literal so binding generators (bindgen, cffi, ...) see a
  * plain constant. The check below keeps it equal to its parts. */
-#define OE_ABI_VERSION 0x00000002u
+#define OE_ABI_VERSION 0x00000003u
 #define OE_ABI_MAKE_VERSION(major, minor) ((uint32_t)(((uint32_t)(major) << 16) | (uint32_t)(minor)))
 #define OE_ABI_VERSION_GET_MAJOR(v) ((uint32_t)(v) >> 16)
 #define OE_ABI_VERSION_GET_MINOR(v) ((uint32_t)(v)&0xffffu)

@@ -29,8 +29,9 @@ struct KeyInputs {
   Json edges = {{"pre", {{"x", 1}}}};
   Json args = {{"n", 3}, {"$item", "q"}};
   std::vector<FileDigest> files = {{"prompts/a.md", sha256Hex("Say hi")}};
+  Json kind = {{"plugin", "dev.oe.agent"}, {"version", "0.1.0"}, {"sha256", sha256Hex("agent.so")}};
 
-  std::string key() const { return cacheKey(node, state, edges, args, files); }
+  std::string key() const { return cacheKey(node, state, edges, args, files, kind); }
 };
 
 TEST(Sha256Test, KnownVectors) {
@@ -56,9 +57,12 @@ TEST(CacheKeyTest, IsTheHashOfTheDocumentedCanonicalJson) {
   for (const FileDigest& f : in.files) {
     files.push_back({{"path", f.path}, {"sha256", f.sha256}});
   }
-  const Json doc = {{"n", in.node}, {"s", in.state}, {"e", in.edges}, {"a", in.args},
-                    {"f", files},   {"v", "oe-cache/1"}};
+  const Json doc = {{"n", in.node}, {"s", in.state}, {"e", in.edges},    {"a", in.args},
+                    {"f", files},   {"k", in.kind},  {"v", "oe-cache/2"}};
   EXPECT_EQ(in.key(), sha256Hex(doc.dump()));
+  // The text form, as the run calls it, gives the same key.
+  EXPECT_EQ(in.key(), cacheKeyOfText(in.node.dump(), in.state.dump(), in.edges.dump(),
+                                     in.args.dump(), in.files, in.kind.dump()));
 }
 
 TEST(CacheKeyTest, ChangesWithEveryInput) {
@@ -82,7 +86,17 @@ TEST(CacheKeyTest, ChangesWithEveryInput) {
   KeyInputs no_file;
   no_file.files.clear();
   keys.insert(no_file.key());
-  EXPECT_EQ(keys.size(), 7u);
+  // The plugin behind the kind: another version, or the same version rebuilt.
+  KeyInputs upgraded;
+  upgraded.kind["version"] = "0.2.0";
+  keys.insert(upgraded.key());
+  KeyInputs rebuilt;
+  rebuilt.kind["sha256"] = sha256Hex("agent.so, rebuilt");
+  keys.insert(rebuilt.key());
+  KeyInputs other_plugin;
+  other_plugin.kind["plugin"] = "com.acme.agent";
+  keys.insert(other_plugin.key());
+  EXPECT_EQ(keys.size(), 10u);
 }
 
 TEST(CacheKeyTest, TellsTypesApart) {

@@ -139,6 +139,125 @@ TEST(CacheKey, ChangingAFileTheKindReadsChangesOnlyItsNodesKeys) {
             (Json{{"changed", {"a", "b"}}, {"added", Json::array()}, {"removed", Json::array()}}));
 }
 
+// A tool's local imports (static scan, transitive, cycle-safe) are definition files of every
+// node whose definition names it, and of no other.
+constexpr std::string_view kImporting = R"(name: imports
+version: 0.1.0
+state: { schema: {} }
+graph:
+  nodes:
+    - { id: js, kind: tool, impl: ./tools/main.mjs }
+    - { id: py, kind: tool, impl: ./tools/main.py }
+    - { id: alone, kind: tool, impl: ./tools/alone.mjs }
+  edges: []
+)";
+
+spec::Experience loadText(const test::TempDir& dir, std::string_view yaml) {
+  const auto path = dir.write("experience.yaml", yaml);
+  auto loaded = spec::loadExperience(path);
+  for (const auto& diagnostic : loaded.diagnostics) {
+    ADD_FAILURE() << diagnostic.format();
+  }
+  return loaded.experience ? std::move(*loaded.experience) : spec::Experience{};
+}
+
+std::vector<std::string> pathsOf(const std::vector<cache::FileDigest>& files) {
+  std::vector<std::string> out;
+  for (const auto& f : files) {
+    out.push_back(f.path);
+  }
+  return out;
+}
+
+TEST(FileTable, AModulesLocalImportsAreItsNodesDefinitionFiles) {
+  test::TempDir dir;
+  dir.write("tools/main.mjs", "import a from './lib/a.mjs';\nimport x from 'lodash';\n");
+  dir.write("tools/lib/a.mjs", "import b from './b.mjs';\nexport default 1;\n");
+  dir.write("tools/lib/b.mjs", "import a from './a.mjs';\nexport default 2;\n");  // a cycle
+  dir.write("tools/main.py", "import helpers\nfrom pkg import mod\n");
+  dir.write("tools/helpers.py", "");
+  dir.write("tools/pkg/__init__.py", "");
+  dir.write("tools/pkg/mod.py", "from . import helpers2\n");
+  dir.write("tools/pkg/helpers2.py", "");
+  dir.write("tools/alone.mjs", "export default () => ({ state_delta: {} });\n");
+  const spec::Experience exp = loadText(dir, kImporting);
+  ASSERT_EQ(exp.nodes.size(), 3u);
+  engine::FileTable table(exp.dir);
+  EXPECT_EQ(pathsOf(table.filesOf(table.idsOf(exp.nodes[0]))),
+            (std::vector<std::string>{"./tools/main.mjs", "tools/lib/a.mjs", "tools/lib/b.mjs"}));
+  EXPECT_EQ(
+      pathsOf(table.filesOf(table.idsOf(exp.nodes[1]))),
+      (std::vector<std::string>{"./tools/main.py", "tools/helpers.py", "tools/pkg/__init__.py",
+                                "tools/pkg/mod.py", "tools/pkg/helpers2.py"}));
+  EXPECT_EQ(pathsOf(table.filesOf(table.idsOf(exp.nodes[2]))),
+            (std::vector<std::string>{"./tools/alone.mjs"}));
+
+  // Editing an imported module changes the pin of the nodes importing it, and only theirs.
+  const Json before = definitionPin(exp);
+  dir.write("tools/lib/b.mjs", "import a from './a.mjs';\nexport default 3;\n");
+  EXPECT_EQ(diffPins(before, definitionPin(exp))["changed"], Json::array({"js"}));
+  const Json middle = definitionPin(exp);
+  dir.write("tools/pkg/helpers2.py", "X = 1\n");
+  EXPECT_EQ(diffPins(middle, definitionPin(exp))["changed"], Json::array({"py"}));
+}
+
+// Data files: what a call's resolved args name inside the experience folder, and the node's
+// cache.inputs' matches, hashed when the call is keyed.
+constexpr std::string_view kData = R"(name: data
+version: 0.1.0
+state: { schema: {} }
+graph:
+  nodes:
+    - id: t
+      kind: tool
+      impl: ./tools/t.sh
+      cache: { inputs: ["data/*.csv"] }
+  edges: []
+)";
+
+TEST(FileTable, DataFilesAreWhatTheArgsNameInsideTheFolderAndTheInputsMatch) {
+  test::TempDir dir;
+  test::TempDir outside;
+  dir.write("tools/t.sh", "");
+  dir.write("input.txt", "hello");
+  dir.write("folder/x.txt", "x");
+  dir.write("data/a.csv", "1");
+  dir.write("data/b.txt", "no");
+  dir.write(".openexpertise/state.sqlite", "");
+  outside.write("elsewhere.txt", "");
+  const spec::Experience exp = loadText(dir, kData);
+  engine::FileTable table(exp.dir);
+  const Json args = {{"path", "./input.txt"},
+                     {"nested", {{"list", {"folder", "missing.txt", 3}}}},
+                     {"outside", (outside / "elsewhere.txt").string()},
+                     {"up", "../x"},
+                     {"self", "."},
+                     {"store", ".openexpertise/state.sqlite"},
+                     {"path_expr", "$.field"},
+                     {"url", "https://example.com/input.txt"},
+                     {"absolute_inside", (dir / "input.txt").string()}};
+  std::vector<cache::FileDigest> files;
+  EXPECT_EQ(table.addDataFiles(args, exp.nodes[0], files), "");
+  std::sort(files.begin(), files.end(),
+            [](const auto& x, const auto& y) { return x.path < y.path; });
+  // Sorted: "./input.txt" < "/tmp/...": '.' comes before '/'.
+  ASSERT_EQ(pathsOf(files), (std::vector<std::string>{"./input.txt", (dir / "input.txt").string(),
+                                                      "data/a.csv", "folder"}));
+  EXPECT_EQ(files[0].sha256, cache::sha256Hex("hello"));
+  EXPECT_EQ(files[1].sha256, files[0].sha256);
+  EXPECT_EQ(files[2].sha256, cache::sha256Hex("1"));
+  // Another call sees the files as they are then.
+  dir.write("input.txt", "changed");
+  dir.write("data/c.csv", "2");
+  std::vector<cache::FileDigest> again;
+  EXPECT_EQ(table.addDataFiles(args, exp.nodes[0], again), "");
+  std::sort(again.begin(), again.end(),
+            [](const auto& x, const auto& y) { return x.path < y.path; });
+  ASSERT_EQ(again.size(), 5u);
+  EXPECT_EQ(again[0].sha256, cache::sha256Hex("changed"));
+  EXPECT_EQ(again[3].path, "data/c.csv");
+}
+
 TEST(DiffPins, ChangedAddedAndRemovedInDeclarationOrder) {
   const Json before = {{"nodes", {{"a", "1"}, {"b", "2"}, {"c", "3"}, {"d", "4"}}},
                        {"order", {"d", "a", "b", "c"}}};

@@ -430,6 +430,44 @@ graph:
       << bad.diagnostics[0].message;
 }
 
+TEST(LoadExperience, ANodesCacheSettings) {
+  Experience exp = loadOk(R"(name: c
+version: 0.1.0
+state: {schema: {}}
+graph:
+  nodes:
+    - {id: off, kind: tool, cache: false}
+    - {id: inputs, kind: tool, cache: {inputs: ["data/*.csv", conf/app.toml]}}
+    - {id: plain, kind: tool}
+  edges: []
+)");
+  EXPECT_FALSE(exp.nodes[0].cache.enabled);
+  EXPECT_TRUE(exp.nodes[1].cache.enabled);
+  EXPECT_EQ(exp.nodes[1].cache.inputs, (std::vector<std::string>{"data/*.csv", "conf/app.toml"}));
+  EXPECT_TRUE(exp.nodes[2].cache.enabled);
+  EXPECT_TRUE(exp.nodes[2].cache.inputs.empty());
+  // Globs are not files the definition names (they are hashed as data, per call).
+  EXPECT_TRUE(pathCandidates(Json::parse(R"({"cache": {"inputs": ["a.txt"]}})")).empty());
+
+  LoadResult bad = load(R"(name: c
+version: 0.1.0
+state: {schema: {}}
+graph:
+  nodes:
+    - {id: a, kind: tool, cache: "no"}
+    - {id: b, kind: tool, cache: {inputs: "data/*.csv"}}
+  edges: []
+)");
+  EXPECT_FALSE(bad.experience);
+  ASSERT_EQ(bad.diagnostics.size(), 2u) << dump(bad.diagnostics);
+  EXPECT_EQ(bad.diagnostics[0].node_id, "a");
+  EXPECT_EQ(bad.diagnostics[0].field, "cache");
+  EXPECT_EQ(bad.diagnostics[0].line, 6);
+  EXPECT_EQ(bad.diagnostics[1].node_id, "b");
+  EXPECT_EQ(bad.diagnostics[1].field, "cache.inputs");
+  EXPECT_EQ(bad.diagnostics[1].line, 7);
+}
+
 TEST(LoadExperience, MarksByJsonPointer) {
   Experience exp = loadOk(kMinimal);
   EXPECT_EQ(exp.markOf("/graph/nodes/0/impl").line, 9);

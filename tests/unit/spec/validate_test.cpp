@@ -201,6 +201,29 @@ TEST(ValidateExperience, UnknownKeysWarnWithASuggestion) {
   EXPECT_NE(errorsOf(strict)[0].message.find("did you mean \"prompt\"?"), std::string::npos);
 }
 
+TEST(ValidateExperience, CacheInputsGlobsStayInsideTheExperience) {
+  const auto ds = validate(experience(" {}", R"(    - id: a
+      kind: tool
+      impl: a.mjs
+      cache:
+        inputs: [data/*.csv, /etc/*, ../shared/*.json, .openexpertise/cache/*, "data/[ab.csv"]
+        input: [x]
+)"));
+  const auto errors = errorsOf(ds);
+  ASSERT_EQ(errors.size(), 4u) << dump(ds);
+  EXPECT_EQ(errors[0].node_id, "a");
+  EXPECT_EQ(errors[0].field, "cache.inputs[1]");
+  EXPECT_EQ(errors[0].line, 11);
+  EXPECT_EQ(errors[0].column, 30);
+  EXPECT_NE(errors[0].message.find("is absolute"), std::string::npos) << errors[0].message;
+  EXPECT_NE(errors[1].message.find("leaves the experience folder"), std::string::npos);
+  EXPECT_NE(errors[2].message.find("which oe owns"), std::string::npos);
+  EXPECT_NE(errors[3].message.find("without its \"]\""), std::string::npos);
+  const auto unknown = matching(ds, "unknown key \"input\"; did you mean \"inputs\"?");
+  ASSERT_EQ(unknown.size(), 1u) << dump(ds);
+  EXPECT_EQ(unknown[0].severity, Severity::kWarning);
+}
+
 TEST(ValidateExperience, BadWhenPointsAtTheColumnInTheFile) {
   auto ds = validate(experience(" {x: {type: number}}", kNodeA + kNodeB,
                                 "\n    - from: a\n      to: b\n      when: \"$.x > 1 true\"\n"));

@@ -17,7 +17,7 @@ namespace oe::cache {
 
 namespace {
 
-constexpr std::string_view kKeyVersion = "oe-cache/1";
+constexpr std::string_view kKeyVersion = "oe-cache/2";
 
 constexpr const char* kSchemaSql =
     "CREATE TABLE IF NOT EXISTS cache_entries (key TEXT PRIMARY KEY, node_id TEXT NOT NULL, "
@@ -171,14 +171,15 @@ std::string canonicalJson(const Json& value) {
 }
 
 std::string cacheKey(const Json& node_spec, const Json& state_view, const Json& edge_inputs,
-                     const Json& args, const std::vector<FileDigest>& files) {
+                     const Json& args, const std::vector<FileDigest>& files, const Json& kind) {
   return cacheKeyOfText(canonicalJson(node_spec), canonicalJson(state_view),
-                        canonicalJson(edge_inputs), canonicalJson(args), files);
+                        canonicalJson(edge_inputs), canonicalJson(args), files,
+                        canonicalJson(kind));
 }
 
 std::string cacheKeyOfText(std::string_view node_spec, std::string_view state_view,
                            std::string_view edge_inputs, std::string_view args,
-                           const std::vector<FileDigest>& files) {
+                           const std::vector<FileDigest>& files, std::string_view kind) {
   // Written out member by member (keys in sorted order) instead of building a Json object:
   // the same text as dumping {"a":..,"e":..,...}, without deep-copying the inputs.
   std::vector<const FileDigest*> sorted;
@@ -191,7 +192,7 @@ std::string cacheKeyOfText(std::string_view node_spec, std::string_view state_vi
   });
   std::string text;
   text.reserve(64 + node_spec.size() + state_view.size() + edge_inputs.size() + args.size() +
-               files.size() * 128);
+               kind.size() + files.size() * 128);
   text += "{\"a\":";
   text += args;
   text += ",\"e\":";
@@ -204,7 +205,9 @@ std::string cacheKeyOfText(std::string_view node_spec, std::string_view state_vi
     appendCanonical(text, Json(sorted[i]->sha256));
     text += '}';
   }
-  text += "],\"n\":";
+  text += "],\"k\":";
+  text += kind;
+  text += ",\"n\":";
   text += node_spec;
   text += ",\"s\":";
   text += state_view;

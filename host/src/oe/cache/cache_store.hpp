@@ -26,23 +26,28 @@ namespace oe::cache {
 std::string sha256Hex(std::string_view data);
 
 struct FileDigest {
-  std::string path;    // as the node spec names it (the key sorts the list by it)
+  std::string path;    // as the node spec or its args name it (the key sorts the list by it)
   std::string sha256;  // fileDigest() of it
+
+  bool operator==(const FileDigest&) const = default;
 };
 
 // SHA-256 hex of the canonical (sorted keys, compact) JSON
-//   {"a":args,"e":edge_inputs,"f":[{"path":..,"sha256":..}...],"n":node_spec,"s":state_view,
-//    "v":"oe-cache/1"}
-// `files` may come in any order. Changing the version string invalidates every cache.
+//   {"a":args,"e":edge_inputs,"f":[{"path":..,"sha256":..}...],"k":kind,"n":node_spec,
+//    "s":state_view,"v":"oe-cache/2"}
+// `files` may come in any order. `kind` is the canonical JSON of the identity of the plugin
+// that runs the node ({"plugin","sha256","version"}, or null). Changing the version string
+// invalidates every cache (docs/durability.md, "What the cache key covers").
 std::string cacheKey(const Json& node_spec, const Json& state_view, const Json& edge_inputs,
-                     const Json& args, const std::vector<FileDigest>& files);
+                     const Json& args, const std::vector<FileDigest>& files,
+                     const Json& kind = Json());
 
 // The same key from the canonical text of each part (compact, sorted keys, invalid UTF-8
 // replaced: `dump(-1, ' ', false, error_handler_t::replace)`), for a caller that has those
 // dumps anyway (the run sends the same text to the plugin).
 std::string cacheKeyOfText(std::string_view node_spec, std::string_view state_view,
                            std::string_view edge_inputs, std::string_view args,
-                           const std::vector<FileDigest>& files);
+                           const std::vector<FileDigest>& files, std::string_view kind = "null");
 
 // The canonical text cacheKeyOfText expects.
 std::string canonicalJson(const Json& value);

@@ -13,6 +13,7 @@
 #include "oe/pgstore/pg_cache.hpp"
 #include "oe/run/run.hpp"
 #include "oe/spec/loader.hpp"
+#include "oe/spec/workspace.hpp"
 #include "oe/state/store_lock.hpp"
 
 namespace oe::cli {
@@ -21,7 +22,7 @@ namespace {
 constexpr size_t kKeyPrefix = 12;
 
 std::filesystem::path cacheDir(const std::string& experience) {
-  return spec::resolveExperiencePath(experience).parent_path() / ".openexpertise" / "cache";
+  return spec::workspaceDir(spec::resolveExperiencePath(experience)) / "cache";
 }
 
 // Prints `entries` (as JSON, or a table ending with a total and `where` they are).
@@ -175,7 +176,7 @@ void addCacheCommand(CLI::App& app, int& exit_code) {
     // A run in progress would lose the entries it is writing (issue 10, item 4). Runs lock
     // their state store; the experience names it (state.store, D14), else the default one.
     const auto yaml = spec::resolveExperiencePath(a->experience);
-    std::filesystem::path state_db = yaml.parent_path() / ".openexpertise" / "state.sqlite";
+    std::filesystem::path state_db = spec::workspaceDir(yaml) / "state.sqlite";
     if (auto loaded = spec::loadExperience(yaml); loaded.experience) {
       state_db = run::statePath(*loaded.experience);
     }

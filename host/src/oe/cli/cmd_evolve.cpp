@@ -14,8 +14,8 @@
 #include "oe/cli/app.hpp"
 #include "oe/cli/commands.hpp"
 #include "oe/cli/common.hpp"
-#include "oe/cli/store_option.hpp"
 #include "oe/cli/run_history.hpp"
+#include "oe/cli/store_option.hpp"
 #include "oe/common/file.hpp"
 #include "oe/events/event_log.hpp"
 #include "oe/evolve/advisor.hpp"
@@ -23,6 +23,7 @@
 #include "oe/evolve/proposals.hpp"
 #include "oe/run/run.hpp"
 #include "oe/spec/loader.hpp"
+#include "oe/spec/workspace.hpp"
 #include "oe/state/store_lock.hpp"
 
 namespace oe::cli {
@@ -182,7 +183,8 @@ int evolve(const EvolveOptions& options, std::ostream& out) {
     return kExitFailed;
   }
   const fs::path dir = yaml->parent_path();
-  auto run = findRun(dir / ".openexpertise" / "runs", options.run_id, options.last);
+  const fs::path runs_dir = spec::workspaceDir(*yaml) / "runs";
+  auto run = findRun(runs_dir, options.run_id, options.last);
   if (!run) {
     std::cerr << "oe: " << run.error().message << '\n';
     return kExitFailed;
@@ -230,8 +232,7 @@ int evolve(const EvolveOptions& options, std::ostream& out) {
       baselines.push_back(
           {run->id, evolve::baselineOf(log->events,
                                        baseline_diff.is_array() ? baseline_diff : Json::array())});
-      addPastBaselines(dir / ".openexpertise" / "runs", run->id, options.evaluate_runs, db,
-                       model->state, baselines);
+      addPastBaselines(runs_dir, run->id, options.evaluate_runs, db, model->state, baselines);
     }
   }
 
@@ -428,8 +429,7 @@ void addEvolveCommand(CLI::App& app, int& exit_code) {
         exit_code = kExitFailed;
         return;
       }
-      auto run = findRun(yaml->parent_path() / ".openexpertise" / "runs", a->options.run_id,
-                         a->options.last);
+      auto run = findRun(spec::workspaceDir(*yaml) / "runs", a->options.run_id, a->options.last);
       if (!run) {
         std::cerr << "oe: " << run.error().message << '\n';
         exit_code = kExitFailed;

@@ -11,11 +11,12 @@
 #include "oe/cli/app.hpp"
 #include "oe/cli/commands.hpp"
 #include "oe/cli/common.hpp"
-#include "oe/cli/store_option.hpp"
 #include "oe/cli/run_history.hpp"
+#include "oe/cli/store_option.hpp"
 #include "oe/pgstore/gc.hpp"
-#include "oe/spec/loader.hpp"
 #include "oe/run/run.hpp"
+#include "oe/spec/loader.hpp"
+#include "oe/spec/workspace.hpp"
 #include "oe/state/state_store.hpp"
 
 namespace oe::cli {
@@ -67,8 +68,7 @@ int storeGc(const GcArgs& a, const ExperienceStore& store, std::optional<int64_t
     return kExitFailed;
   }
   uint64_t log_bytes = 0;
-  const auto runs_dir = spec::resolveExperiencePath(a.experience).parent_path() / ".openexpertise" /
-                        "runs";
+  const auto runs_dir = spec::workspaceDir(spec::resolveExperiencePath(a.experience)) / "runs";
   for (const std::string& id : report->removed) {
     for (const char* ext : {".jsonl", ".pin.json"}) {
       const auto file = runs_dir / (id + ext);
@@ -135,7 +135,7 @@ int runGc(const GcArgs& a) {
   if (!experience) {
     return kExitFailed;
   }
-  const auto workspace = experience->dir / ".openexpertise";
+  const auto workspace = run::workspaceDir(*experience);
   const auto cache_db = workspace / "cache" / "cache.sqlite";
   const auto state_db = run::statePath(*experience);
   // Held while gc deletes: a run starting meanwhile is refused instead of having its logs, cache

@@ -117,7 +117,8 @@ bool parseBudget(const RunArgs& a, llm::Budget& budget) {
 // `stored_pin`: the pin a PostgreSQL store recorded, used when this machine has no file of it
 // (the run ran elsewhere).
 Json definitionChanges(const spec::Experience& experience, const std::string& run_id,
-                       const std::optional<Json>& stored_pin) {
+                       const std::optional<Json>& stored_pin,
+                       const plugins::PluginRegistry& plugins) {
   const auto pin_path = run::workspaceDir(experience) / "runs" / (run_id + ".pin.json");
   std::ifstream in(pin_path);
   Json before = Json::parse(in, nullptr, false);
@@ -128,7 +129,7 @@ Json definitionChanges(const spec::Experience& experience, const std::string& ru
               << "); nodes whose inputs changed run again, the rest replays from the cache\n";
     return nullptr;
   }
-  Json diff = run::diffPins(before, run::definitionPin(experience));
+  Json diff = run::diffPins(before, run::definitionPin(experience, &plugins));
   auto list = [](const Json& ids) {
     std::string text;
     for (const auto& id : ids) {
@@ -439,7 +440,7 @@ int execute(const RunArgs& a, const std::string& path, Json run_args,
   }
   Json changes;
   if (!resumed_from.empty()) {
-    changes = definitionChanges(*experience, resumed_from, stored_pin);
+    changes = definitionChanges(*experience, resumed_from, stored_pin, sinked);
     if (changes.is_object()) {
       for (const auto& id : changes["changed"]) {
         options.changed_nodes.push_back(id.get<std::string>());

@@ -28,7 +28,7 @@ std::optional<std::vector<RunRecord>> storeRuns(const std::string& url,
     std::cerr << "oe: " << conn.error().message << '\n';
     return std::nullopt;
   }
-  auto infos = pgstore::listRuns(**conn, pgstore::storeScope(loaded->name));
+  auto infos = pgstore::listRuns(**conn, pgstore::storeScope(loaded->name, loaded->file));
   if (!infos) {
     std::cerr << "oe: " << infos.error().message << '\n';
     return std::nullopt;
@@ -73,24 +73,23 @@ void addRunsCommand(CLI::App& app, int& exit_code) {
   cmd->add_flag("--json", a->json, "Print a JSON array");
   addStoreOption(*cmd, a->store);
   cmd->callback([a, &exit_code] {
-    const auto found = experienceDir(a->experience);
-    if (!found) {
+    const auto workspace = experienceWorkspace(a->experience);
+    if (!workspace) {
       exit_code = kExitUsage;
       return;
     }
-    const auto& dir = *found;
     // --store or OE_STORE (runtime.store would need the yaml loaded for every listing).
     const std::string url = resolveStore(a->store, nullptr);
     std::vector<RunRecord> runs;
     if (pg::isUrl(url)) {
-      auto stored = storeRuns(url, dir);
+      auto stored = storeRuns(url, a->experience);
       if (!stored) {
         exit_code = kExitFailed;
         return;
       }
       runs = std::move(*stored);
     } else {
-      runs = listRuns(dir / ".openexpertise" / "runs", true);
+      runs = listRuns(*workspace / "runs", true);
     }
     for (const auto& run : runs) {
       for (const auto& warning : run.warnings) {
@@ -107,7 +106,7 @@ void addRunsCommand(CLI::App& app, int& exit_code) {
       return;
     }
     if (runs.empty()) {
-      std::cout << "no runs yet in " << (dir / ".openexpertise" / "runs").string() << '\n';
+      std::cout << "no runs yet in " << (*workspace / "runs").string() << '\n';
       return;
     }
     size_t id_width = 6;

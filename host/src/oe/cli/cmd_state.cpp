@@ -35,8 +35,8 @@ void addStateCommand(CLI::App& app, int& exit_code) {
     const std::string url = resolveStore(a->store, &experience->raw);
     Result<std::unique_ptr<state::StateStore>> store = makeError("not opened");
     if (pg::isUrl(url)) {
-      auto backend = pgstore::PgStateBackend::open(url, pgstore::storeScope(experience->name),
-                                                   pgstore::storeRetry());
+      auto backend = pgstore::PgStateBackend::open(
+          url, pgstore::storeScope(experience->name, experience->file), pgstore::storeRetry());
       if (!backend) {
         std::cerr << "oe: cannot open the store " << pg::redact(url) << ": "
                   << backend.error().message << '\n';
@@ -118,7 +118,8 @@ void addResetStateCommand(CLI::App& app, int& exit_code) {
       return;
     }
     if (const std::string url = resolveStore(a->store, &experience->raw); pg::isUrl(url)) {
-      exit_code = resetStoreState(url, pgstore::storeScope(experience->name), a->yes);
+      exit_code =
+          resetStoreState(url, pgstore::storeScope(experience->name, experience->file), a->yes);
       return;
     }
     const auto db = run::statePath(*experience);

@@ -14,6 +14,7 @@
 #include "oe/pg/connection.hpp"
 #include "oe/spec/file_check.hpp"
 #include "oe/spec/snapshot.hpp"
+#include "oe/spec/workspace.hpp"
 
 namespace oe::cli {
 
@@ -316,6 +317,13 @@ std::optional<state::StoreLock> lockForDeletion(const std::filesystem::path& db,
       return std::nullopt;
     }
   }
+}
+
+std::optional<std::filesystem::path> experienceWorkspace(const std::filesystem::path& arg) {
+  if (!experienceDir(arg)) {
+    return std::nullopt;
+  }
+  return spec::workspaceDir(spec::resolveExperiencePath(arg));
 }
 
 void printState(std::ostream& out, const spec::Experience& experience, const Json& state) {

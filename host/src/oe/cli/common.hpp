@@ -83,6 +83,9 @@ std::optional<std::string> percentDecode(std::string_view text);
 // file); nullopt, after saying why on stderr, when there is none there: `oe runs`, `oe inspect`
 // and `oe resume` of a wrong folder are bad invocations (exit 2), not empty histories.
 std::optional<std::filesystem::path> experienceDir(const std::filesystem::path& arg);
+// The same check, then the folder of that experience file's stores (spec::workspaceDir):
+// `.openexpertise/` for experience.yaml, `.openexpertise/<file name>/` for another file.
+std::optional<std::filesystem::path> experienceWorkspace(const std::filesystem::path& arg);
 
 // `text` to stdout when `out` is empty, else into the file `out` ("oe: wrote <out>" on stderr).
 // False, after saying on stderr what to do (`option` names the flag), when the file cannot be

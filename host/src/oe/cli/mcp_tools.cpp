@@ -19,6 +19,7 @@
 #include "oe/evolve/proposals.hpp"
 #include "oe/mcp/child_process.hpp"
 #include "oe/run/run.hpp"
+#include "oe/spec/workspace.hpp"
 #include "oe/state/state_store.hpp"
 #include "proc_kit/subprocess.hpp"
 
@@ -55,18 +56,19 @@ Result<spec::Experience> loadModel(const fs::path& path) {
   return std::move(*loaded.experience);
 }
 
-fs::path runsDir(const fs::path& experience_dir) {
-  return experience_dir / ".openexpertise" / "runs";
-}
+// The run history of the experience in `yaml` (spec::workspaceDir: its own for a file other
+// than experience.yaml).
+fs::path runsDir(const fs::path& yaml) { return spec::workspaceDir(yaml) / "runs"; }
 
-Result<fs::path> experienceFolder(const fs::path& path) {
+// The experience file `path` names (a folder: its experience.yaml).
+Result<fs::path> experienceYamlAt(const fs::path& path) {
   const auto yaml = spec::resolveExperiencePath(path);
   std::error_code ec;
   if (!fs::is_regular_file(yaml, ec)) {
     return makeError("experience.yaml not found at " + path.string() +
                      ". Pass a directory containing experience.yaml or the yaml file directly.");
   }
-  return yaml.parent_path();
+  return yaml;
 }
 
 Result<Json> validateTool(const McpContext& context, mcp::ToolCall& call) {
@@ -130,11 +132,11 @@ Result<Json> inspectTool(const McpContext& context, mcp::ToolCall& call) {
   if (!path || !id) {
     return !path ? std::move(path).error() : std::move(id).error();
   }
-  auto dir = experienceFolder(*path);
-  if (!dir) {
-    return std::move(dir).error();
+  auto yaml = experienceYamlAt(*path);
+  if (!yaml) {
+    return std::move(yaml).error();
   }
-  auto run = findRun(runsDir(*dir), *id, id->empty());
+  auto run = findRun(runsDir(*yaml), *id, id->empty());
   if (!run) {
     return std::move(run).error();
   }
@@ -173,12 +175,12 @@ Result<Json> runsTool(const McpContext& context, mcp::ToolCall& call) {
   if (!path) {
     return std::move(path).error();
   }
-  auto dir = experienceFolder(*path);
-  if (!dir) {
-    return std::move(dir).error();
+  auto yaml = experienceYamlAt(*path);
+  if (!yaml) {
+    return std::move(yaml).error();
   }
   Json runs = Json::array();
-  for (const auto& record : listRuns(runsDir(*dir), true)) {
+  for (const auto& record : listRuns(runsDir(*yaml), true)) {
     runs.push_back(record.toJson());
   }
   return Json{{"runs", std::move(runs)}};
@@ -346,15 +348,15 @@ Result<Json> evolveTool(const McpContext& context, mcp::ToolCall& call) {
   if (!path || !id || !llm) {
     return !path ? std::move(path).error() : !id ? std::move(id).error() : std::move(llm).error();
   }
-  auto dir = experienceFolder(*path);
-  if (!dir) {
-    return std::move(dir).error();
+  auto yaml = experienceYamlAt(*path);
+  if (!yaml) {
+    return std::move(yaml).error();
   }
-  auto run = findRun(runsDir(*dir), *id, false);
+  auto run = findRun(runsDir(*yaml), *id, false);
   if (!run) {
     return std::move(run).error();
   }
-  std::vector<std::string> args = {"evolve", run->id, "--experience", dir->string()};
+  std::vector<std::string> args = {"evolve", run->id, "--experience", yaml->string()};
   if (!llm->empty()) {
     args.insert(args.end(), {"--llm", *llm});
   }
@@ -365,13 +367,14 @@ Result<Json> evolveTool(const McpContext& context, mcp::ToolCall& call) {
   if (!mcp::exitedOk(child->wait_status)) {
     return makeError(childFailure("evolve", *child));
   }
-  const fs::path report = evolve::evolutionDir(*dir) / (run->id + ".md");
+  const fs::path dir = yaml->parent_path();
+  const fs::path report = evolve::evolutionDir(dir) / (run->id + ".md");
   auto markdown = readFile(report);
   if (!markdown) {
     return makeError("oe evolve wrote no report at " + report.string());
   }
   size_t count = 0;
-  if (auto sidecar = evolve::readSidecar(evolve::sidecarPath(*dir, run->id))) {
+  if (auto sidecar = evolve::readSidecar(evolve::sidecarPath(dir, run->id))) {
     count = sidecar->value("proposals", Json::array()).size();
   }
   return Json{{"run_id", run->id},
@@ -604,11 +607,12 @@ std::vector<mcp::Resource> listResources(const McpContext& context) {
     for (const auto& dir : experiencesUnder(root)) {
       const std::string encoded = percentEncode(dir.string());
       std::error_code ec;
-      if (fs::exists(dir / ".openexpertise" / "state.sqlite", ec)) {
+      const fs::path yaml = dir / spec::kDefaultExperienceFile;
+      if (fs::exists(spec::workspaceDir(yaml) / "state.sqlite", ec)) {
         out.push_back({"oe://state/" + encoded, dir.filename().string() + " state",
                        "The state of the experience in " + dir.string(), "application/json"});
       }
-      const auto runs = listRuns(runsDir(dir), false);
+      const auto runs = listRuns(runsDir(yaml), false);
       for (size_t i = 0; i < runs.size() && i < kRunsPerExperience; ++i) {
         out.push_back(
             {"oe://runs/" + encoded + "/" + runs[i].id,
@@ -654,7 +658,7 @@ Result<mcp::ResourceText> readResource(const McpContext& context, const std::str
     return std::move(dir).error();
   }
   if (!state) {
-    auto text = readFile(runsDir(*dir) / (run_id + ".jsonl"));
+    auto text = readFile(runsDir(*dir / spec::kDefaultExperienceFile) / (run_id + ".jsonl"));
     if (!text) {
       return bad();
     }

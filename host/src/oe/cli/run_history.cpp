@@ -263,11 +263,11 @@ std::optional<RunRecord> resolveRun(const std::filesystem::path& experience_arg,
     std::cerr << "oe: name the run: its id, a unique prefix of it, or --last for the newest\n";
     return std::nullopt;
   }
-  const auto dir = experienceDir(experience_arg);
-  if (!dir) {
+  const auto workspace = experienceWorkspace(experience_arg);
+  if (!workspace) {
     return std::nullopt;
   }
-  auto run = findRun(*dir / ".openexpertise" / "runs", id, last);
+  auto run = findRun(*workspace / "runs", id, last);
   if (!run) {
     std::cerr << "oe: " << run.error().message << '\n';
     return std::nullopt;

@@ -19,6 +19,7 @@
 #include "oe/pgstore/scope.hpp"
 #include "oe/run/run.hpp"
 #include "oe/spec/loader.hpp"
+#include "oe/spec/workspace.hpp"
 
 namespace oe::cli {
 namespace {
@@ -809,9 +810,9 @@ Result<RunReportInput> loadStoreRunReport(pg::Connection& conn,
     return input;
   }
   // The state rows this run wrote, from its scope; the edge outputs its cache entries hold.
-  auto backend = pgstore::PgStateBackend::open(conn.url(),
-                                               pgstore::storeScope(input.experience->name),
-                                               pgstore::storeRetry());
+  auto backend = pgstore::PgStateBackend::open(
+      conn.url(), pgstore::storeScope(input.experience->name, input.experience->file),
+      pgstore::storeRetry());
   auto store = backend ? state::StateStore::open(std::move(backend).value(), input.experience->state)
                        : Result<std::unique_ptr<state::StateStore>>(backend.error());
   auto rows = store ? (*store)->historyForRun(run_id)
@@ -879,8 +880,8 @@ Result<RunReportInput> loadRunReport(const std::filesystem::path& experience_pat
 
 Result<std::string> inspectHtml(const std::filesystem::path& experience_path,
                                 std::string_view run_id, bool last) {
-  const auto dir = spec::resolveExperiencePath(experience_path).parent_path();
-  auto run = findRun(dir / ".openexpertise" / "runs", run_id, last);
+  auto run = findRun(spec::workspaceDir(spec::resolveExperiencePath(experience_path)) / "runs",
+                     run_id, last);
   if (!run) {
     return run.error();
   }

@@ -56,7 +56,8 @@ std::optional<ExperienceStore> experienceStore(const std::string& experience_arg
     return std::nullopt;
   }
   if (std::string url = resolveStore(flag, &loaded.experience->raw); pg::isUrl(url)) {
-    return ExperienceStore{std::move(url), pgstore::storeScope(loaded.experience->name)};
+    return ExperienceStore{std::move(url),
+                           pgstore::storeScope(loaded.experience->name, loaded.experience->file)};
   }
   return std::nullopt;
 }
@@ -87,7 +88,7 @@ std::optional<pgstore::RunInfo> resolveStoreRun(pg::Connection& conn, const std:
     if (!experience) {
       return std::nullopt;
     }
-    const std::string scope = pgstore::storeScope(experience->name);
+    const std::string scope = pgstore::storeScope(experience->name, experience->file);
     auto runs = pgstore::listRuns(conn, scope);
     if (!runs) {
       std::cerr << "oe: " << runs.error().message << '\n';

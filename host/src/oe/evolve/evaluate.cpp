@@ -9,6 +9,7 @@
 #include "oe/events/event_log.hpp"
 #include "oe/run/run.hpp"
 #include "oe/spec/loader.hpp"
+#include "oe/spec/workspace.hpp"
 
 namespace oe::evolve {
 namespace fs = std::filesystem;
@@ -116,11 +117,12 @@ Result<Evaluation> evaluate(const std::vector<FileChange>& changes, const fs::pa
   }
   // The original's node cache: nodes the proposal leaves alone (same definition, same inputs)
   // replay from it instead of running (and paying) again.
-  const fs::path original_cache = yaml_path.parent_path() / ".openexpertise" / "cache";
+  const fs::path original_cache = spec::workspaceDir(yaml_path) / "cache";
+  const fs::path candidate_workspace = spec::workspaceDir(folder / yaml_path.filename());
   std::error_code ec;
   if (fs::is_directory(original_cache, ec)) {
-    fs::create_directories(folder / ".openexpertise", ec);
-    fs::copy(original_cache, folder / ".openexpertise" / "cache", fs::copy_options::recursive, ec);
+    fs::create_directories(candidate_workspace, ec);
+    fs::copy(original_cache, candidate_workspace / "cache", fs::copy_options::recursive, ec);
     if (ec) {
       return makeError("cannot copy the node cache " + original_cache.string() + " to " +
                        folder.string() + ": " + ec.message());

@@ -3,14 +3,24 @@
 
 #include <cstdlib>
 
+#include "oe/spec/workspace.hpp"
+
 namespace oe::pgstore {
 
-std::string storeScope(std::string_view experience_name) {
+std::string storeScope(std::string_view experience_name,
+                       const std::filesystem::path& experience_file) {
   // NOLINTNEXTLINE(concurrency-mt-unsafe): read only, at start-up
   if (const char* env = std::getenv("OE_STORE_SCOPE"); env != nullptr && *env != '\0') {
     return env;
   }
-  return experience_name.empty() ? std::string("default") : std::string(experience_name);
+  std::string scope =
+      experience_name.empty() ? std::string("default") : std::string(experience_name);
+  const std::filesystem::path name = experience_file.filename();
+  if (!name.empty() && name != spec::kDefaultExperienceFile) {
+    scope += ':';
+    scope += name.string();
+  }
+  return scope;
 }
 
 std::chrono::milliseconds storeRetry() {

@@ -10,14 +10,24 @@
 #include <cstring>
 #include <system_error>
 
+#include "oe/cache/cache_store.hpp"
+
 namespace oe::plugins {
 namespace {
-constexpr uint32_t kKnownKindFlags = OE_NODE_KIND_REENTRANT;
+constexpr uint32_t kKnownKindFlags = OE_NODE_KIND_REENTRANT | OE_NODE_KIND_NOT_CACHEABLE;
 }  // namespace
 
 struct PluginLibrary::Impl {
   boost::dll::shared_library library;
 };
+
+const std::string& PluginLibrary::fileSha256() const {
+  std::call_once(sha256_once_, [this] {
+    auto digest = cache::fileDigest(path_);
+    sha256_ = digest ? std::move(*digest) : std::string("unreadable");
+  });
+  return sha256_;
+}
 
 std::string abiVersionString(uint32_t version) {
   return std::to_string(OE_ABI_VERSION_GET_MAJOR(version)) + "." +
@@ -139,8 +149,8 @@ Result<std::shared_ptr<PluginLibrary>> PluginLibrary::open(const std::filesystem
     }
     if ((copy.table.flags & ~kKnownKindFlags) != 0) {
       return makeError(where + which + " sets flags " + std::to_string(copy.table.flags) +
-                       " that this oe does not know (known: OE_NODE_KIND_REENTRANT); rebuild it "
-                       "against the installed SDK");
+                       " that this oe does not know (known: OE_NODE_KIND_REENTRANT, "
+                       "OE_NODE_KIND_NOT_CACHEABLE); rebuild it against the installed SDK");
     }
   }
   return lib;

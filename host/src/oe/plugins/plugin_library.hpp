@@ -7,6 +7,7 @@
 #include <deque>
 #include <filesystem>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,9 @@ class PluginLibrary {
   [[nodiscard]] const std::string& version() const { return version_; }
   [[nodiscard]] const std::string& description() const { return description_; }
   [[nodiscard]] uint32_t abiVersion() const { return entry_copy_.abi_version; }
+  // SHA-256 of the library file, read once, on first use: part of the cache key of its kinds'
+  // nodes (docs/durability.md), so a rebuilt plugin does not replay its old results. Any thread.
+  [[nodiscard]] const std::string& fileSha256() const;
   [[nodiscard]] const std::deque<KindTable>& kinds() const { return kinds_; }
   [[nodiscard]] oe_plugin* self() const { return self_; }
   // The plugin-level service `id` (entry->get_extension), e.g. oe.llm-provider/1; NULL if none.
@@ -57,6 +61,8 @@ class PluginLibrary {
   std::string description_;
   std::deque<KindTable> kinds_;  // stable addresses: LoadedKind points into it
   oe_plugin_entry entry_copy_{};
+  mutable std::once_flag sha256_once_;
+  mutable std::string sha256_;
 };
 
 [[nodiscard]] std::string abiVersionString(uint32_t version);

@@ -73,6 +73,7 @@ struct NodeRuntime {
   std::unique_ptr<std::string> raw_dump;
   std::vector<uint32_t> file_ids;  // the files the node names (D4), in the run's FileTable
   bool files_known = false;
+  bool key_warned = false;  // said once that its calls cannot be cached (Run::keyCall)
   Json edge_inputs;      // null until a predecessor hands something over (no allocation per node)
   bool main = true;      // false for pipeline stages and loop bodies (they run after the main pass)
   bool selected = true;  // false: outside --from/--only, reused from the cache, never executed
@@ -101,9 +102,23 @@ class Run {
     return prepare(plugins.kinds());
   }
   Result<void> prepare(const std::map<std::string, plugins::LoadedKind, std::less<>>& kinds);
+  // Some call changed the files its args name (Run::storeInCache): repin() then holds them as
+  // the run left them (its definition files stay as the run read them).
+  [[nodiscard]] bool dataFilesChanged() const { return data_files_changed_; }
+  // The pin again, after the run. A finished node's file list is freed, so its ids come from
+  // the table again (by text, so the same ids).
+  Json repin() {
+    return buildPin(exp_, [this](size_t i) {
+      NodeRuntime& node = nodes_[i];
+      return pinFiles(file_table_, file_table_.idsOf(*node.spec), *node.spec, node.kind);
+    });
+  }
   // definitionPin() from the digests this run computes anyway for its cache keys.
   Json pin() {
-    return buildPin(exp_, [this](size_t i) { return fileDigests(nodes_[i]); });
+    return buildPin(exp_, [this](size_t i) {
+      NodeRuntime& node = nodes_[i];
+      return pinFiles(file_table_, fileIds(node), *node.spec, node.kind);
+    });
   }
   RunSummary execute();
   void destroyInstances();
@@ -212,7 +227,13 @@ class Run {
   bool stopping();
   Result<oe_node*> acquireInstance(NodeRuntime& node);
   void releaseInstance(NodeRuntime& node, oe_node* instance);
-  std::vector<cache::FileDigest> fileDigests(NodeRuntime& node);
+  const std::vector<uint32_t>& fileIds(NodeRuntime& node);
+  // The call's cache key (docs/durability.md, "What the cache key covers"), its data files, and
+  // whether it may be cached at all (cache: false, a kind flagged OE_NODE_KIND_NOT_CACHEABLE, a
+  // data folder too large to hash: said once per node).
+  void keyCall(NodeRuntime& node, Call& call);
+  std::string keyOf(NodeRuntime& node, const Call& call,
+                    const std::vector<cache::FileDigest>& data_files);
 
   // Lifecycle (run_lifecycle.cpp).
   void finishRun();
@@ -292,6 +313,7 @@ class Run {
   bool any_failure_ = false;
   std::vector<std::string> cache_hits_;  // keys replayed, recorded once at the end (touch)
   FileTable file_table_{exp_.dir};
+  bool data_files_changed_ = false;
   bool force_selected_ = false;  // --from/--only: selected nodes execute even on a cache hit
   // Per loop: how many of its iterations had landed in the chain this run continues.
   std::vector<int> loop_landed_;

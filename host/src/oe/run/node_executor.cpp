@@ -408,12 +408,36 @@ oe_status Run::emitFromPlugin(const Call& call, std::string_view type, std::stri
   return OE_OK;
 }
 
-std::vector<cache::FileDigest> Run::fileDigests(NodeRuntime& node) {
+const std::vector<uint32_t>& Run::fileIds(NodeRuntime& node) {
   if (!node.files_known) {
     node.file_ids = file_table_.idsOf(*node.spec);
     node.files_known = true;
   }
-  return file_table_.filesOf(node.file_ids);
+  return node.file_ids;
+}
+
+std::string Run::keyOf(NodeRuntime& node, const Call& call,
+                       const std::vector<cache::FileDigest>& data_files) {
+  std::vector<cache::FileDigest> files = file_table_.filesOf(fileIds(node));
+  files.insert(files.end(), data_files.begin(), data_files.end());
+  return cache::cacheKeyOfText(nodeJson(node), call.state_json, call.edges_json, call.args_json,
+                               files, file_table_.kindIdentity(node.kind));
+}
+
+void Run::keyCall(NodeRuntime& node, Call& call) {
+  const std::string too_large =
+      file_table_.addDataFiles(call.args, *node.spec, call.data_files, &call.names_paths);
+  const bool kind_refuses =
+      node.kind != nullptr && (node.kind->kind->flags & OE_NODE_KIND_NOT_CACHEABLE) != 0;
+  if (!node.spec->cache.enabled || kind_refuses || !too_large.empty()) {
+    call.uncacheable = true;
+  }
+  if (!too_large.empty() && !node.key_warned) {
+    node.key_warned = true;
+    warn(node.spec->id, nodeLabel(node) + " runs without the cache: " + too_large);
+  }
+  // Computed even for a call that is never cached: its state writes carry it (landed marks).
+  call.cache_key = keyOf(node, call, call.data_files);
 }
 
 void Run::startCall(NodeRuntime& node, Json extra_args, Json edge_inputs,
@@ -450,11 +474,10 @@ void Run::startCall(NodeRuntime& node, Json extra_args, Json edge_inputs,
     return;
   }
   if (cache_ != nullptr) {
-    call->cache_key = cache::cacheKeyOfText(nodeJson(node), call->state_json, call->edges_json,
-                                            call->args_json, fileDigests(node));
+    keyCall(node, *call);
     std::optional<Json> hit;
     std::string replayed;  // the entry replayed when it is not the call's own key's
-    if (!force_selected_) {
+    if (!force_selected_ && !call->uncacheable) {
       hit = cache_->get(call->cache_key);
       if (!hit) {
         // A call whose write landed earlier in this chain is done (docs/durability.md): when
@@ -510,9 +533,10 @@ void Run::reuseFromCache(const std::shared_ptr<Call>& call) {
   ++summary_.reused;
   std::optional<Json> hit;
   if (cache_ != nullptr) {
-    call->cache_key = cache::cacheKeyOfText(nodeJson(node), call->state_json, call->edges_json,
-                                            call->args_json, fileDigests(node));
-    hit = cache_->get(call->cache_key);
+    keyCall(node, *call);
+    if (!call->uncacheable) {
+      hit = cache_->get(call->cache_key);
+    }
   }
   Json edge_output;
   const bool has_edge = hit && hit->contains("edge_output");
@@ -671,7 +695,8 @@ void Run::attemptRemote(const std::shared_ptr<Call>& call, std::string request) 
   attempt.kind = node.spec->kind;
   attempt.config = createConfig(node);
   attempt.request = std::move(request);
-  attempt.cache_key = call->cache_key;
+  // A worker stores the entry under this key: none for a call that is never cached.
+  attempt.cache_key = call->uncacheable ? std::string() : call->cache_key;
   attempt.timeout_ms = node.spec->timeout_ms;
   // The result comes back on the dispatcher's thread and is applied here, on the coordinator,
   // by the same invokeDone as a local call's: state, events, cache, retries, item order.
@@ -784,7 +809,19 @@ void Run::storeInCache(Call& call, const Json& output) {
   if (output.contains("metrics") && !output["metrics"].is_null()) {
     stored["metrics"] = output["metrics"];
   }
-  if (auto put = cache_->put(call.cache_key, call.node->spec->id, log_.runId(), stored); !put) {
+  auto put = cache_->put(call.cache_key, call.node->spec->id, log_.runId(), stored);
+  if (put && call.names_paths) {
+    // A call that changed the files it is keyed by (a report or a log named in its args, one it
+    // created) is stored under the key of the files as it left them too: the next run finds
+    // them so and replays it, instead of running it again because of its own writes.
+    std::vector<cache::FileDigest> after;
+    if (file_table_.addDataFiles(call.args, *call.node->spec, after).empty() &&
+        after != call.data_files) {
+      data_files_changed_ = true;
+      put = cache_->put(keyOf(*call.node, call, after), call.node->spec->id, log_.runId(), stored);
+    }
+  }
+  if (!put) {
     Json warning = {{"type", "node.log"},
                     {"node_id", call.node->spec->id},
                     {"level", "warn"},

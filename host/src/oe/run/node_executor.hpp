@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "oe/cache/cache_store.hpp"
 #include "oe/common/json.hpp"
 #include "oe/llm/llm_service.hpp"
 #include "oe/plugins/host_context.hpp"
@@ -41,6 +42,11 @@ struct Call final : oe_host_ctx {
   std::string cache_key;
   // The call's identity in its chain of runs (writeKey: "node", "node#3", "stage@p#1", ...).
   std::string write_key;
+  // The files its args name and its cache.inputs match, as they were when it was keyed: after a
+  // run that changed them, the output is also stored under the key of the files as it left
+  // them (Run::storeInCache).
+  std::vector<cache::FileDigest> data_files;
+  bool names_paths = false;  // some arg may name a file of the experience (FileTable)
   // Under runtime.deterministic, a run that stopped after an earlier item failed: this item's
   // output is not applied (it would land out of item order) but kept in the cache.
   bool drop = false;
@@ -70,7 +76,8 @@ struct Call final : oe_host_ctx {
   // The nested runs running in this attempt (oe.subrun/1-draft), under phase_mutex: each adds
   // itself when it starts and goes when it ends; requestCancel stops them. A call that ran one is
   // not stored in the cache (its key does not cover the child's files; the child's own nodes are
-  // cached), set on the worker thread.
+  // cached), set on the worker thread. Also set, before the call, by Run::keyCall for a call
+  // that is never cached: it is then neither looked up nor stored.
   std::vector<std::shared_ptr<StopHandle>> children;
   bool uncacheable = false;
 

@@ -17,6 +17,7 @@
 #include "oe/pgstore/run_record.hpp"
 #include "oe/pgstore/scope.hpp"
 #include "oe/run/engine.hpp"
+#include "oe/spec/workspace.hpp"
 #include "oe/state/state_store.hpp"
 #include "oe/state/store_lock.hpp"
 
@@ -77,7 +78,7 @@ void StopHandle::detach() {
 }
 
 std::filesystem::path workspaceDir(const spec::Experience& experience) {
-  return experience.dir / ".openexpertise";
+  return spec::workspaceDir(experience.file);
 }
 
 std::filesystem::path statePath(const spec::Experience& experience) {
@@ -108,7 +109,7 @@ Result<RunSummary> runExperience(const spec::Experience& experience,
   if (remote) {
     pgstore::RunInfo info;
     info.run_id = run_id;
-    info.scope = pgstore::storeScope(experience.name);
+    info.scope = pgstore::storeScope(experience.name, experience.file);
     info.experience = experience.file.string();
     info.chain_id = chain_id;
     info.resumed_from = options.resumed_from;
@@ -288,6 +289,18 @@ Result<RunSummary> runExperience(const spec::Experience& experience,
                   [&run](std::string why) { run.requestStop(std::move(why)); });
   }
   RunSummary summary = run.execute();
+  if (run.dataFilesChanged()) {
+    // A node wrote files its args name: pinned again as the run left them, so that a resume
+    // does not report the node's own writes as a change of its definition.
+    std::ofstream pin(workspace / "runs" / (run_id + ".pin.json"), std::ios::trunc);
+    const Json repinned = run.repin();
+    pin << repinned.dump() << '\n';
+    if (record) {
+      if (auto pinned = record->setPin(repinned); !pinned) {
+        summary.warnings.push_back(pinned.error().message);
+      }
+    }
+  }
   if (record) {
     record->stopGuard();  // before `run` can go
   }

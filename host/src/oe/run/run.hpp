@@ -170,7 +170,7 @@ Result<RunSummary> runExperience(const spec::Experience& experience,
 // What the loaded plugins say about their kinds (names and spec schemas), for validation.
 [[nodiscard]] spec::KindCatalog kindCatalog(const plugins::PluginRegistry& registry);
 
-// <experience dir>/.openexpertise
+// The folder of the experience's stores: spec::workspaceDir of its file (docs/storage.md).
 [[nodiscard]] std::filesystem::path workspaceDir(const spec::Experience& experience);
 
 // The experience's state database: `state.store` relative to its folder (D14), else
@@ -178,9 +178,12 @@ Result<RunSummary> runExperience(const spec::Experience& experience,
 [[nodiscard]] std::filesystem::path statePath(const spec::Experience& experience);
 
 // The definition a run ran (issue 3, pinning): the SHA-256 of the experience file and, per node,
-// of its spec plus the content of every file it names. Written next to the run's log as
+// of its spec plus what its cache key covers as far as the definition fixes it (engine::pinFiles:
+// the files it names and imports, the files its literal args name, its cache.inputs, and its
+// kind's plugin when `plugins` is given). Written next to the run's log as
 // runs/<run-id>.pin.json by runExperience.
-[[nodiscard]] Json definitionPin(const spec::Experience& experience);
+[[nodiscard]] Json definitionPin(const spec::Experience& experience,
+                                 const plugins::PluginRegistry* plugins = nullptr);
 
 // Nodes whose definition differs between two pins: {"changed": [...], "added": [...],
 // "removed": [...]}, each in the current experience's declaration order (removed: the old one's).

@@ -92,6 +92,15 @@ struct ForEach {
   Mark mark;
 };
 
+// `cache:` of a node (an oe addition, docs/durability.md "What the cache key covers"):
+// `cache: false` never replays the node from the cache nor stores its output; `cache: {inputs:
+// [glob, ...]}` adds the content of the files the globs match (relative to the experience
+// folder) to its key.
+struct CacheSpec {
+  bool enabled = true;
+  std::vector<std::string> inputs;
+};
+
 struct NodeSpec {
   std::string id;
   std::string kind;
@@ -108,6 +117,7 @@ struct NodeSpec {
   // The work queue its attempts go to under `oe run --workers` (docs/scale-out.md); unset:
   // "default". `oe worker --queue NAME` serves a queue.
   std::optional<std::string> queue;
+  CacheSpec cache;
   Json args = Json::object();         // unresolved; may contain `$.path` strings
   Json raw;                           // the whole node as JSON (null once compacted)
   // The whole node as canonical JSON (sorted keys, compact): what the plugin, the cache key and

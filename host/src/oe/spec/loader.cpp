@@ -687,6 +687,13 @@ NodeSpec nodeFrom(const Experience& exp, const Json& n, size_t i) {
   }
   node.timeout_ms = optInt<int64_t>(n, "timeout_ms");
   node.queue = optStr(n, "queue");
+  if (auto cache = n.find("cache"); cache != n.end()) {
+    if (cache->is_boolean()) {
+      node.cache.enabled = cache->get<bool>();
+    } else if (cache->is_object()) {
+      node.cache.inputs = strings(*cache, "inputs");
+    }
+  }
   if (auto args = n.find("args"); args != n.end()) {
     node.args = *args;
   }
@@ -882,8 +889,8 @@ std::string canonicalText(const Json& value) {
 }
 
 std::vector<std::string> pathCandidates(const Json& node) {
-  static constexpr std::array<std::string_view, 8> kNotPaths = {
-      "id", "kind", "phase", "model", "schema", "args", "reads", "writes"};
+  static constexpr std::array<std::string_view, 9> kNotPaths = {
+      "id", "kind", "phase", "model", "schema", "args", "reads", "writes", "cache"};
   std::vector<std::string> out;
   if (!node.is_object()) {
     return out;

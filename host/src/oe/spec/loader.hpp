@@ -89,10 +89,10 @@ void attachReadFiles(Experience& exp, const KindCatalog& kinds);
 
 // D4: the strings of a node's definition that may name a file the node depends on (impl,
 // prompt, a dataset's source.uri, a skill folder). The host knows no kind, so any string at any
-// depth counts, except under id, kind, phase, model, reads and writes (state field names) and
-// args (data handed to the node, whose files are as often its outputs), inside a `schema` (type
-// names and patterns), `$.path` values and multi-line text. At most 256 strings, 8 levels deep:
-// each costs a stat().
+// depth counts, except under id, kind, phase, model, reads and writes (state field names), args
+// (resolved per call, whose files the run hashes then: run/pin.hpp) and cache (globs), inside a
+// `schema` (type names and patterns), `$.path` values and multi-line text. At most 256 strings,
+// 8 levels deep: each costs a stat().
 std::vector<std::string> pathCandidates(const Json& node);
 
 // An empty experience located at `yaml_path`: source_name as given, file absolute (as given

@@ -144,6 +144,13 @@ constexpr const char* kSchemaText = R"json({
         },
         "timeout_ms": { "type": "integer", "minimum": 1 },
         "queue": { "type": "string", "pattern": "^[A-Za-z0-9_.-]{1,64}$" },
+        "cache": {
+          "type": ["boolean", "object"],
+          "description": "oe: false never replays the node from the cache nor stores its output; inputs: globs of files, relative to the experience folder, whose content joins the node's cache key",
+          "properties": {
+            "inputs": { "type": "array", "items": { "type": "string", "minLength": 1 } }
+          }
+        },
         "args": { "type": "object" }
       }
     },

@@ -15,6 +15,7 @@
 #include "oe/common/file.hpp"
 #include "oe/common/journal.hpp"
 #include "oe/spec/loader.hpp"
+#include "oe/spec/workspace.hpp"
 
 namespace oe::spec {
 
@@ -37,7 +38,7 @@ std::filesystem::path snapshotPath(const std::filesystem::path& yaml_path) {
   if (ec) {
     file = yaml_path;
   }
-  return file.parent_path() / ".openexpertise" / (file.filename().string() + ".spec-snapshot");
+  return workspaceDir(file) / (file.filename().string() + ".spec-snapshot");
 }
 
 std::string snapshotContext(const KindCatalog& kinds, bool strict) {

@@ -5,6 +5,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "oe/common/glob.hpp"
 #include "oe/expr/condition.hpp"
 #include "oe/expr/state_path.hpp"
 #include "oe/spec/file_check.hpp"
@@ -577,6 +578,20 @@ class Validator {
     }
     if (auto fe = n.raw.find("for_each"); fe != n.raw.end()) {
       checkClosedKeys(*fe, pointer + "/for_each", {"source", "concurrency"});
+    }
+    if (auto cache = n.raw.find("cache"); cache != n.raw.end() && cache->is_object()) {
+      checkClosedKeys(*cache, pointer + "/cache", {"inputs"});
+      if (auto inputs = cache->find("inputs"); inputs != cache->end() && inputs->is_array()) {
+        for (size_t j = 0; j < inputs->size(); ++j) {
+          const Json& glob = (*inputs)[j];
+          if (!glob.is_string()) {
+            continue;  // the schema check reports it
+          }
+          if (std::string problem = globProblem(glob.get<std::string>()); !problem.empty()) {
+            error(pointer + "/cache/inputs/" + std::to_string(j), std::move(problem));
+          }
+        }
+      }
     }
     KindCheck* kc = kinds_.count(n.kind) != 0 ? kindCheck(n.kind) : nullptr;
     if (kc == nullptr || !kc->checker || !kc->lists_keys) {
