@@ -123,6 +123,7 @@ struct Link {
   char frame_type = 0;
   // What a trigger did to it.
   bool losing = false;              // kLoseReply: server bytes dropped; cut at ReadyForQuery
+  bool refuse_after = false;        // kLoseReplyAndRefuse: refuse new connections after the cut
   bool orphan_at_sync = false;      // kOrphan on a Parse: the client goes after its Sync
   bool close_when_flushed = false;  // kCut: both sides go once `up` drained
   bool orphan = false;              // the client is gone, the server's session kept
@@ -304,14 +305,19 @@ class TcpProxy::Loop {
   void publishOpen() {
     int64_t open = 0;
     int64_t orphans = 0;
+    int64_t waiting = 0;
     for (const auto& link : links_) {
       open += link->client >= 0 ? 1 : 0;
       orphans += link->orphan && link->server >= 0 ? 1 : 0;
+      waiting += static_cast<int64_t>((link->server >= 0 ? link->up.bytes : 0) +
+                                      (link->client >= 0 ? link->down.bytes : 0));
     }
     std::lock_guard lock(proxy_.mutex_);
-    if (proxy_.counters_.open != open || proxy_.counters_.orphans != orphans) {
-      proxy_.counters_.open = open;
-      proxy_.counters_.orphans = orphans;
+    Counters& c = proxy_.counters_;
+    if (c.open != open || c.orphans != orphans || c.waiting != waiting) {
+      c.open = open;
+      c.orphans = orphans;
+      c.waiting = waiting;
       proxy_.changed_.notify_all();
     }
   }
@@ -498,8 +504,9 @@ class TcpProxy::Loop {
             link.partial.clear();
             return;
           }
-          if (*action == Action::kLoseReply) {
+          if (*action == Action::kLoseReply || *action == Action::kLoseReplyAndRefuse) {
             link.losing = true;
+            link.refuse_after = *action == Action::kLoseReplyAndRefuse;
           } else if (type == 'Q') {
             link.up.push(ready, message);
             makeOrphan(link);
@@ -544,6 +551,7 @@ class TcpProxy::Loop {
       link.down.push(Clock::now() + delay, data);
     }
     if (cut_now) {
+      refusing = refusing || link.refuse_after;
       cut(link);
     }
   }

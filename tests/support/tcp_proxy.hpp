@@ -37,6 +37,9 @@ class TcpProxy {
     // then closes both sides: the statement ran to its end (committed, outside a transaction)
     // and the client never hears of it.
     kLoseReply,
+    // kLoseReply, then refuse(true): the server committed and went away; it is back when the
+    // test says so (refuse(false)).
+    kLoseReplyAndRefuse,
     // Forwards the statement (up to its Sync), then closes the client's side only: the server's
     // session runs on, its replies read and dropped, until cutAll() or the proxy ends (a client
     // whose network went away while its statement was running).
@@ -54,6 +57,7 @@ class TcpProxy {
     int64_t to_server = 0;    // bytes forwarded
     int64_t to_client = 0;
     int64_t dropped = 0;      // server bytes read and not forwarded (swallowed, lost, orphaned)
+    int64_t waiting = 0;      // bytes read and not forwarded yet, either way (held, delayed)
   };
 
   // Forwards to the Unix socket `path` (a PostgreSQL cluster's: <dir>/.s.PGSQL.5432).
