@@ -52,7 +52,9 @@ inline void expectOnTheBackend(const std::filesystem::path& dir, const nlohmann:
   for (int i = 0; i < state->size(); ++i) {
     stored[std::string(state->text(i, 0))] = nlohmann::json::parse(state->text(i, 1));
   }
-  for (const auto& [field, value] : summary.value("final_state", nlohmann::json::object()).items()) {
+  // A named copy: items() of a temporary would iterate a destroyed object.
+  const nlohmann::json reported = summary.value("final_state", nlohmann::json::object());
+  for (const auto& [field, value] : reported.items()) {
     EXPECT_EQ(stored.value(field, nlohmann::json()), value)
         << "field " << field << " in oe_state_snapshot";
   }
