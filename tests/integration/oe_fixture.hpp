@@ -4,11 +4,13 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "oe/pg/connection.hpp"
 #include "support/process.hpp"
 #include "support/temp_dir.hpp"
 
@@ -19,6 +21,43 @@ namespace oe::test {
 // the PostgreSQL runs of the run-engine tests): its result is what the other backend must equal.
 inline std::map<std::string, std::string> sqliteReferenceEnv() {
   return {{"OE_PLUGIN_PATH", ""}, {"OE_STORE", ""}, {"OE_WORKERS", ""}};
+}
+
+// The PostgreSQL runs of the run-engine tests (backend_environment.cpp sets OE_STORE) must run
+// on PostgreSQL, not silently on SQLite: the run's row is in oe_runs with the run's status, the
+// state it reports is what oe_state_snapshot holds, and no state.sqlite was written in `dir`.
+// Nothing to check on SQLite, or when the test chose the store itself (`env` sets OE_STORE).
+inline void expectOnTheBackend(const std::filesystem::path& dir, const nlohmann::json& summary,
+                               const std::map<std::string, std::string>& env = {}) {
+  const char* backend = std::getenv("OE_TEST_BACKEND");  // NOLINT(concurrency-mt-unsafe)
+  const char* store = std::getenv("OE_STORE");           // NOLINT(concurrency-mt-unsafe)
+  if (backend == nullptr || std::string_view(backend) != "postgresql" || store == nullptr ||
+      *store == '\0' || env.count("OE_STORE") > 0 || !summary.is_object() ||
+      !summary.contains("run_id")) {
+    return;
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir / ".openexpertise" / "state.sqlite"))
+      << "a PostgreSQL run wrote state.sqlite";
+  auto conn = pg::Connection::open(store);
+  ASSERT_TRUE(conn) << conn.error().message;
+  auto run = (*conn)->exec("SELECT status, scope FROM oe_runs WHERE run_id = $1",
+                           {summary["run_id"].get<std::string>()});
+  ASSERT_TRUE(run) << run.error().message;
+  ASSERT_EQ(run->size(), 1) << "run " << summary["run_id"] << " is not in oe_runs";
+  EXPECT_EQ(std::string(run->text(0, 0)), summary.value("status", "")) << summary.dump();
+  auto state = (*conn)->exec("SELECT field, value FROM oe_state_snapshot WHERE scope = $1",
+                             {std::string(run->text(0, 1))});
+  ASSERT_TRUE(state) << state.error().message;
+  nlohmann::json stored = nlohmann::json::object();
+  for (int i = 0; i < state->size(); ++i) {
+    stored[std::string(state->text(i, 0))] = nlohmann::json::parse(state->text(i, 1));
+  }
+  // A named copy: items() of a temporary would iterate a destroyed object.
+  const nlohmann::json reported = summary.value("final_state", nlohmann::json::object());
+  for (const auto& [field, value] : reported.items()) {
+    EXPECT_EQ(stored.value(field, nlohmann::json()), value)
+        << "field " << field << " in oe_state_snapshot";
+  }
 }
 
 class OeTest : public ::testing::Test {
@@ -47,6 +86,7 @@ class OeTest : public ::testing::Test {
     auto parsed = nlohmann::json::parse(r.out, nullptr, false);
     EXPECT_FALSE(parsed.is_discarded()) << "stdout: " << r.out << "\nstderr: " << r.err;
     last_stderr_ = r.err;
+    expectOnTheBackend(dir_.path(), parsed);
     return parsed;
   }
   void writeExperience(std::string_view yaml) { dir_.write("experience.yaml", yaml); }

@@ -424,6 +424,14 @@ TEST_F(PgStoreCli, GcPrunesTheOlderRunsOfTheScopeAndLeavesTheState) {
   EXPECT_EQ(rows->int64(0, 0), 0);
   EXPECT_EQ(rows->int64(0, 1), 0) << "the older runs' writes of `last` are explained by the kept";
   EXPECT_EQ(rows->int64(0, 2), 4);
+  // The removed runs' write claims (oe_state_writes) go with them; the kept run's stay.
+  auto claims = (*conn)->exec(
+      "SELECT count(*) FILTER (WHERE run_id <> $1), count(*) FILTER (WHERE run_id = $1) FROM "
+      "oe_state_writes",
+      {newest});
+  ASSERT_TRUE(claims) << claims.error().message;
+  EXPECT_EQ(claims->int64(0, 0), 0) << "the removed runs' write claims were kept";
+  EXPECT_GT(claims->int64(0, 1), 0);
 }
 
 // Two YAML files of one folder, with the same `name:`, in one database: each has its own scope

@@ -97,6 +97,7 @@ class ResumeState : public OeTest {
     *exit_code = r.exit_code;
     auto parsed = nlohmann::json::parse(r.out, nullptr, false);
     EXPECT_FALSE(parsed.is_discarded()) << "stdout: " << r.out << "\nstderr: " << r.err;
+    expectOnTheBackend(dir.path(), parsed, env);
     return parsed;
   }
 

@@ -246,17 +246,33 @@ TEST_F(ScaleOut, AKilledWorkersAttemptRunsAgainElsewhereAndLandsOnce) {
   const nlohmann::json plain = blockingFanOut();
   ASSERT_EQ(plain["status"], "success") << last_stderr_;
 
-  // The coordinator in the background; worker `doomed` (a short lease) takes item i3 and
-  // blocks in it until the test has killed it.
+  // The coordinator in the background; worker `doomed` takes item i3 and blocks in it until
+  // the test has killed it. Its lease is the default (30 s): no late heartbeat under load can
+  // let it expire while the worker lives; once it is dead, the test moves the lease's end to
+  // now (as the clock would, later), and the rescuer re-queues the attempt.
   BackgroundProcess coordinator({OE_EXE, "run", dir_.path().string(), "--json", "--store", url_,
                                  "--workers", "--fresh", "--no-cache"},
                                 {{"OE_PLUGIN_PATH", ""}}, dir_.path(), dir_.path() / "coord");
-  auto doomed = startWorker("doomed", {"--lease-ms", "600"});
+  auto doomed = startWorker("doomed");
   ASSERT_TRUE(waitForFile(dir_.path() / "started-i3")) << doomed->err() << coordinator.err();
   doomed->signal(SIGKILL);
   EXPECT_EQ(doomed->wait(), 128 + SIGKILL);
+  {
+    auto conn = pg::Connection::open(url_);
+    ASSERT_TRUE(conn);
+    auto expired = (*conn)->exec(
+        "UPDATE oe_attempts SET lease_expires_at = now() - interval '1 second' "
+        "WHERE lease_owner = 'doomed' AND status = 'leased' RETURNING call_key");
+    ASSERT_TRUE(expired) << expired.error().message;
+    // Every lease the dead worker held (it may have claimed other items beside i3) ends.
+    bool i3 = false;
+    for (int i = 0; i < expired->size(); ++i) {
+      i3 = i3 || std::string(expired->text(i, 0)) == "fan#3";
+    }
+    EXPECT_TRUE(i3) << "the dead worker did not hold i3's lease";
+  }
   dir_.write("go", "");  // the next run of i3 goes through
-  auto rescuer = startWorker("rescuer", {"--lease-ms", "600"});
+  auto rescuer = startWorker("rescuer");
   ASSERT_EQ(coordinator.wait(), 0) << coordinator.err() << rescuer->err();
   stopWorker(*rescuer);
 
@@ -283,8 +299,9 @@ TEST_F(ScaleOut, AKilledWorkersAttemptRunsAgainElsewhereAndLandsOnce) {
 }
 
 TEST_F(ScaleOut, RetriesTimeoutsAndFailRunBehaveAsWithoutWorkers) {
-  // A short lease: the heartbeat (every lease/3) is where the worker learns of a cancellation.
-  auto worker = startWorker("w", {"--lease-ms", "900"});
+  // The default lease: the worker hears of a cancellation at once (NOTIFY oe_cancels), not at
+  // its next heartbeat, so no lease needs to be short, and none expires under load.
+  auto worker = startWorker("w");
   // A retry: item i2 fails its first attempt, the second (another queue row) succeeds.
   writeFanOut(4, ", fail_once: i2", ", on_error: { policy: retry, attempts: 2, base_ms: 1 }");
   auto retried = runWithWorkers();
@@ -297,7 +314,9 @@ TEST_F(ScaleOut, RetriesTimeoutsAndFailRunBehaveAsWithoutWorkers) {
   EXPECT_EQ(i2_rows, 2);
 
   // timeout_ms: the worker's attempt is cancelled; the node fails with the timeout message.
-  writeFanOut(2, ", sleep: i1", ", timeout_ms: 300");
+  // One item, the one that sleeps: no other call is subject to the short timeout, so a slow
+  // start under load cannot fail a second one.
+  writeFanOut(1, ", sleep: i0", ", timeout_ms: 300");
   int code = 0;
   auto timed = runWithWorkers(&code);
   EXPECT_EQ(timed["status"], "partial") << last_stderr_;
@@ -319,7 +338,7 @@ TEST_F(ScaleOut, AKilledCoordinatorsRunIsFinishedByOeResume) {
   const nlohmann::json plain = blockingFanOut();
   ASSERT_EQ(plain["status"], "success") << last_stderr_;
 
-  auto worker = startWorker("w", {"--lease-ms", "900"});
+  auto worker = startWorker("w");
   BackgroundProcess coordinator(
       {OE_EXE, "run", dir_.path().string(), "-q", "--store", url_, "--workers", "--fresh"},
       {{"OE_PLUGIN_PATH", ""}}, dir_.path(), dir_.path() / "coord");

@@ -619,6 +619,17 @@ graph:
   EXPECT_FALSE(std::filesystem::exists(marker));
 }
 
+// processGone() is how the kill tests above see a process end; a process that was just
+// signalled, or is about to exit, still runs for a moment: it must be looked at again rather
+// than reported alive on the first look (issue 22, section 5).
+TEST(ProcessSupport, ProcessGoneWaitsForAProcessThatIsAboutToEnd) {
+  TempDir dir;
+  BackgroundProcess brief({"sh", "-c", "sleep 1"}, {}, dir.path(), dir.path() / "brief");
+  EXPECT_TRUE(processGone(brief.pid()));
+  BackgroundProcess lasting({"sleep", "600"}, {}, dir.path(), dir.path() / "lasting");
+  EXPECT_FALSE(processGone(lasting.pid(), std::chrono::milliseconds(50)));
+}
+
 TEST_F(Scheduler, CacheReplaysUnchangedNodesAndReRunsEditedTools) {
   const auto calls = dir_.path() / "calls.log";
   writeTool("count.mjs", "import { appendFileSync } from 'node:fs';\n"

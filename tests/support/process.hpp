@@ -16,6 +16,7 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -178,6 +179,27 @@ class BackgroundProcess {
     reaped_ = true;
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   }
+  // The exit code (as wait()) once the process ended, or nullopt if it still runs after
+  // `limit` (polled every 10 ms; a hang shows as a failed expectation, not a stuck test).
+  std::optional<int> waitFor(std::chrono::milliseconds limit) {
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    for (;;) {
+      int status = 0;
+      const pid_t done = waitpid(pid_, &status, WNOHANG);
+      if (done == pid_) {
+        reaped_ = true;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      }
+      if (done < 0 && errno != EINTR) {
+        return std::nullopt;
+      }
+      if (std::chrono::steady_clock::now() > deadline) {
+        return std::nullopt;
+      }
+      const timespec pause{0, 10'000'000};
+      nanosleep(&pause, nullptr);
+    }
+  }
   [[nodiscard]] std::string out() const { return slurp(out_); }
   [[nodiscard]] std::string err() const { return slurp(err_); }
 
@@ -209,15 +231,28 @@ inline bool waitForFile(const std::filesystem::path& path,
 }
 
 // True when `pid` no longer runs: gone, or a zombie waiting for a parent that may never reap
-// it (an orphan in a container whose PID 1 does not reap). For "the tool was killed" checks.
-inline bool processGone(pid_t pid) {
-  if (::kill(pid, 0) != 0) {
-    return errno == ESRCH;
+// it (an orphan in a container whose PID 1 does not reap). A process just sent SIGKILL takes a
+// moment to die (the kernel delivers the signal when it next schedules it), so this looks
+// again, every 10 ms, until `within` has passed. For "the tool was killed" checks.
+inline bool processGone(pid_t pid, std::chrono::milliseconds within = std::chrono::seconds(10)) {
+  auto gone = [pid] {
+    if (::kill(pid, 0) != 0) {
+      return errno == ESRCH;
+    }
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    const auto paren = text.rfind(')');  // the command name may itself hold spaces and parens
+    return paren != std::string::npos && paren + 2 < text.size() && text[paren + 2] == 'Z';
+  };
+  const auto deadline = std::chrono::steady_clock::now() + within;
+  while (!gone()) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      return false;
+    }
+    const timespec pause{0, 10'000'000};
+    nanosleep(&pause, nullptr);
   }
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
-  const auto paren = text.rfind(')');  // the command name may itself hold spaces and parens
-  return paren != std::string::npos && paren + 2 < text.size() && text[paren + 2] == 'Z';
+  return true;
 }
 
 // The pid a tool wrote into `file` (0 when the file is missing or holds no number).

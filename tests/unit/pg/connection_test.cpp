@@ -3,9 +3,16 @@
 
 #include <gtest/gtest.h>
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
+#include <condition_variable>
+#include <mutex>
 #include <thread>
 
 #include "support/pg_test_db.hpp"
+#include "support/tcp_proxy.hpp"
 #include "support/temp_dir.hpp"
 
 namespace oe::pg {
@@ -96,7 +103,7 @@ TEST(PgConnectionTest, AFailedTransactionLeavesNothing) {
 
 TEST(PgConnectionTest, ATransactionOverALostConnectionReconnectsAndRunsAgain) {
   test::PgTestDb db;
-  auto conn = Connection::open(db.url(), {.retry_for = std::chrono::seconds(20)});
+  auto conn = Connection::open(db.url(), retrying(std::chrono::seconds(20)));
   ASSERT_TRUE(conn);
   ASSERT_TRUE((*conn)->exec("CREATE TABLE t (v int)"));
   auto admin = Connection::open(db.url());
@@ -123,7 +130,7 @@ TEST(PgConnectionTest, ATransactionOverALostConnectionReconnectsAndRunsAgain) {
 TEST(PgConnectionTest, ReconnectsAcrossAServerRestart) {
   test::TempDir dir;
   auto cluster = test::PgCluster::privateIn(dir / "pg");
-  auto conn = Connection::open(cluster->url(), {.retry_for = std::chrono::seconds(60)});
+  auto conn = Connection::open(cluster->url(), retrying(std::chrono::seconds(60)));
   ASSERT_TRUE(conn) << conn.error().message;
   ASSERT_TRUE((*conn)->listen("oe_wake"));
   cluster->stopNow();
@@ -139,6 +146,115 @@ TEST(PgConnectionTest, ReconnectsAcrossAServerRestart) {
   ASSERT_TRUE(other);
   ASSERT_TRUE((*other)->exec("NOTIFY oe_wake"));
   EXPECT_TRUE((*conn)->waitForNotify(std::chrono::seconds(30)));
+}
+
+// A network that swallows the server's answers: the statement ends at its reply timeout as a
+// lost connection (not never), and the next session works.
+TEST(PgConnectionTest, AReplyThatNeverComesEndsTheStatementAtItsReplyTimeout) {
+  test::PgTestDb db;
+  auto proxy = test::TcpProxy::toPostgres(db.cluster().dir());
+  ConnectOptions options = retrying(std::chrono::seconds(10));
+  options.reply_timeout = std::chrono::milliseconds(300);
+  auto conn = Connection::open(proxy->pgUrl(db.name()), options);
+  ASSERT_TRUE(conn) << conn.error().message;
+  proxy->swallowReplies(true);
+  auto lost = (*conn)->exec("SELECT 1");
+  ASSERT_FALSE(lost);
+  EXPECT_EQ((*conn)->lastFailure(), Failure::kConnection);
+  EXPECT_NE(lost.error().message.find("no reply from PostgreSQL"), std::string::npos)
+      << lost.error().message;
+  EXPECT_FALSE((*conn)->healthy());
+  proxy->swallowReplies(false);
+  ASSERT_TRUE((*conn)->reconnect());
+  EXPECT_TRUE((*conn)->exec("SELECT 1"));
+}
+
+// A connection told to wait for the database for ever, while the server stays away: it says so
+// every report period, and interrupting its Patience ends the wait at once.
+TEST(PgConnectionTest, AnEndlessReconnectSaysSoAndEndsWhenInterrupted) {
+  test::PgTestDb db;
+  auto proxy = test::TcpProxy::toPostgres(db.cluster().dir());
+  std::mutex mutex;
+  std::condition_variable said_cv;
+  std::vector<std::string> said;
+  auto patience = std::make_shared<Patience>(
+      [&](const std::string& message) {
+        std::lock_guard lock(mutex);
+        said.push_back(message);
+        said_cv.notify_all();
+      },
+      std::chrono::milliseconds(100));
+  ConnectOptions options = retrying(std::chrono::seconds(10), "oe test");
+  options.reconnect_for = kForever;
+  options.patience = patience;
+  auto conn = Connection::open(proxy->pgUrl(db.name()), options);
+  ASSERT_TRUE(conn) << conn.error().message;
+  proxy->refuse(true);
+  proxy->cutAll();
+  Result<void> back;
+  std::thread waiter([&] { back = (*conn)->reconnect(); });
+  {
+    std::unique_lock lock(mutex);
+    ASSERT_TRUE(said_cv.wait_for(lock, std::chrono::seconds(60), [&] { return said.size() >= 2; }));
+    EXPECT_NE(said[0].find("oe test: the database has been out of reach for"), std::string::npos)
+        << said[0];
+  }
+  patience->interrupt();
+  waiter.join();
+  ASSERT_FALSE(back);
+  EXPECT_NE(back.error().message.find("stopping"), std::string::npos) << back.error().message;
+  // Interrupted, a statement on a lost connection fails at once rather than reconnect.
+  EXPECT_FALSE((*conn)->exec("SELECT 1"));
+  EXPECT_FALSE((*conn)->reconnect());
+}
+
+// A statement waiting for an answer that will not come, when the process is stopping: it waits
+// the short grace, not the reply timeout (none here).
+TEST(PgConnectionTest, AnInterruptEndsAStatementsWaitAfterAShortGrace) {
+  test::PgTestDb db;
+  auto proxy = test::TcpProxy::toPostgres(db.cluster().dir());
+  auto patience = std::make_shared<Patience>();
+  ConnectOptions options = retrying(std::chrono::seconds(10));
+  options.patience = patience;
+  auto conn = Connection::open(proxy->pgUrl(db.name()), options);
+  ASSERT_TRUE(conn) << conn.error().message;
+  proxy->swallowReplies(true);
+  const int64_t seen = proxy->counters().statements;
+  Result<Rows> answer = makeError("not run");
+  std::thread client([&] { answer = (*conn)->exec("SELECT 1"); });
+  ASSERT_TRUE(proxy->waitUntil(
+      [seen](const test::TcpProxy::Counters& c) { return c.statements > seen; }));
+  patience->interrupt();
+  client.join();
+  ASSERT_FALSE(answer);
+  EXPECT_EQ((*conn)->lastFailure(), Failure::kConnection);
+  EXPECT_NE(answer.error().message.find("while stopping"), std::string::npos)
+      << answer.error().message;
+}
+
+// A coordinator whose host vanishes must not keep the scope's lock for the OS's two hours: the
+// client's TCP socket has keepalives (and a user timeout), and the session asks the server for
+// its side of them and to check for a client that went away during a statement.
+TEST(PgConnectionTest, SessionsAskForKeepalivesOnBothSides) {
+  test::PgTestDb db;
+  auto proxy = test::TcpProxy::toPostgres(db.cluster().dir());
+  auto conn = Connection::open(proxy->pgUrl(db.name()));
+  ASSERT_TRUE(conn) << conn.error().message;
+  const int fd = (*conn)->socket();
+  ASSERT_GE(fd, 0);
+  int value = 0;
+  socklen_t size = sizeof value;
+  ASSERT_EQ(getsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &value, &size), 0);
+  EXPECT_EQ(value, 1);
+  ASSERT_EQ(getsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &value, &size), 0);
+  EXPECT_EQ(value, 15);
+  ASSERT_EQ(getsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &value, &size), 0);
+  EXPECT_EQ(value, 45000);
+  // The server side: the keepalive settings read 0 on the cluster's Unix socket (the proxy
+  // talks to it through one), the client check does not.
+  auto check = (*conn)->exec("SHOW client_connection_check_interval");
+  ASSERT_TRUE(check) << check.error().message;
+  EXPECT_EQ(check->text(0, 0), "2s");
 }
 
 TEST(PgConnectionTest, AnUnreachableServerIsAClearError) {

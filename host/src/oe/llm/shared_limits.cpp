@@ -92,7 +92,7 @@ Result<std::unique_ptr<SharedLimits>> SharedLimits::open(const std::string& url,
   }
   shared->giveBack(std::move(*conn));
   auto listener = pg::Connection::open(
-      url, {.retry_for = shared->options_.retry_for, .application_name = "oe-limits-renew"});
+      url, pg::retrying(shared->options_.retry_for, "oe-limits-renew"));
   if (!listener) {
     return makeError(where + ": " + listener.error().message);
   }
@@ -137,8 +137,7 @@ Result<std::unique_ptr<pg::Connection>> SharedLimits::borrow() {
       return conn;
     }
   }
-  return pg::Connection::open(url_,
-                              {.retry_for = options_.retry_for, .application_name = "oe-limits"});
+  return pg::Connection::open(url_, pg::retrying(options_.retry_for, "oe-limits"));
 }
 
 void SharedLimits::giveBack(std::unique_ptr<pg::Connection> conn) {

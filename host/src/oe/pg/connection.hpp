@@ -3,11 +3,13 @@
 // reconnect with backoff when the server goes away (a restart, a failover).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -74,13 +76,81 @@ class Rows {
 // transaction; anything else (a constraint, bad SQL) is not.
 enum class Failure { kNone, kConnection, kSerialization, kStatement };
 
+// A retry budget without an end: the connection waits for the database until its Patience is
+// interrupted.
+inline constexpr std::chrono::milliseconds kForever = std::chrono::milliseconds::max();
+
+// How the connections of one process (or one component of it) wait for a database that went
+// away, and how that wait ends: shared through their ConnectOptions. While they cannot reach the
+// server they say so, at most once per `report_every` for all of them together; interrupt()
+// (SIGINT, SIGTERM, a stop) ends their waiting at once. Thread-safe.
+class Patience {
+ public:
+  // How much longer a statement already sent waits for its reply once interrupted: a healthy
+  // server answers well within it, so a stop does not lose a write in flight; a server that went
+  // away does not hold the stop up.
+  static constexpr std::chrono::milliseconds kStopGrace{2000};
+
+  // `say` gets each message (default: stderr, prefixed "oe: ").
+  explicit Patience(std::function<void(const std::string&)> say = {},
+                    std::chrono::milliseconds report_every = std::chrono::seconds(30));
+  ~Patience();
+  Patience(const Patience&) = delete;
+  Patience& operator=(const Patience&) = delete;
+
+  // From now on the connections sharing it stop waiting for the database: a lost connection is
+  // not opened again, a connection attempt ends, and a statement waiting for its reply waits at
+  // most kStopGrace more. It stays interrupted.
+  void interrupt();
+  [[nodiscard]] bool interrupted() const { return interrupted_.load(); }
+  // Readable once interrupted (for poll).
+  [[nodiscard]] int fd() const { return fd_; }
+  // Sleeps `duration`, less when interrupted meanwhile; true when interrupted.
+  bool sleepFor(std::chrono::milliseconds duration) const;
+  // A connection that has not reached the server for `down_for` (the first failure that many
+  // milliseconds ago) reports it: said once `report_every` has passed, then every report_every.
+  void outage(std::chrono::milliseconds down_for, const std::string& who, const std::string& why);
+
+ private:
+  std::function<void(const std::string&)> say_;
+  std::chrono::milliseconds report_every_;
+  std::atomic<bool> interrupted_{false};
+  int fd_ = -1;  // an eventfd, written once by interrupt()
+  std::mutex mutex_;
+  std::chrono::steady_clock::time_point last_said_{};
+};
+
 struct ConnectOptions {
-  // How long open() and reconnect() keep trying (with backoff from 50 ms to 2 s) while the server
-  // refuses or is not there. Zero: one try.
+  // How long open() keeps trying (with backoff from 50 ms to 2 s) while the server refuses or is
+  // not there. Zero: one try; kForever: until `patience` is interrupted.
   std::chrono::milliseconds retry_for{0};
   // application_name, seen in pg_stat_activity: which oe process holds a connection.
   std::string application_name = "oe";
+  // How long reconnect() and transaction() keep trying after the connection was lost; unset:
+  // retry_for. A component that was connected once usually waits for as long as it takes
+  // (kForever), where a first connection to a URL that may be wrong gives up (retry_for).
+  std::optional<std::chrono::milliseconds> reconnect_for{};
+  // Shared by the connections that stop together, and says when they cannot reach the server.
+  std::shared_ptr<Patience> patience{};
+  // The longest a statement waits for its reply before the connection counts as lost
+  // (Failure::kConnection: a network that swallows the answers, a server that froze). Zero:
+  // no limit (statements that may legitimately run long: migrations, oe gc).
+  std::chrono::milliseconds reply_timeout{0};
 };
+
+// The options of a connection that tries for `retry_for` to connect and reconnect, and says
+// who it is in pg_stat_activity; the others keep their defaults.
+[[nodiscard]] inline ConnectOptions retrying(std::chrono::milliseconds retry_for,
+                                             std::string application_name = "oe") {
+  ConnectOptions options;
+  options.retry_for = retry_for;
+  options.application_name = std::move(application_name);
+  return options;
+}
+
+// The reply_timeout of the connections a run and a worker keep: no statement of theirs runs
+// anywhere near it, and a reply lost on the way is given up in bounded time.
+inline constexpr std::chrono::milliseconds kReplyTimeout{120'000};
 
 // One connection, used by one thread at a time (libpq connections are not thread-safe); each
 // component that needs the database from its own thread opens its own. Every method that talks
@@ -113,25 +183,44 @@ class Connection {
   // LISTEN on `channel` (an identifier oe chooses; quoted here).
   Result<void> listen(std::string_view channel);
   // Waits up to `timeout` for a notification on a listened channel; true when one came (all the
-  // ones pending are consumed). False on timeout or a lost connection (see lastFailure()).
-  bool waitForNotify(std::chrono::milliseconds timeout);
+  // ones pending are consumed). False on timeout, a lost connection (see lastFailure()), an
+  // interrupted Patience, or `wake` (an fd another thread makes readable, -1: none) readable.
+  bool waitForNotify(std::chrono::milliseconds timeout, int wake = -1);
 
-  // Re-opens the connection (with backoff until retry_for) after a failure; LISTENs again.
+  // Re-opens the connection (with backoff for ConnectOptions::reconnect_for) after a failure;
+  // LISTENs again. Refused at once when its Patience was interrupted.
   Result<void> reconnect();
+  // The same with its own budget (zero: one try), for a caller that looks again later.
+  Result<void> reconnect(std::chrono::milliseconds budget);
   [[nodiscard]] bool healthy() const;
   [[nodiscard]] Failure lastFailure() const { return last_failure_; }
   [[nodiscard]] const std::string& url() const { return url_; }
+  [[nodiscard]] const ConnectOptions& options() const { return options_; }
+  // Changes the reply timeout of the statements sent from now on (0: none).
+  void setReplyTimeout(std::chrono::milliseconds timeout) { options_.reply_timeout = timeout; }
   // The server's process id for this session (pg_terminate_backend in the tests).
   [[nodiscard]] int backendPid() const;
+  // The connection's socket, -1 when lost (the tests check its keepalives).
+  [[nodiscard]] int socket() const;
 
  private:
   Result<Rows> run(std::string_view sql, const std::vector<Param>* params);
+  // Waits until the socket is ready for `events`; false (the connection dropped, the failure
+  // set) at `deadline`, or kStopGrace after an interrupt.
+  bool waitSocket(short events, std::chrono::steady_clock::time_point deadline,
+                  std::optional<std::chrono::steady_clock::time_point>& grace);
+  // Drops a connection whose state is unknown (a reply never came): the next statement fails
+  // as lost, and reconnect() opens a new one.
+  void drop(std::string why);
+  // Session settings sent after each connect (keepalives, notices).
+  void prepareSession();
 
   pg_conn* conn_;
   std::string url_;
   ConnectOptions options_;
   std::vector<std::string> channels_;
   Failure last_failure_ = Failure::kNone;
+  std::string dropped_;  // why the connection was dropped, for the next statement's error
 };
 
 // A text[] parameter's literal ({"a","b",NULL}), for statements that take many rows at once

@@ -169,6 +169,48 @@ ALTER TABLE oe_attempts ADD COLUMN submit_seq bigint;
 CREATE UNIQUE INDEX oe_attempts_submitted ON oe_attempts (run_id, submit_seq);
 )sql";
 
+// Version 3: what the database itself enforces so that a statement sent twice (its first try's
+// answer lost with the connection, or the first try still running when the retry came) and a
+// coordinator that lost its scope cannot write twice or alongside another:
+// * oe_state_writes: each state write's identity, claimed by the write's own statement with
+//   ON CONFLICT DO NOTHING (a NOT EXISTS test cannot see another session's uncommitted row; a
+//   unique key makes the second wait for the first and then do nothing), seeded from the
+//   history so that a write of a migrated store is not applied again either;
+// * oe_scopes: the scope's epoch, bumped by every coordinator (and oe command) that takes the
+//   scope, which each state, mark, cache and event write checks in its own statement; oe_runs
+//   keeps the epoch each run took;
+// * oe_events.seq: the line's number in its run's log, unique, so a batch sent again adds no
+//   line twice;
+// * cancelled attempts are collected like finished ones (a cancel whose answer was lost is
+//   still handed to the run).
+constexpr std::string_view kV3 = R"sql(
+CREATE TABLE oe_state_writes (
+  scope text NOT NULL,
+  write_id text NOT NULL,
+  run_id text NOT NULL,
+  PRIMARY KEY (scope, write_id)
+);
+INSERT INTO oe_state_writes (scope, write_id, run_id)
+  SELECT DISTINCT ON (scope, write_id) scope, write_id, run_id FROM oe_state_history
+  WHERE write_id <> '' ORDER BY scope, write_id, id;
+CREATE INDEX oe_state_writes_run ON oe_state_writes (scope, run_id);
+
+CREATE TABLE oe_scopes (
+  scope text PRIMARY KEY,
+  epoch bigint NOT NULL,
+  run_id text,
+  taken_at timestamptz NOT NULL DEFAULT now()
+);
+ALTER TABLE oe_runs ADD COLUMN epoch bigint;
+
+ALTER TABLE oe_events ADD COLUMN seq bigint;
+CREATE UNIQUE INDEX oe_events_seq ON oe_events (run_id, seq);
+
+DROP INDEX oe_attempts_finished;
+CREATE INDEX oe_attempts_finished ON oe_attempts (run_id, id)
+  WHERE status IN ('done', 'failed', 'cancelled') AND collected_at IS NULL;
+)sql";
+
 // The advisory lock key of migrations: any 64-bit constant of oe's own.
 constexpr int64_t kMigrateLock = 0x6f655f6d69677261;  // "oe_migra"
 
@@ -178,6 +220,7 @@ const std::vector<Migration>& migrations() {
   static const std::vector<Migration> all = {
       {1, "runs, events, state, cache, attempts, workers, limits, budget", kV1},
       {2, "attempts: LLM usage, plugin events, the coordinator's submit number", kV2},
+      {3, "write claims, scope epochs, event numbers, cancelled attempts collected", kV3},
   };
   return all;
 }
@@ -199,7 +242,7 @@ Result<int> currentVersion(Connection& conn) {
   return static_cast<int>(version->int64(0, 0));
 }
 
-Result<MigrateReport> migrate(Connection& conn) {
+Result<MigrateReport> migrate(Connection& conn, int target) {
   // Session-level: held across the per-migration transactions, released below.
   if (auto locked = conn.exec("SELECT pg_advisory_lock($1)", {kMigrateLock}); !locked) {
     return makeError("cannot lock the oe schema for migration: " + locked.error().message);
@@ -225,7 +268,7 @@ Result<MigrateReport> migrate(Connection& conn) {
                      std::to_string(latestVersion()) + "): upgrade oe on this machine");
   }
   for (const Migration& step : migrations()) {
-    if (step.version <= *current) {
+    if (step.version <= *current || step.version > target) {
       continue;
     }
     auto applied = conn.transaction([&step](Connection& tx) -> Result<void> {

@@ -4,6 +4,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "oe/common/result.hpp"
 #include "oe/pg/connection.hpp"
@@ -27,8 +28,9 @@ struct MigrateReport {
 
 // Applies the migrations the database lacks, each in its own transaction, under an advisory lock
 // so that two oe processes starting at once do not both migrate. A database newer than this oe
-// (a later version migrated it) is an error that says to upgrade oe.
-Result<MigrateReport> migrate(Connection& conn);
+// (a later version migrated it) is an error that says to upgrade oe. `target` stops at an older
+// version (the tests build a store as an earlier oe left it).
+Result<MigrateReport> migrate(Connection& conn, int target = latestVersion());
 
 // The version the database is at (0 when oe never migrated it).
 Result<int> currentVersion(Connection& conn);

@@ -6,16 +6,21 @@
 namespace oe::pgstore {
 
 Result<std::unique_ptr<EventSink>> EventSink::open(const std::string& url, std::string run_id,
-                                                   std::chrono::milliseconds retry_for) {
-  auto conn = connect(url, retry_for, "oe events");
+                                                   std::chrono::milliseconds retry_for,
+                                                   std::shared_ptr<ScopeFence> fence) {
+  auto conn = connect(url, retry_for, "oe events", fence ? fence->patience() : nullptr);
   if (!conn) {
     return conn.error();
   }
-  return std::make_unique<EventSink>(std::move(*conn), std::move(run_id));
+  return std::make_unique<EventSink>(std::move(*conn), std::move(run_id), std::move(fence));
 }
 
-EventSink::EventSink(std::unique_ptr<pg::Connection> conn, std::string run_id)
-    : conn_(std::move(conn)), run_id_(std::move(run_id)), writer_([this] { loop(); }) {}
+EventSink::EventSink(std::unique_ptr<pg::Connection> conn, std::string run_id,
+                     std::shared_ptr<ScopeFence> fence)
+    : conn_(std::move(conn)),
+      run_id_(std::move(run_id)),
+      fence_(std::move(fence)),
+      writer_([this] { loop(); }) {}
 
 EventSink::~EventSink() { (void)close(); }
 
@@ -26,7 +31,7 @@ void EventSink::attach(events::EventLog& log) {
 
 void EventSink::add(std::string_view line) {
   std::lock_guard lock(mutex_);
-  queue_.emplace_back(line);
+  queue_.push_back(Line{next_seq_++, std::string(line)});
   if (queue_.size() >= kMaxBatch) {
     wake_.notify_one();
   }
@@ -55,13 +60,13 @@ void EventSink::loop() {
     // Woken early by a full batch or close(); otherwise a batch every kDelay.
     wake_.wait_for(lock, kDelay, [this] { return closing_ || queue_.size() >= kMaxBatch; });
     const bool last = closing_;
-    std::vector<std::string> lines;
+    std::vector<Line> lines;
     lines.swap(queue_);
     if (!lines.empty()) {
       lock.unlock();
       const bool ok = insert(lines);
       lock.lock();
-      if (!ok && !last) {
+      if (!ok && !last && !refused_) {
         // Back in front of what came meanwhile, for the next round.
         lines.insert(lines.end(), std::make_move_iterator(queue_.begin()),
                      std::make_move_iterator(queue_.end()));
@@ -77,25 +82,43 @@ void EventSink::loop() {
   }
 }
 
-bool EventSink::insert(const std::vector<std::string>& lines) {
+bool EventSink::insert(const std::vector<Line>& lines) {
+  static const std::string sql =
+      "WITH fence AS (SELECT " + ScopeFence::condition(4, 5) +
+      " AS ok), ins AS (INSERT INTO oe_events (run_id, seq, line) SELECT $1, s, l FROM "
+      "unnest($2::bigint[], $3::text[]) AS u(s, l) WHERE (SELECT ok FROM fence) "
+      "ON CONFLICT (run_id, seq) DO NOTHING) SELECT ok FROM fence";
+  const std::string scope = fence_ ? fence_->scope() : std::string();
+  if (refused_) {
+    return false;  // the run lost its scope: its lines are not the store's any more
+  }
   for (size_t start = 0; start < lines.size(); start += kMaxBatch) {
     const size_t end = std::min(lines.size(), start + kMaxBatch);
-    std::string sql = "INSERT INTO oe_events (run_id, line) VALUES ";
-    std::vector<pg::Param> params;
-    params.reserve(end - start + 1);
-    params.emplace_back(run_id_);
+    std::string seqs = "{";
+    std::vector<std::string_view> texts;
+    texts.reserve(end - start);
     for (size_t i = start; i < end; ++i) {
-      sql += i == start ? "($1, $" : ", ($1, $";
-      sql += std::to_string(i - start + 2);
-      sql += ')';
-      params.emplace_back(lines[i]);
+      seqs += (i == start ? "" : ",") + std::to_string(lines[i].seq);
+      texts.emplace_back(lines[i].text);
     }
-    auto r = execRetrying(*conn_, sql, params);
+    seqs += '}';
+    auto r = execRetrying(
+        *conn_, sql,
+        {run_id_, seqs,
+         arrayLiteral(std::vector<std::optional<std::string_view>>(texts.begin(), texts.end())),
+         scope, epochOf(fence_)});
+    std::optional<std::string> failure;
     if (!r) {
+      failure = r.error().message;
+    } else if (r->size() != 1 || !r->boolean(0, 0)) {
+      refused_ = true;
+      failure = fence_ ? fence_->lost() : ScopeFence::message(scope);
+    }
+    if (failure) {
       std::lock_guard lock(mutex_);
       if (!error_) {
         error_ = "cannot copy the event lines of run " + run_id_ + " to " +
-                 pg::redact(conn_->url()) + ": " + r.error().message;
+                 pg::redact(conn_->url()) + ": " + *failure;
       }
       return false;
     }
@@ -104,7 +127,9 @@ bool EventSink::insert(const std::vector<std::string>& lines) {
 }
 
 Result<events::LogReadResult> readRunEvents(pg::Connection& conn, const std::string& run_id) {
-  auto rows = conn.exec("SELECT line FROM oe_events WHERE run_id = $1 ORDER BY id", {run_id});
+  // In the log's order: seq (older stores: none, and the insertion order).
+  auto rows =
+      conn.exec("SELECT line FROM oe_events WHERE run_id = $1 ORDER BY seq, id", {run_id});
   if (!rows) {
     return makeError("cannot read the events of run " + run_id + " from " + pg::redact(conn.url()) +
                      ": " + rows.error().message);

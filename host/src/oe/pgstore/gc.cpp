@@ -30,6 +30,8 @@ constexpr Target kTargets[] = {
      "oe_state_history b WHERE b.scope = $1 AND b.field = h.field AND b.append_from IS NULL)",
      "coalesce(octet_length(h.value_old), 0) + octet_length(h.value_new)",
      &GcReport::history_rows},
+    {"write claims", "oe_state_writes w", "w.scope = $1 AND w.run_id = ANY($2::text[])",
+     "octet_length(w.write_id)", &GcReport::write_claims},
     {"landed-write marks", "oe_landed_writes l",
      "l.scope = $1 AND NOT (l.chain_id = ANY($3::text[])) AND NOT (l.chain_id = ANY($4::text[])) "
      "AND l.chain_id NOT IN (SELECT k.chain_id FROM oe_landed_writes k WHERE k.scope = $1 AND "

@@ -27,6 +27,8 @@ struct GcReport {
   int64_t cache_entries = 0;         // written and last used by removed runs only
   int64_t history_rows = 0;          // as pruneHistory: a field's newest full value and later stay
   int64_t landed_marks = 0;          // of chains no kept run belongs to
+  int64_t write_claims = 0;          // oe_state_writes rows of the removed runs (a finished run
+                                     // sends none of its writes again)
   int64_t bytes = 0;                 // the text of what went (or would go)
 };
 
@@ -34,7 +36,8 @@ struct GcReport {
 // the cache entries no kept run wrote or last used, their state history rows (each field's
 // newest row holding a full value, and every row after it, stay: the history still explains
 // the current state; the snapshot is not touched) and the landed-write marks of chains no kept
-// run belongs to. A run is kept when either rule keeps it (--keep N and --older-than).
+// run belongs to, and the write claims of the removed runs. A run is kept when either rule
+// keeps it (--keep N and --older-than).
 Result<GcReport> pruneScope(pg::Connection& conn, const std::string& scope,
                             const GcPolicy& policy);
 

@@ -6,15 +6,19 @@
 namespace oe::pgstore {
 
 Result<std::unique_ptr<PgCache>> PgCache::open(const std::string& url,
-                                               std::chrono::milliseconds retry_for) {
-  auto conn = connect(url, retry_for, "oe cache");
+                                               std::chrono::milliseconds retry_for,
+                                               std::shared_ptr<ScopeFence> fence) {
+  auto conn = connect(url, retry_for, "oe cache", fence ? fence->patience() : nullptr);
   if (!conn) {
     return conn.error();
   }
-  return std::make_unique<PgCache>(std::move(*conn));
+  return std::make_unique<PgCache>(std::move(*conn), std::move(fence));
 }
 
-PgCache::PgCache(std::unique_ptr<pg::Connection> conn) : conn_(std::move(conn)) {}
+PgCache::PgCache(std::unique_ptr<pg::Connection> conn, std::shared_ptr<ScopeFence> fence)
+    : conn_(std::move(conn)),
+      fence_(std::move(fence)),
+      scope_(fence_ ? fence_->scope() : std::string()) {}
 
 std::string PgCache::describe() const { return "PostgreSQL " + pg::redact(conn_->url()); }
 
@@ -27,29 +31,46 @@ std::optional<std::string> PgCache::get(std::string_view key) {
   return std::string(rows->text(0, 0));
 }
 
+Result<void> PgCache::fenced(const Result<pg::Rows>& rows) {
+  if (!rows) {
+    return rows.error();
+  }
+  if (rows->size() != 1 || !rows->boolean(0, 0)) {
+    return makeError(fence_ ? fence_->lost() : ScopeFence::message(scope_));
+  }
+  return {};
+}
+
 Result<void> PgCache::put(std::string_view key, std::string_view node_id, std::string_view run_id,
                           std::string_view output) {
-  auto r = execRetrying(
-      *conn_,
-      "INSERT INTO oe_cache (key, node_id, run_id, value) VALUES ($1, $2, $3, $4) ON CONFLICT "
-      "(key) DO UPDATE SET node_id = excluded.node_id, run_id = excluded.run_id, "
-      "value = excluded.value, created_at = now(), used_at = now()",
-      {key, node_id, run_id, output});
-  if (!r) {
-    return r.error();
+  // The key is the entry's identity (a put sent twice writes the same row); the fence keeps a
+  // coordinator that lost its scope from writing.
+  static const std::string sql =
+      "WITH fence AS (SELECT " + ScopeFence::condition(5, 6) +
+      " AS ok), put AS (INSERT INTO oe_cache (key, node_id, run_id, value) SELECT $1, $2, $3, $4 "
+      "WHERE (SELECT ok FROM fence) ON CONFLICT (key) DO UPDATE SET node_id = excluded.node_id, "
+      "run_id = excluded.run_id, value = excluded.value, created_at = now(), used_at = now()) "
+      "SELECT ok FROM fence";
+  auto put = fenced(execRetrying(*conn_, sql,
+                                 {key, node_id, run_id, output, scope_, epochOf(fence_)}));
+  if (!put) {
+    return makeError("cannot store the cache entry of node " + std::string(node_id) + " in " +
+                     describe() + ": " + put.error().message);
   }
   return {};
 }
 
 Result<void> PgCache::touch(const std::vector<std::string>& keys, std::string_view run_id) {
+  static const std::string sql =
+      "WITH fence AS (SELECT " + ScopeFence::condition(3, 4) +
+      " AS ok), used AS (UPDATE oe_cache SET used_at = now(), last_used_run = $2 WHERE key = "
+      "ANY($1) AND (SELECT ok FROM fence)) SELECT ok FROM fence";
   const std::string array =
       arrayLiteral(std::vector<std::optional<std::string_view>>(keys.begin(), keys.end()));
-  auto r = execRetrying(
-      *conn_, "UPDATE oe_cache SET used_at = now(), last_used_run = $2 WHERE key = ANY($1)",
-      {array, run_id});
-  if (!r) {
+  auto touched = fenced(execRetrying(*conn_, sql, {array, run_id, scope_, epochOf(fence_)}));
+  if (!touched) {
     return makeError("cannot record the cache entries run " + std::string(run_id) +
-                     " replayed in " + describe() + ": " + r.error().message);
+                     " replayed in " + describe() + ": " + touched.error().message);
   }
   return {};
 }

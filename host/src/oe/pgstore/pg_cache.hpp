@@ -10,14 +10,19 @@
 #include "oe/cache/cache_store.hpp"
 #include "oe/cache/remote_cache.hpp"
 #include "oe/pg/connection.hpp"
+#include "oe/pgstore/fence.hpp"
 
 namespace oe::pgstore {
 
+// With a fence (a run's cache), put and touch write only while the run holds its scope's
+// epoch, and a lost connection is waited for until the run stops.
 class PgCache : public cache::RemoteCache {
  public:
   static Result<std::unique_ptr<PgCache>> open(const std::string& url,
-                                               std::chrono::milliseconds retry_for);
-  explicit PgCache(std::unique_ptr<pg::Connection> conn);
+                                               std::chrono::milliseconds retry_for,
+                                               std::shared_ptr<ScopeFence> fence = nullptr);
+  explicit PgCache(std::unique_ptr<pg::Connection> conn,
+                   std::shared_ptr<ScopeFence> fence = nullptr);
 
   std::optional<std::string> get(std::string_view key) override;
   Result<void> put(std::string_view key, std::string_view node_id, std::string_view run_id,
@@ -26,7 +31,12 @@ class PgCache : public cache::RemoteCache {
   [[nodiscard]] std::string describe() const override;
 
  private:
+  // The fence's answer: an error (and the run told) when it no longer holds.
+  Result<void> fenced(const Result<pg::Rows>& rows);
+
   std::unique_ptr<pg::Connection> conn_;
+  std::shared_ptr<ScopeFence> fence_;
+  std::string scope_;  // the fence's, or "" (no fence)
 };
 
 // The entries that runs of `scope` wrote (`oe cache ls --store URL`), oldest first.

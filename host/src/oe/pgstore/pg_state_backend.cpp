@@ -8,18 +8,29 @@ namespace oe::pgstore {
 
 namespace {
 
-// One node's write as ONE statement (atomic on its own: no BEGIN/COMMIT round trips). `fresh`
-// is false when a row with this write id is already stored: a retry whose first try had landed
-// (its answer lost with the connection) then changes nothing. The rows come as parallel arrays,
-// in the write's order; an append (D17) extends the stored array's text, values being stored
-// compact: its items go in before the closing bracket, an empty side leaves the other.
-constexpr std::string_view kWriteSql = R"sql(
-WITH fresh AS (
-  SELECT NOT EXISTS (SELECT 1 FROM oe_state_history WHERE scope = $1 AND write_id = $2) AS ok
+// One node's write as ONE statement (atomic on its own: no BEGIN/COMMIT round trips). The
+// write's identity is claimed first, in oe_state_writes, whose primary key the database
+// enforces: a second statement with the same write id (a retry after a lost answer, even one
+// sent while the first try still runs on the server) waits for the first to end and then
+// claims nothing, so it writes nothing. Every row, and the landed mark, is written only under
+// the claim, and only while the scope's epoch is the run's ($14, the fence). The answer says
+// whether the fence held and whether this statement made the write (false: it had landed).
+// The rows come as parallel arrays, in the write's order; an append (D17) extends the stored
+// array's text, values being stored compact: its items go in before the closing bracket, an
+// empty side leaves the other.
+const std::string& writeSql() {
+  static const std::string sql = R"sql(
+WITH fence AS (
+  SELECT )sql" + ScopeFence::condition(1, 14) + R"sql( AS ok
+), claim AS (
+  INSERT INTO oe_state_writes (scope, write_id, run_id)
+  SELECT $1, $2, $4 WHERE (SELECT ok FROM fence)
+  ON CONFLICT (scope, write_id) DO NOTHING
+  RETURNING 1
 ), r AS (
   SELECT * FROM unnest($6::text[], $7::text[], $8::text[], $9::bigint[], $10::boolean[])
     WITH ORDINALITY AS r(field, old, new, from_len, app, ord)
-  WHERE (SELECT ok FROM fresh)
+  WHERE EXISTS (SELECT 1 FROM claim)
 ), hist AS (
   INSERT INTO oe_state_history (scope, field, value_old, value_new, append_from, node_id, run_id,
                                 ts, write_id)
@@ -39,12 +50,14 @@ WITH fresh AS (
     updated_at = excluded.updated_at, node_id = excluded.node_id, run_id = excluded.run_id
 ), mark AS (
   INSERT INTO oe_landed_writes (scope, chain_id, write_key, input_key, run_id)
-  SELECT $1, $11, $12, $13, $4 WHERE $11 <> '' AND (SELECT ok FROM fresh)
+  SELECT $1, $11, $12, $13, $4 WHERE $11 <> '' AND EXISTS (SELECT 1 FROM claim)
   ON CONFLICT (scope, chain_id, write_key) DO UPDATE SET input_key = excluded.input_key,
     run_id = excluded.run_id
 )
-SELECT 1
+SELECT (SELECT ok FROM fence), EXISTS (SELECT 1 FROM claim)
 )sql";
+  return sql;
+}
 
 std::optional<std::string> appendFrom(const std::optional<std::string>& old_text, bool append) {
   if (!append || !old_text) {
@@ -65,33 +78,25 @@ std::optional<std::string> appendFrom(const std::optional<std::string>& old_text
 
 Result<std::unique_ptr<PgStateBackend>> PgStateBackend::open(const std::string& url,
                                                              std::string scope,
-                                                             std::chrono::milliseconds retry_for) {
-  auto conn = connect(url, retry_for, "oe state");
+                                                             std::chrono::milliseconds retry_for,
+                                                             std::shared_ptr<ScopeFence> fence) {
+  auto conn = connect(url, retry_for, "oe state", fence ? fence->patience() : nullptr);
   if (!conn) {
     return conn.error();
   }
-  return std::make_unique<PgStateBackend>(std::move(*conn), std::move(scope));
+  return std::make_unique<PgStateBackend>(std::move(*conn), std::move(scope), std::move(fence));
 }
 
-PgStateBackend::PgStateBackend(std::unique_ptr<pg::Connection> conn, std::string scope)
-    : conn_(std::move(conn)), scope_(std::move(scope)) {}
+PgStateBackend::PgStateBackend(std::unique_ptr<pg::Connection> conn, std::string scope,
+                               std::shared_ptr<ScopeFence> fence)
+    : conn_(std::move(conn)), scope_(std::move(scope)), fence_(std::move(fence)) {}
 
 std::string PgStateBackend::describe() const {
   return "PostgreSQL " + pg::redact(conn_->url()) + " (scope \"" + scope_ + "\")";
 }
 
 Result<std::vector<std::pair<std::string, std::string>>> PgStateBackend::loadSnapshot() {
-  auto rows =
-      execRetrying(*conn_, "SELECT field, value FROM oe_state_snapshot WHERE scope = $1", {scope_});
-  if (!rows) {
-    return rows.error();
-  }
-  std::vector<std::pair<std::string, std::string>> out;
-  out.reserve(static_cast<size_t>(rows->size()));
-  for (int i = 0; i < rows->size(); ++i) {
-    out.emplace_back(std::string(rows->text(i, 0)), std::string(rows->text(i, 1)));
-  }
-  return out;
+  return loadScopeSnapshot(*conn_, scope_);
 }
 
 Result<std::unordered_map<std::string, std::string>> PgStateBackend::landedWrites(
@@ -126,14 +131,36 @@ Result<void> PgStateBackend::write(const state::BackendWrite& w) {
   for (const auto& from : from_lengths) {
     froms.push_back(from ? std::optional<std::string_view>(*from) : std::nullopt);
   }
-  auto r = execRetrying(*conn_, kWriteSql,
+  // Sent again after a lost connection for as long as the run waits for the store: the claim
+  // makes a resent write land once, whatever became of the first try.
+  auto r = execRetrying(*conn_, writeSql(),
                         {scope_, w.write_id, w.node_id, w.run_id, w.ts, arrayLiteral(fields),
                          arrayLiteral(olds), arrayLiteral(news), arrayLiteral(froms),
-                         arrayLiteral(appends), w.chain_id, w.write_key, w.input_key});
+                         arrayLiteral(appends), w.chain_id, w.write_key, w.input_key,
+                         epochOf(fence_)});
   if (!r) {
     return r.error();
   }
+  if (r->size() != 1 || !r->boolean(0, 0)) {
+    return makeError(fence_ ? fence_->lost() : ScopeFence::message(scope_));
+  }
   return {};
+}
+
+Result<std::vector<std::pair<std::string, std::string>>> loadScopeSnapshot(
+    pg::Connection& conn, const std::string& scope) {
+  auto rows = execRetrying(conn, "SELECT field, value FROM oe_state_snapshot WHERE scope = $1",
+                           {scope});
+  if (!rows) {
+    return makeError("cannot read the state of scope \"" + scope + "\" in " +
+                     pg::redact(conn.url()) + ": " + rows.error().message);
+  }
+  std::vector<std::pair<std::string, std::string>> out;
+  out.reserve(static_cast<size_t>(rows->size()));
+  for (int i = 0; i < rows->size(); ++i) {
+    out.emplace_back(std::string(rows->text(i, 0)), std::string(rows->text(i, 1)));
+  }
+  return out;
 }
 
 Result<std::vector<state::HistoryRow>> PgStateBackend::history(std::string_view key, bool by_run) {
@@ -163,7 +190,8 @@ Result<std::vector<state::HistoryRow>> PgStateBackend::history(std::string_view 
 
 Result<void> resetState(pg::Connection& conn, const std::string& scope) {
   return conn.transaction([&scope](pg::Connection& c) -> Result<void> {
-    for (const char* table : {"oe_state_snapshot", "oe_state_history", "oe_landed_writes"}) {
+    for (const char* table :
+         {"oe_state_snapshot", "oe_state_history", "oe_landed_writes", "oe_state_writes"}) {
       auto r = c.exec(std::string("DELETE FROM ") + table + " WHERE scope = $1", {scope});
       if (!r) {
         return r.error();

@@ -72,24 +72,77 @@ std::string scopeHolder(pg::Connection& conn, const std::string& scope) {
   return "another run";
 }
 
+namespace {
+
+// True when this session holds the scope's lock (pg_locks shows a 64-bit advisory key as
+// classid, its high half, and objid, its low half, objsubid 1).
+constexpr std::string_view kSessionHolds =
+    "EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 1 AND granted AND "
+    "pid = pg_backend_pid() AND ((classid::bigint << 32) | objid::bigint) = "
+    "hashtextextended($1, 0))";
+
+std::string poolerMessage(const pg::Connection& conn, const std::string& scope) {
+  return "the connection to " + pg::redact(conn.url()) +
+         " does not keep its server session: the lock of scope \"" + scope +
+         "\" taken on it is not held by the session it now talks to. A pooler in transaction "
+         "mode (PgBouncer's pool_mode = transaction) between oe and PostgreSQL breaks session "
+         "locks; connect oe to PostgreSQL directly, or through a pool in session mode "
+         "(docs/scale-out.md)";
+}
+
+}  // namespace
+
+Result<void> checkSessionHoldsScope(pg::Connection& conn, const std::string& scope) {
+  auto holds = conn.exec("SELECT " + std::string(kSessionHolds), {lockKey(scope)});
+  if (!holds) {
+    return makeError("cannot check the lock of scope \"" + scope + "\": " +
+                     holds.error().message);
+  }
+  if (!holds->boolean(0, 0)) {
+    return makeError(poolerMessage(conn, scope));
+  }
+  return {};
+}
+
+Result<int64_t> takeScope(pg::Connection& conn, const std::string& scope,
+                          const std::string& holder) {
+  auto taken = conn.exec(
+      "INSERT INTO oe_scopes (scope, epoch, run_id) VALUES ($1, 1, $2) ON CONFLICT (scope) DO "
+      "UPDATE SET epoch = oe_scopes.epoch + 1, run_id = excluded.run_id, taken_at = now() "
+      "RETURNING epoch",
+      {scope, holder});
+  if (!taken) {
+    return makeError("cannot take scope \"" + scope + "\" in " + pg::redact(conn.url()) + ": " +
+                     taken.error().message);
+  }
+  return taken->int64(0, 0);
+}
+
 Result<void> holdScope(pg::Connection& conn, const std::string& scope) {
   auto locked = tryHoldScope(conn, scope);
   if (!locked) {
     return locked.error();
   }
-  if (*locked) {
-    return {};
+  if (!*locked) {
+    return makeError("the state store " + pg::redact(conn.url()) + " (scope \"" + scope +
+                     "\") is in use by " + scopeHolder(conn, scope) +
+                     ". Wait for that run to finish (or stop it), or pass --wait; a killed "
+                     "coordinator's lock goes when its connection ends.");
   }
-  return makeError("the state store " + pg::redact(conn.url()) + " (scope \"" + scope +
-                   "\") is in use by " + scopeHolder(conn, scope) +
-                   ". Wait for that run to finish (or stop it), or pass --wait; a killed "
-                   "coordinator's lock goes when its connection ends.");
+  if (auto held = checkSessionHoldsScope(conn, scope); !held) {
+    return held;
+  }
+  if (auto taken = takeScope(conn, scope, "oe " + coordinatorName()); !taken) {
+    return taken.error();
+  }
+  return {};
 }
 
 Result<std::unique_ptr<RunRecord>> RunRecord::begin(
     const std::string& url, RunInfo info, std::chrono::milliseconds retry_for,
-    const std::function<void(const std::string& holder)>& on_wait) {
-  auto conn = connect(url, retry_for, "oe run");
+    const std::function<void(const std::string& holder)>& on_wait,
+    std::shared_ptr<pg::Patience> patience) {
+  auto conn = connect(url, retry_for, "oe run", patience);
   if (!conn) {
     return conn.error();
   }
@@ -115,29 +168,45 @@ Result<std::unique_ptr<RunRecord>> RunRecord::begin(
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
     }
+    if (auto held = checkSessionHoldsScope(c, info.scope); !held) {
+      return held.error();
+    }
+  }
+  // The run's own epoch (holdScope took one for an anonymous holder: this names the run).
+  auto epoch = takeScope(c, info.scope, info.run_id);
+  if (!epoch) {
+    return epoch.error();
   }
   info.status = "running";
   info.coordinator = coordinatorName();
   auto inserted = c.exec(
       "INSERT INTO oe_runs (run_id, scope, experience, chain_id, resumed_from, status, "
-      "coordinator, pin) VALUES ($1, $2, $3, $4, $5, 'running', $6, $7) ON CONFLICT (run_id) DO "
-      "UPDATE SET status = 'running', coordinator = excluded.coordinator, finished_at = NULL",
+      "coordinator, pin, epoch) VALUES ($1, $2, $3, $4, $5, 'running', $6, $7, $8) ON CONFLICT "
+      "(run_id) DO UPDATE SET status = 'running', coordinator = excluded.coordinator, "
+      "finished_at = NULL, epoch = excluded.epoch",
       {info.run_id, info.scope, info.experience, info.chain_id,
        info.resumed_from.empty() ? pg::Param(nullptr) : pg::Param(info.resumed_from),
-       info.coordinator, info.pin ? pg::Param(info.pin->dump()) : pg::Param(nullptr)});
+       info.coordinator, info.pin ? pg::Param(info.pin->dump()) : pg::Param(nullptr), *epoch});
   if (!inserted) {
     return makeError("cannot record run " + info.run_id + " in " + pg::redact(url) + ": " +
                      inserted.error().message);
   }
-  return std::make_unique<RunRecord>(std::move(*conn), std::move(info));
+  return std::make_unique<RunRecord>(std::move(*conn), std::move(info), *epoch,
+                                     std::move(patience));
 }
 
-RunRecord::RunRecord(std::unique_ptr<pg::Connection> conn, RunInfo info)
-    : conn_(std::move(conn)), info_(std::move(info)), locked_pid_(conn_->backendPid()) {}
+RunRecord::RunRecord(std::unique_ptr<pg::Connection> conn, RunInfo info, int64_t epoch,
+                     std::shared_ptr<pg::Patience> patience)
+    : conn_(std::move(conn)),
+      info_(std::move(info)),
+      fence_(std::make_shared<ScopeFence>(info_.scope, epoch, std::move(patience))),
+      locked_pid_(conn_->backendPid()) {}
 
 RunRecord::~RunRecord() { stopGuard(); }
 
 void RunRecord::guard(std::chrono::milliseconds every, std::function<void(std::string)> lost) {
+  // A write the fence refused stops the run as the guard would (whichever comes first).
+  fence_->onLost(lost);
   guard_ = std::thread([this, every, lost = std::move(lost)] {
     std::unique_lock lock(mutex_);
     while (!wake_.wait_for(lock, every, [this] { return stopping_; })) {
@@ -151,13 +220,34 @@ void RunRecord::guard(std::chrono::milliseconds every, std::function<void(std::s
 }
 
 std::optional<std::string> RunRecord::keepLock() {
-  if (conn_->exec("SELECT 1") && conn_->backendPid() == locked_pid_) {
+  const std::string scope = "scope \"" + info_.scope + "\" in " + pg::redact(conn_->url());
+  const std::string taken = "the connection holding the lock on " + scope +
+                            " was lost (a server restart?) and another coordinator took the "
+                            "scope meanwhile: ";
+  const std::string stops = ". This run stops so that the state keeps one writer; resume it "
+                            "once the other run is done.";
+  if (conn_->healthy() && conn_->backendPid() == locked_pid_) {
+    // The session is the one that took the lock: it still holds it (else a pooler moved this
+    // connection to another session), and the scope is still this run's.
+    auto look = conn_->exec("SELECT " + std::string(kSessionHolds) +
+                                ", (SELECT epoch FROM oe_scopes WHERE scope = $2)",
+                            {lockKey(info_.scope), info_.scope});
+    if (!look) {
+      return std::nullopt;  // lost meanwhile: the next look reconnects
+    }
+    if (look->int64(0, 1) != fence_->epoch()) {
+      return "another coordinator took " + scope + " while this run held it" + stops;
+    }
+    if (!look->boolean(0, 0)) {
+      return poolerMessage(*conn_, info_.scope);
+    }
     return std::nullopt;
   }
-  if (!conn_->healthy() && !conn_->reconnect()) {
-    return std::nullopt;  // the server is still away: try again at the next look
+  // One try: while the server is still away, the next look tries again (a guard that waited
+  // here would hold up the end of the run).
+  if (auto back = conn_->reconnect(std::chrono::milliseconds(0)); !back) {
+    return std::nullopt;
   }
-  const std::string scope = "scope \"" + info_.scope + "\" in " + pg::redact(conn_->url());
   auto held = tryHoldScope(*conn_, info_.scope);
   if (!held) {
     return std::nullopt;  // lost again: the next look tries again
@@ -165,12 +255,18 @@ std::optional<std::string> RunRecord::keepLock() {
   if (!*held) {
     return "the connection holding the lock on " + scope +
            " was lost (a server restart?) and another coordinator took the lock meanwhile: " +
-           scopeHolder(*conn_, info_.scope) +
-           ". This run stops so that the state keeps one writer; resume it once the other run "
-           "is done.";
+           scopeHolder(*conn_, info_.scope) + stops;
+  }
+  if (auto session = checkSessionHoldsScope(*conn_, info_.scope); !session) {
+    return session.error().message;
   }
   locked_pid_ = conn_->backendPid();
-  // Held again. A run of the scope that started while it was free wrote the same state.
+  // Held again. The scope is still this run's when its epoch did not move; a run of the scope
+  // that started while the lock was free wrote the same state too.
+  auto epoch = conn_->exec("SELECT epoch FROM oe_scopes WHERE scope = $1", {info_.scope});
+  if (epoch && !epoch->empty() && epoch->int64(0, 0) != fence_->epoch()) {
+    return taken + scopeHolder(*conn_, info_.scope) + stops;
+  }
   auto others = conn_->exec(
       "SELECT run_id FROM oe_runs WHERE scope = $1 AND run_id <> $2 AND started_at >= "
       "(SELECT started_at FROM oe_runs WHERE run_id = $2) ORDER BY started_at LIMIT 1",
@@ -185,6 +281,7 @@ std::optional<std::string> RunRecord::keepLock() {
 }
 
 void RunRecord::stopGuard() {
+  fence_->onLost({});  // whom `lost` stops may go after this
   {
     std::lock_guard lock(mutex_);
     stopping_ = true;

@@ -15,6 +15,7 @@
 #include "oe/common/json.hpp"
 #include "oe/common/result.hpp"
 #include "oe/pg/connection.hpp"
+#include "oe/pgstore/fence.hpp"
 
 namespace oe::pgstore {
 
@@ -46,28 +47,42 @@ inline constexpr std::chrono::milliseconds kLockCheckInterval{1000};
 
 // Holds a session-level advisory lock on a hash of the scope for the run's life, on a
 // connection of its own: a second coordinator on the same scope is refused, and a killed
-// coordinator's session ends, so its lock goes with it.
+// coordinator's session ends, so its lock goes with it (TCP keepalives on both sides end the
+// session of a coordinator whose host vanished within a minute). Taking the scope also bumps
+// its epoch (oe_scopes): the run's fence, which each of its writes checks, so that a
+// coordinator that lost its lock's session, and its scope to another meanwhile, writes nothing
+// more.
 class RunRecord {
  public:
-  // Takes the lock (refused, naming the run that holds it, when another coordinator has it)
-  // and inserts the run's row (status running, coordinator host:pid).
+  // Takes the lock (refused, naming the run that holds it, when another coordinator has it),
+  // checks that the session holds it (a transaction-mode pooler would not keep it), bumps the
+  // scope's epoch and inserts the run's row (status running, coordinator host:pid, the epoch).
   // With `on_wait` (--wait), a scope another coordinator holds is waited for instead: `on_wait`
   // is called once with who holds it, then the lock is tried again until it is free.
+  // `patience`: shared with the run's other connections (lost ones are waited for until it is
+  // interrupted); null: a lost connection is retried for `retry_for`.
   static Result<std::unique_ptr<RunRecord>> begin(
       const std::string& url, RunInfo info, std::chrono::milliseconds retry_for,
-      const std::function<void(const std::string& holder)>& on_wait = {});
+      const std::function<void(const std::string& holder)>& on_wait = {},
+      std::shared_ptr<pg::Patience> patience = nullptr);
 
-  RunRecord(std::unique_ptr<pg::Connection> conn, RunInfo info);
+  RunRecord(std::unique_ptr<pg::Connection> conn, RunInfo info, int64_t epoch,
+            std::shared_ptr<pg::Patience> patience);
   ~RunRecord();  // stops the guard; the connection ends: the lock goes
 
   // Records the run's definition pin (taken after the lock, once the run is prepared).
   Result<void> setPin(const Json& pin);
 
+  // The scope's epoch this run took, for its state, cache and event writers.
+  [[nodiscard]] const std::shared_ptr<ScopeFence>& fence() const { return fence_; }
+
   // Watches the lock's session on a thread of its own, every `every`. When the session is gone
   // (a server restart, a connection cut), it reconnects and takes the scope's lock again, then
-  // checks that no other run of the scope started meanwhile. When another coordinator holds
-  // the lock by then, or ran while it was free, it calls `lost` once with what happened (the
-  // run stops: two coordinators must not write one state) and watches no more.
+  // checks that the scope's epoch is still the run's and that no other run of the scope
+  // started meanwhile. When another coordinator holds the lock by then, or took the scope while
+  // it was free, or the session no longer holds the lock (a pooler), it calls `lost` once with
+  // what happened (the run stops: two coordinators must not write one state) and watches no
+  // more. A write the fence refuses calls `lost` too.
   void guard(std::chrono::milliseconds every, std::function<void(std::string)> lost);
   // Stops the guard (waiting for a `lost` call in progress); finish() and the destructor do.
   void stopGuard();
@@ -90,15 +105,25 @@ class RunRecord {
   std::mutex mutex_;  // conn_ and locked_pid_ while the guard runs
   std::unique_ptr<pg::Connection> conn_;
   RunInfo info_;
+  std::shared_ptr<ScopeFence> fence_;
   int locked_pid_ = 0;  // the server session that holds the scope's lock
   std::condition_variable wake_;
   bool stopping_ = false;
   std::thread guard_;
 };
 
-// Takes the scope's advisory lock on `conn` (held until the session ends); an error naming the
-// run that holds it, and what to do, when another coordinator has it.
+// Takes the scope's advisory lock on `conn` (held until the session ends) and the scope itself
+// (its epoch bumped: a coordinator that lost its lock's session writes nothing more); an error
+// naming the run that holds it, and what to do, when another coordinator has it.
 Result<void> holdScope(pg::Connection& conn, const std::string& scope);
+// Bumps the scope's epoch for `holder` (a run id, or what an oe command is doing); the new epoch.
+// The caller holds the scope's lock.
+Result<int64_t> takeScope(pg::Connection& conn, const std::string& scope,
+                          const std::string& holder);
+// An error when `conn`'s server session does not hold the scope's lock after taking it: a
+// pooler in transaction mode (PgBouncer's pool_mode = transaction) between oe and PostgreSQL
+// hands each statement to any server session, which breaks session locks.
+Result<void> checkSessionHoldsScope(pg::Connection& conn, const std::string& scope);
 // The same without the message: false when another session holds it.
 Result<bool> tryHoldScope(pg::Connection& conn, const std::string& scope);
 // Who holds the scope: "run <id> (coordinator host:pid, started ...)", or "another run".

@@ -205,8 +205,9 @@ Result<bool> AttemptQueue::complete(const std::string& worker, const Completion&
 Result<std::vector<Finished>> AttemptQueue::collect(const std::string& run_id) {
   auto rows = conn_.exec(
       "SELECT id, status = 'done', COALESCE(result_status, 0), COALESCE(response, ''), "
-      "COALESCE(error, ''), COALESCE(llm_usage, ''), COALESCE(events, '') FROM oe_attempts "
-      "WHERE run_id = $1 AND status IN ('done', 'failed') "
+      "COALESCE(error, ''), COALESCE(llm_usage, ''), COALESCE(events, ''), "
+      "status = 'cancelled' FROM oe_attempts "
+      "WHERE run_id = $1 AND status IN ('done', 'failed', 'cancelled') "
       "AND collected_at IS NULL ORDER BY id",
       {run_id});
   if (!rows) {
@@ -222,6 +223,7 @@ Result<std::vector<Finished>> AttemptQueue::collect(const std::string& run_id) {
     f.error = rows->text(i, 4);
     f.llm_usage = rows->text(i, 5);
     f.events = rows->text(i, 6);
+    f.cancelled = rows->boolean(i, 7);
   }
   std::sort(finished.begin(), finished.end(),
             [](const Finished& x, const Finished& y) { return x.id < y.id; });
@@ -241,25 +243,31 @@ Result<void> AttemptQueue::markCollected(const std::vector<int64_t>& ids) {
 }
 
 Result<bool> AttemptQueue::cancel(int64_t id) {
+  // The workers LISTEN on oe_cancels: the one holding it stops the plugin call at once rather
+  // than at its next heartbeat.
   auto rows = conn_.exec(
-      "UPDATE oe_attempts SET status = 'cancelled', finished_at = now() "
-      "WHERE id = $1 AND status IN ('ready', 'leased')",
+      "WITH c AS (UPDATE oe_attempts SET status = 'cancelled', finished_at = now() "
+      "WHERE id = $1 AND status IN ('ready', 'leased') RETURNING status), "
+      "n AS (SELECT pg_notify('oe_cancels', '') FROM (SELECT 1 FROM c LIMIT 1) one) "
+      "SELECT (SELECT count(*) FROM c), (SELECT count(*) FROM n)",
       {id});
   if (!rows) {
     return failed("cancel attempt " + std::to_string(id), rows.error());
   }
-  return rows->affected() == 1;
+  return rows->int64(0, 0) == 1;
 }
 
 Result<int64_t> AttemptQueue::cancelRun(const std::string& run_id) {
   auto rows = conn_.exec(
-      "UPDATE oe_attempts SET status = 'cancelled', finished_at = now() "
-      "WHERE run_id = $1 AND status IN ('ready', 'leased')",
+      "WITH c AS (UPDATE oe_attempts SET status = 'cancelled', finished_at = now(), "
+      "collected_at = now() WHERE run_id = $1 AND status IN ('ready', 'leased') RETURNING id), "
+      "n AS (SELECT pg_notify('oe_cancels', '') FROM (SELECT 1 FROM c LIMIT 1) one) "
+      "SELECT (SELECT count(*) FROM c), (SELECT count(*) FROM n)",
       {run_id});
   if (!rows) {
     return failed("cancel the attempts of run " + run_id, rows.error());
   }
-  return rows->affected();
+  return rows->int64(0, 0);
 }
 
 Result<int64_t> AttemptQueue::rescueExpired() {

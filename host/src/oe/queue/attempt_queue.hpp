@@ -77,6 +77,7 @@ struct Finished {
   std::string error;
   std::string llm_usage;  // as Completion's
   std::string events;     // Completion's events as one JSON array; empty: none
+  bool cancelled = false;  // the coordinator gave it up (collect: a cancelled row)
 };
 
 // A held lease as the heartbeat renews it.
@@ -111,16 +112,21 @@ class AttemptQueue {
   // cancelled attempt, or one already completed.
   Result<bool> complete(const std::string& worker, const Completion& completion);
 
-  // The finished attempts of `run_id` not marked collected yet, oldest first. Two steps, read
-  // then markCollected, so that a connection lost between them loses no result: the next collect
-  // reads them again and the coordinator ignores what it already has.
+  // The finished and cancelled attempts of `run_id` not marked collected yet, oldest first. Two
+  // steps, read then markCollected, so that a connection lost between them loses no result: the
+  // next collect reads them again and the coordinator ignores what it already has. A cancelled
+  // attempt comes back too (Finished::cancelled), so that a cancel whose answer was lost (sent
+  // again, it finds nothing left to cancel) still reaches the run.
   Result<std::vector<Finished>> collect(const std::string& run_id);
   Result<void> markCollected(const std::vector<int64_t>& ids);
 
   // The coordinator gave up on an attempt (cancel, fail_run, timeout_ms): a worker holding it
-  // sees that at its next renew, and its completion is refused. False when it had finished.
+  // sees that at its next renew (woken by a NOTIFY on "oe_cancels"), and its completion is
+  // refused. False when it was no longer ready or leased: it finished, or a first try of this
+  // cancel had landed; collect hands over either.
   Result<bool> cancel(int64_t id);
-  // Every attempt of a run not finished yet (the run stops).
+  // Every attempt of a run not finished yet (the run stops, or a resume takes over from it);
+  // nobody will collect them.
   Result<int64_t> cancelRun(const std::string& run_id);
 
   // Leased attempts whose lease ran out (their worker died or hangs) go back to ready; the fence

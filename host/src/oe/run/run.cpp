@@ -3,8 +3,16 @@
 // engine::Run (engine.hpp), whose parts live one seam per file in this folder.
 #include "oe/run/run.hpp"
 
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+
+#include <atomic>
+#include <csignal>
 #include <fstream>
+#include <iostream>
 #include <memory>
+#include <optional>
+#include <thread>
 #include <unordered_map>
 
 #include "oe/cache/cache_store.hpp"
@@ -88,6 +96,82 @@ std::filesystem::path statePath(const spec::Experience& experience) {
   return workspaceDir(experience) / "state.sqlite";
 }
 
+namespace {
+
+// SIGINT and SIGTERM on a run whose state is in PostgreSQL: besides the engine's own handling
+// (the run stops), the store's connections stop waiting for a database that went away, so the
+// stop is not held up by it (a statement in flight still gets pg::Patience::kStopGrace).
+// Asio calls every signal_set registered for a signal, the engine's and this one.
+class StoreStopWatch {
+ public:
+  explicit StoreStopWatch(std::shared_ptr<pg::Patience> patience)
+      : signals_(io_, SIGINT, SIGTERM) {
+    signals_.async_wait([patience = std::move(patience)](const boost::system::error_code& ec,
+                                                         int /*signal*/) {
+      if (!ec) {
+        patience->interrupt();
+      }
+    });
+    thread_ = std::thread([this] { io_.run(); });
+  }
+  ~StoreStopWatch() {
+    signals_.cancel();
+    io_.stop();
+    thread_.join();
+  }
+  StoreStopWatch(const StoreStopWatch&) = delete;
+  StoreStopWatch& operator=(const StoreStopWatch&) = delete;
+
+ private:
+  boost::asio::io_context io_;
+  boost::asio::signal_set signals_;
+  std::thread thread_;
+};
+
+// The coordinator's view and the store must never disagree: the state this run reports (its
+// mirror) is read back from the store at the end. A difference (a write applied twice, or lost)
+// fails the run, says which fields differ, and reports what the store holds.
+void checkStoredState(pgstore::RunRecord& record, const spec::StateSpec& schema,
+                      RunSummary& summary, events::EventLog& log) {
+  auto rows = pgstore::loadScopeSnapshot(record.connection(), record.info().scope);
+  if (!rows) {
+    summary.warnings.push_back("could not read the state back from the store to check it: " +
+                               rows.error().message);
+    return;
+  }
+  Json stored = Json::object();
+  for (const auto& [field, text] : *rows) {
+    if (schema.find(field) != nullptr) {
+      stored[field] = Json::parse(text, nullptr, false);
+    }
+  }
+  if (stored == summary.final_state) {
+    return;
+  }
+  std::string fields;
+  for (const spec::FieldSpec& field : schema.fields) {
+    const bool in_store = stored.contains(field.name);
+    const bool in_run = summary.final_state.contains(field.name);
+    if (in_store != in_run || (in_store && stored[field.name] != summary.final_state[field.name])) {
+      fields += (fields.empty() ? "" : ", ") + field.name;
+    }
+  }
+  const std::string message =
+      "the state in the store differs from the state this run computed (fields: " + fields +
+      "): a write was applied twice or lost. The store's state is reported; check it with "
+      "`oe state --store URL` before resuming";
+  (void)log.nodeEvent("run.warning", "", Json{{"message", message}}.dump());
+  summary.warnings.push_back(message);
+  summary.failures.push_back(NodeFailure{"", message});
+  summary.status = RunStatus::kFailed;
+  if (summary.stop_reason.empty()) {
+    summary.stop_reason = message;
+  }
+  summary.final_state = std::move(stored);
+}
+
+}  // namespace
+
 Result<RunSummary> runExperience(const spec::Experience& experience,
                                  const plugins::PluginRegistry& plugins, const RunOptions& options) {
   const auto workspace = workspaceDir(experience);
@@ -101,6 +185,19 @@ Result<RunSummary> runExperience(const spec::Experience& experience,
   const std::string chain_id = options.chain_id.empty() ? run_id : options.chain_id;
   const bool remote = pg::isUrl(options.store_url);
   const auto retry = pgstore::storeRetry();
+  // The store's connections wait for a database that went away for as long as it takes,
+  // saying so every 30 s, until the run is stopped (StoreStopWatch below).
+  std::shared_ptr<pg::Patience> patience;
+  if (remote) {
+    patience = std::make_shared<pg::Patience>([&options](const std::string& message) {
+      if (options.on_event) {
+        options.on_event(events::Event(
+            Json{{"type", "node.log"}, {"node_id", ""}, {"level", "warn"}, {"message", message}}));
+      } else {
+        std::cerr << "oe: " << message << '\n';
+      }
+    });
+  }
   // The PostgreSQL store: its run record holds the scope's lock (one coordinator per scope), as
   // StoreLock holds state.sqlite's, from before anything is written to the end of the run.
   std::unique_ptr<pgstore::RunRecord> record;
@@ -117,7 +214,8 @@ Result<RunSummary> runExperience(const spec::Experience& experience,
     if (options.wait_for_lock) {
       on_wait = options.on_lock_wait ? options.on_lock_wait : [](const std::string&) {};
     }
-    auto begun = pgstore::RunRecord::begin(options.store_url, std::move(info), retry, on_wait);
+    auto begun =
+        pgstore::RunRecord::begin(options.store_url, std::move(info), retry, on_wait, patience);
     if (!begun) {
       return begun.error();
     }
@@ -127,7 +225,8 @@ Result<RunSummary> runExperience(const spec::Experience& experience,
         return makeError("cannot reset the state (--fresh): " + reset.error().message);
       }
     }
-    auto backend = pgstore::PgStateBackend::open(options.store_url, record->info().scope, retry);
+    auto backend = pgstore::PgStateBackend::open(options.store_url, record->info().scope, retry,
+                                                 record->fence());
     if (!backend) {
       return backend.error();
     }
@@ -193,7 +292,8 @@ Result<RunSummary> runExperience(const spec::Experience& experience,
   }
   std::unique_ptr<cache::CacheStore> cache;
   if (options.use_cache && remote) {
-    auto pg_cache = pgstore::PgCache::open(options.store_url, retry);
+    auto pg_cache = pgstore::PgCache::open(options.store_url, retry,
+                                           record ? record->fence() : nullptr);
     if (!pg_cache) {
       return pg_cache.error();
     }
@@ -241,7 +341,8 @@ Result<RunSummary> runExperience(const spec::Experience& experience,
   // Every line also goes to oe_events, from a writer thread (no round trip on the engine's).
   std::unique_ptr<pgstore::EventSink> sink;
   if (remote) {
-    auto opened = pgstore::EventSink::open(options.store_url, run_id, retry);
+    auto opened = pgstore::EventSink::open(options.store_url, run_id, retry,
+                                           record ? record->fence() : nullptr);
     if (!opened) {
       return opened.error();
     }
@@ -282,11 +383,19 @@ Result<RunSummary> runExperience(const spec::Experience& experience,
   if (nesting.stop) {
     nesting.stop->attach(&run);
   }
+  std::atomic<bool> scope_lost{false};
   if (record) {
     // A restarted server ends the session that holds the scope's lock: the guard takes it
-    // again, or stops the run when another coordinator got the scope meanwhile.
-    record->guard(pgstore::kLockCheckInterval,
-                  [&run](std::string why) { run.requestStop(std::move(why)); });
+    // again, or stops the run when another coordinator got the scope meanwhile (or a write
+    // found the scope's epoch moved).
+    record->guard(pgstore::kLockCheckInterval, [&run, &scope_lost](std::string why) {
+      scope_lost = true;
+      run.requestStop(std::move(why));
+    });
+  }
+  std::optional<StoreStopWatch> stop_watch;
+  if (patience && nesting.depth == 0) {
+    stop_watch.emplace(patience);
   }
   RunSummary summary = run.execute();
   if (run.dataFilesChanged()) {
@@ -303,6 +412,9 @@ Result<RunSummary> runExperience(const spec::Experience& experience,
   }
   if (record) {
     record->stopGuard();  // before `run` can go
+    if (!scope_lost) {
+      checkStoredState(*record, experience.state, summary, **log);
+    }
   }
   if (nesting.stop) {
     nesting.stop->detach();

@@ -2,6 +2,8 @@
 // with the host services a worker can give it.
 #include "oe/worker/worker.hpp"
 
+#include <poll.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <boost/asio/post.hpp>
@@ -266,9 +268,16 @@ Result<std::unique_ptr<Worker>> Worker::start(WorkerOptions options) {
     options.id = defaultId();
   }
   options.concurrency = std::max(1, options.concurrency);
+  auto patience = std::make_shared<pg::Patience>([log = options.log](const std::string& message) {
+    if (log != nullptr) {
+      log->write(OE_LOG_WARN, "worker", message);
+    } else {
+      std::cerr << "oe worker: " << message << '\n';
+    }
+  }, options.report_every);
   std::unique_ptr<pg::Connection> conns[3];
   for (auto& conn : conns) {
-    auto opened = pg::Connection::open(options.url, connectOptions(options));
+    auto opened = pg::Connection::open(options.url, connectOptions(options, patience));
     if (!opened) {
       return opened.error();
     }
@@ -286,30 +295,52 @@ Result<std::unique_ptr<Worker>> Worker::start(WorkerOptions options) {
     return registered.error();
   }
   if (options.listen) {
+    // Coordinators NOTIFY oe_attempts when they queue attempts (the claim connection wakes)
+    // and oe_cancels when they give one up (the heartbeat wakes and stops it at once).
     if (auto listening = conns[0]->listen("oe_attempts"); !listening) {
       return listening.error();
     }
+    if (auto listening = conns[1]->listen("oe_cancels"); !listening) {
+      return listening.error();
+    }
   }
-  return std::unique_ptr<Worker>(new Worker(std::move(options), std::move(conns[0]),
-                                            std::move(conns[1]), std::move(conns[2])));
+  return std::unique_ptr<Worker>(new Worker(std::move(options), std::move(patience),
+                                            std::move(conns[0]), std::move(conns[1]),
+                                            std::move(conns[2])));
 }
 
-pg::ConnectOptions Worker::connectOptions(const WorkerOptions& options) {
-  return {.retry_for = std::max(options.lease, std::chrono::milliseconds(30'000)),
-          .application_name = "oe worker " + options.id};
+pg::ConnectOptions Worker::connectOptions(const WorkerOptions& options,
+                                          std::shared_ptr<pg::Patience> patience) {
+  // The first connection: tried for a while (a wrong URL is said); a lost one later is tried
+  // again by the loops themselves, once at a time, so that a stop is never held up.
+  pg::ConnectOptions connect =
+      pg::retrying(std::max(options.lease, std::chrono::milliseconds(30'000)),
+                   "oe worker " + options.id);
+  connect.reconnect_for = std::chrono::milliseconds(0);
+  connect.patience = std::move(patience);
+  connect.reply_timeout = pg::kReplyTimeout;
+  return connect;
 }
 
-Worker::Worker(WorkerOptions options, std::unique_ptr<pg::Connection> claim_conn,
+Worker::Worker(WorkerOptions options, std::shared_ptr<pg::Patience> patience,
+               std::unique_ptr<pg::Connection> claim_conn,
                std::unique_ptr<pg::Connection> beat_conn, std::unique_ptr<pg::Connection> done_conn)
     : options_(std::move(options)),
+      patience_(std::move(patience)),
+      beat_wake_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)),
+      claim_wake_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)),
       claim_conn_(std::move(claim_conn)),
       beat_conn_(std::move(beat_conn)) {
   done_conns_.push_back(std::move(done_conn));
 }
 
 Worker::~Worker() {
-  std::lock_guard lock(llm_mutex_);
-  llm_by_run_.clear();  // before the registries whose plugins they may use
+  {
+    std::lock_guard lock(llm_mutex_);
+    llm_by_run_.clear();  // before the registries whose plugins they may use
+  }
+  ::close(beat_wake_);
+  ::close(claim_wake_);
 }
 
 void Worker::stop() {
@@ -317,8 +348,33 @@ void Worker::stop() {
   // run() cannot return (and its caller destroy this) while the signal thread is still in
   // notify_all.
   std::lock_guard lock(mutex_);
+  if (!stopping_) {
+    stopped_at_ = std::chrono::steady_clock::now();
+  }
   stopping_ = true;
+  const uint64_t one = 1;
+  (void)::write(claim_wake_, &one, sizeof one);  // stays readable: the claim loop is over
+  (void)::write(beat_wake_, &one, sizeof one);
   changed_.notify_all();
+}
+
+void Worker::wakeHeartbeat() {
+  const uint64_t one = 1;
+  (void)::write(beat_wake_, &one, sizeof one);
+}
+
+bool Worker::reconnect(pg::Connection& conn, std::chrono::steady_clock::time_point& down_since) {
+  const auto now = std::chrono::steady_clock::now();
+  if (down_since == std::chrono::steady_clock::time_point{}) {
+    down_since = now;
+  }
+  if (auto back = conn.reconnect(std::chrono::milliseconds(0)); !back) {
+    patience_->outage(std::chrono::duration_cast<std::chrono::milliseconds>(now - down_since),
+                      "oe worker " + options_.id, back.error().message);
+    return false;
+  }
+  down_since = {};
+  return true;
 }
 
 void Worker::log(oe_log_level level, std::string_view source, std::string_view message) {
@@ -482,6 +538,31 @@ void Worker::execute(const queue::Claimed& attempt) {
   finish(attempt, std::move(completion));
 }
 
+Result<bool> Worker::complete(pg::Connection& conn, const queue::Completion& completion) {
+  // Had a first try committed (its answer lost), a second finds the attempt done and is
+  // refused as stale, which drops nothing.
+  auto backoff = std::chrono::milliseconds(50);
+  std::chrono::steady_clock::time_point down_since{};
+  for (;;) {
+    if (conn.healthy() || reconnect(conn, down_since)) {
+      auto accepted = queue::AttemptQueue(conn).complete(options_.id, completion);
+      if (accepted || conn.lastFailure() != pg::Failure::kConnection) {
+        return accepted;
+      }
+    }
+    std::unique_lock lock(mutex_);
+    if (stopping_ && std::chrono::steady_clock::now() > stopped_at_ + options_.lease) {
+      return makeError(
+          "the database stayed out of reach after the worker was asked to stop; the result of "
+          "attempt " +
+          std::to_string(completion.id) +
+          " is dropped (its lease expires and the attempt runs again elsewhere)");
+    }
+    changed_.wait_for(lock, backoff);
+    backoff = std::min(backoff * 2, std::chrono::milliseconds(2000));
+  }
+}
+
 void Worker::finish(const queue::Claimed& attempt, queue::Completion completion) {
   std::unique_ptr<pg::Connection> conn;
   {
@@ -493,7 +574,7 @@ void Worker::finish(const queue::Claimed& attempt, queue::Completion completion)
   }
   Result<bool> accepted = false;
   if (!conn) {
-    auto opened = pg::Connection::open(options_.url, connectOptions(options_));
+    auto opened = pg::Connection::open(options_.url, connectOptions(options_, patience_));
     if (opened) {
       conn = std::move(opened).value();
     } else {
@@ -501,21 +582,21 @@ void Worker::finish(const queue::Claimed& attempt, queue::Completion completion)
     }
   }
   if (conn) {
-    accepted = queue::AttemptQueue(*conn).complete(options_.id, completion);
-    if (!accepted && conn->lastFailure() == pg::Failure::kConnection && conn->reconnect()) {
-      // The server restarted or the network blinked: once more on a new session. Had the first
-      // try committed, this one finds the attempt done and is refused, which drops nothing.
-      accepted = queue::AttemptQueue(*conn).complete(options_.id, completion);
-    }
+    accepted = complete(*conn, completion);
     std::lock_guard lock(done_mutex_);
     done_conns_.push_back(std::move(conn));
   }
+  bool last = false;
   {
     std::lock_guard lock(mutex_);
     held_.erase(attempt.id);
     --in_flight_;
+    last = stopping_ && in_flight_ == 0;
   }
   changed_.notify_all();
+  if (last) {
+    wakeHeartbeat();
+  }
   if (!accepted) {
     log(OE_LOG_ERROR, "worker", accepted.error().message);
     return;
@@ -533,15 +614,37 @@ void Worker::finish(const queue::Claimed& attempt, queue::Completion completion)
 }
 
 void Worker::heartbeatLoop() {
+  using Clock = std::chrono::steady_clock;
   queue::AttemptQueue queue(*beat_conn_);
   const auto every = std::max(options_.lease / 3, std::chrono::milliseconds(1));
-  while (true) {
-    {
-      std::unique_lock lock(mutex_);
-      changed_.wait_for(lock, every, [this] { return stopping_ && in_flight_ == 0; });
-      if (stopping_ && in_flight_ == 0) {
-        return;
+  auto next_beat = Clock::now() + every;
+  Clock::time_point down_since{};
+  auto done = [this] {
+    std::lock_guard lock(mutex_);
+    return stopping_ && in_flight_ == 0;
+  };
+  while (!done()) {
+    // Until the next beat, unless a coordinator cancels an attempt (NOTIFY oe_cancels: the
+    // renew below finds which, and the plugin call stops now) or the worker is done.
+    bool cancelled = false;
+    if (const auto now = Clock::now(); now < next_beat) {
+      const auto left = std::chrono::ceil<std::chrono::milliseconds>(next_beat - now);
+      if (options_.listen && beat_conn_->healthy()) {
+        cancelled = beat_conn_->waitForNotify(left, beat_wake_);
+      } else {
+        pollfd fd{beat_wake_, POLLIN, 0};
+        (void)::poll(&fd, 1, static_cast<int>(left.count()));
       }
+      uint64_t drained = 0;
+      while (::read(beat_wake_, &drained, sizeof drained) > 0) {
+      }
+      if (!cancelled && Clock::now() < next_beat) {
+        continue;
+      }
+    }
+    next_beat = Clock::now() + every;
+    if (!beat_conn_->healthy() && !reconnect(*beat_conn_, down_since)) {
+      continue;  // the next beat tries again; the leases run out meanwhile
     }
     std::vector<queue::Held> held;
     {
@@ -553,7 +656,8 @@ void Worker::heartbeatLoop() {
     auto lost = queue.renew(options_.id, held, options_.lease);
     if (!lost) {
       if (beat_conn_->lastFailure() == pg::Failure::kConnection) {
-        (void)beat_conn_->reconnect();
+        (void)reconnect(*beat_conn_, down_since);
+        next_beat = Clock::now();  // renew at once on the new session
       }
       continue;
     }
@@ -566,8 +670,10 @@ void Worker::heartbeatLoop() {
         }
       }
     }
-    (void)queue.rescueExpired();
-    (void)queue.heartbeatWorker(options_.id);
+    if (!cancelled) {
+      (void)queue.rescueExpired();
+      (void)queue.heartbeatWorker(options_.id);
+    }
   }
 }
 
@@ -576,6 +682,8 @@ Result<void> Worker::run() {
   std::thread heartbeat([this] { heartbeatLoop(); });
   queue::AttemptQueue queue(*claim_conn_);
   auto wait = options_.poll_min;
+  auto backoff = std::chrono::milliseconds(50);
+  std::chrono::steady_clock::time_point down_since{};
   Result<void> outcome;
   while (!stopping_) {
     int free = 0;
@@ -587,12 +695,21 @@ Result<void> Worker::run() {
     if (stopping_) {
       break;
     }
+    if (!claim_conn_->healthy()) {
+      // The database is away: one try, then a wait that stop() cuts short.
+      if (!reconnect(*claim_conn_, down_since)) {
+        std::unique_lock lock(mutex_);
+        changed_.wait_for(lock, backoff, [this] { return stopping_.load(); });
+        backoff = std::min(backoff * 2, std::chrono::milliseconds(2000));
+        continue;
+      }
+      backoff = std::chrono::milliseconds(50);
+    }
     auto claimed = queue.claim(options_.id, options_.queues, free, options_.lease);
     if (!claimed) {
       if (claim_conn_->lastFailure() == pg::Failure::kConnection) {
-        if (auto back = claim_conn_->reconnect(); !back) {
-          outcome = back.error();
-          break;
+        if (claim_conn_->healthy()) {
+          (void)claim_conn_->reconnect(std::chrono::milliseconds(0));
         }
         continue;
       }
@@ -601,7 +718,7 @@ Result<void> Worker::run() {
     }
     if (claimed->empty()) {
       if (options_.listen) {
-        (void)claim_conn_->waitForNotify(wait);
+        (void)claim_conn_->waitForNotify(wait, claim_wake_);
       } else {
         std::unique_lock lock(mutex_);
         changed_.wait_for(lock, wait, [this] { return stopping_.load(); });
@@ -624,8 +741,12 @@ Result<void> Worker::run() {
   stop();
   pool.join();  // what it holds finishes and is completed
   changed_.notify_all();
+  wakeHeartbeat();
   heartbeat.join();
-  (void)queue.stopWorker(options_.id);
+  if (claim_conn_->healthy()) {
+    claim_conn_->setReplyTimeout(std::chrono::seconds(5));
+    (void)queue.stopWorker(options_.id);
+  }
   return outcome;
 }
 

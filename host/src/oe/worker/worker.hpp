@@ -34,6 +34,8 @@ struct WorkerOptions {
   std::chrono::milliseconds poll_min{20};
   std::chrono::milliseconds poll_max{500};
   bool listen = true;  // LISTEN for the coordinators' NOTIFY (false: polling alone)
+  // How often the worker says, while the database is out of reach, that it still waits.
+  std::chrono::milliseconds report_every{30'000};
 };
 
 class WorkerCall;
@@ -47,7 +49,10 @@ class Worker {
   Worker& operator=(const Worker&) = delete;
 
   // Claims and runs attempts until stop(); then lets the attempts it holds finish and complete
-  // them. An error: the database stayed out of reach beyond the reconnect window.
+  // them. A database that goes away is waited for as long as it takes (said every 30 s), and
+  // stop() still ends the wait at once; a completion whose database is away is retried until
+  // it lands, or, once stopping, for one more lease. An error: a statement the database
+  // refused.
   Result<void> run();
   // Any thread (a signal watcher).
   void stop();
@@ -75,15 +80,28 @@ class Worker {
     std::string error;  // why the folder cannot serve attempts (no experience.yaml, ...)
   };
 
-  Worker(WorkerOptions options, std::unique_ptr<pg::Connection> claim_conn,
-         std::unique_ptr<pg::Connection> beat_conn, std::unique_ptr<pg::Connection> done_conn);
-  static pg::ConnectOptions connectOptions(const WorkerOptions& options);
+  Worker(WorkerOptions options, std::shared_ptr<pg::Patience> patience,
+         std::unique_ptr<pg::Connection> claim_conn, std::unique_ptr<pg::Connection> beat_conn,
+         std::unique_ptr<pg::Connection> done_conn);
+  static pg::ConnectOptions connectOptions(const WorkerOptions& options,
+                                           std::shared_ptr<pg::Patience> patience);
   Folder& folderFor(const std::string& dir);
   void execute(const queue::Claimed& attempt);
   void finish(const queue::Claimed& attempt, queue::Completion completion);
+  // Sends the completion until the database takes it (or refuses it), reconnecting while it is
+  // away; once the worker is stopping, for one more lease at most.
+  Result<bool> complete(pg::Connection& conn, const queue::Completion& completion);
   void heartbeatLoop();
+  // While the database is away: one connection attempt, the outage reported; false when it
+  // failed (the caller waits and tries again).
+  bool reconnect(pg::Connection& conn, std::chrono::steady_clock::time_point& down_since);
+  // Wakes the heartbeat (a stop, the last attempt finished while stopping).
+  void wakeHeartbeat();
 
   WorkerOptions options_;
+  std::shared_ptr<pg::Patience> patience_;  // says when the database is out of reach
+  int beat_wake_ = -1;   // an eventfd the heartbeat waits on besides its connection
+  int claim_wake_ = -1;  // an eventfd stop() makes readable: the idle claim wait ends
   std::unique_ptr<pg::Connection> claim_conn_;
   std::unique_ptr<pg::Connection> beat_conn_;
   // Idle connections for completions: each pool thread takes one for its completion, so the
@@ -93,6 +111,7 @@ class Worker {
   std::vector<std::unique_ptr<pg::Connection>> done_conns_;
 
   std::atomic<bool> stopping_{false};
+  std::chrono::steady_clock::time_point stopped_at_{};  // guarded by mutex_
   std::mutex mutex_;
   std::condition_variable changed_;  // a slot freed, or stop
   int in_flight_ = 0;
