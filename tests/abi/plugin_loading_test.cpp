@@ -87,6 +87,10 @@ INSTANTIATE_TEST_SUITE_P(
         RefusalCase{"wrong_minor",
                     "wrong_minor.so",
                     {"built for plugin ABI 0.99", "this oe speaks " + kThisAbi}},
+        RefusalCase{"min_host_abi",
+                    "min_host_abi.so",
+                    {"needs a host of plugin ABI 0.9 or newer (min_host_abi)",
+                     "this oe speaks " + kThisAbi}},
         RefusalCase{
             "entry_returns_null", "entry_returns_null.so", {"refused to load into this host"}},
         RefusalCase{"struct_too_small", "struct_too_small.so", {"descriptor too small (8 bytes)"}},

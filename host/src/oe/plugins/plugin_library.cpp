@@ -85,6 +85,14 @@ Result<std::shared_ptr<PluginLibrary>> PluginLibrary::open(const std::filesystem
                      ", but this oe speaks " + host_abi +
                      "; rebuild the plugin against the SDK installed with this oe");
   }
+  // oe_abi_compatible() reads min_host_abi only from 1.0; a 0.x descriptor that asks for a newer
+  // host than this one is refused all the same, rather than loaded into a host it says it cannot
+  // run on.
+  if (entry->min_host_abi > OE_ABI_VERSION) {
+    return makeError(where + "needs a host of plugin ABI " + abiVersionString(entry->min_host_abi) +
+                     " or newer (min_host_abi), but this oe speaks " + host_abi +
+                     "; upgrade oe, or rebuild the plugin against the SDK installed with this oe");
+  }
   // Append-only: read what the plugin's build has, and treat the members it predates as NULL.
   // The required ones (up to node_kind_at) are in every version.
   constexpr size_t kEntryRequired = offsetof(oe_plugin_entry, get_extension);
