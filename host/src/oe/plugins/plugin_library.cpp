@@ -10,6 +10,8 @@
 #include <cstring>
 #include <system_error>
 
+#include "oe/plugins/kind_schema.hpp"
+
 namespace oe::plugins {
 namespace {
 constexpr uint32_t kKnownKindFlags = OE_NODE_KIND_REENTRANT;
@@ -149,6 +151,15 @@ Result<std::shared_ptr<PluginLibrary>> PluginLibrary::open(const std::filesystem
       return makeError(where + which + " sets flags " + std::to_string(copy.table.flags) +
                        " that this oe does not know (known: OE_NODE_KIND_REENTRANT); rebuild it "
                        "against the installed SDK");
+    }
+    // Checked once here, so that nothing which reads the schema later (validation, the editor
+    // schema, the cache key's x-oe-* annotations) can be taken down by it.
+    if (copy.table.spec_schema_json != nullptr) {
+      if (auto schema = checkKindSchema(copy.table.spec_schema_json); !schema) {
+        return makeError(where + "plugin \"" + lib->id_ + "\", " + which +
+                         ": its spec_schema_json " + schema.error().message +
+                         "; fix the schema in the plugin, or remove the plugin from the plugin path");
+      }
     }
   }
   return lib;
