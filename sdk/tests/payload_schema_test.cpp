@@ -2,85 +2,25 @@
 // say what the headers' comments say: each accepts the shape its header documents and refuses
 // what the host refuses. That the host's own requests and the first-party plugins' answers fit
 // them is checked where those are made (tests/abi/payload_schema_test.cpp).
-#ifndef VALIJSON_USE_EXCEPTIONS
-#define VALIJSON_USE_EXCEPTIONS 1
-#endif
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wrestrict"
-#pragma GCC diagnostic ignored "-Wshadow"
-#include <valijson/adapters/nlohmann_json_adapter.hpp>
-#include <valijson/schema.hpp>
-#include <valijson/schema_parser.hpp>
-#include <valijson/validation_results.hpp>
-#include <valijson/validator.hpp>
-#pragma GCC diagnostic pop
+#include "payload_schema.hpp"
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <fstream>
-#include <memory>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 
 namespace {
 
 using nlohmann::json;
+using oe::sdk_test::PayloadSchema;
 
-class PayloadSchema {
- public:
-  explicit PayloadSchema(const std::string& name) {
-    std::ifstream in(std::filesystem::path(OE_SDK_SOURCE_DIR) / "schema" / name);
-    std::stringstream text;
-    text << in.rdbuf();
-    document_ = json::parse(text.str(), nullptr, false);
-    if (document_.is_discarded()) {
-      error_ = name + " is not JSON";
-      return;
-    }
-    try {
-      valijson::SchemaParser parser(valijson::SchemaParser::kDraft7);
-      valijson::adapters::NlohmannJsonAdapter adapter(document_);
-      parser.populateSchema(adapter, schema_);
-    } catch (const std::exception& e) {
-      error_ = name + ": " + e.what();
-    }
-  }
-
-  [[nodiscard]] const std::string& error() const { return error_; }
-
-  // Empty when `value` is valid; else the first problem with its place.
-  [[nodiscard]] std::string check(const json& value) const {
-    valijson::Validator validator;
-    valijson::ValidationResults results;
-    valijson::adapters::NlohmannJsonAdapter adapter(value);
-    if (validator.validate(schema_, adapter, &results)) {
-      return {};
-    }
-    valijson::ValidationResults::Error first;
-    std::string out;
-    while (results.popError(first)) {
-      std::string where;
-      for (const std::string& part : first.context) {
-        where += part;
-      }
-      out += where + ": " + first.description + "\n";
-    }
-    return out;
-  }
-
- private:
-  json document_;
-  valijson::Schema schema_;
-  std::string error_;
-};
+const std::filesystem::path kSchemaDir = std::filesystem::path(OE_SDK_SOURCE_DIR) / "schema";
 
 TEST(PayloadSchema, EverySchemaCompiles) {
   size_t count = 0;
-  for (const auto& entry :
-       std::filesystem::directory_iterator(std::filesystem::path(OE_SDK_SOURCE_DIR) / "schema")) {
-    const PayloadSchema schema(entry.path().filename().string());
+  for (const auto& entry : std::filesystem::directory_iterator(kSchemaDir)) {
+    const PayloadSchema schema(kSchemaDir, entry.path().filename().string());
     EXPECT_EQ(schema.error(), "");
     ++count;
   }
@@ -88,7 +28,7 @@ TEST(PayloadSchema, EverySchemaCompiles) {
 }
 
 TEST(PayloadSchema, InvokeRequestIsTheBundleAndTheContext) {
-  const PayloadSchema schema("invoke-request.schema.json");
+  const PayloadSchema schema(kSchemaDir, "invoke-request.schema.json");
   ASSERT_EQ(schema.error(), "");
   json request = json::parse(R"({"node":{"id":"n","kind":"tool","impl":"x.mjs"},"args":{"a":1},
       "state_view":{},"edge_inputs":{"prev":{"k":2}},
@@ -106,7 +46,7 @@ TEST(PayloadSchema, InvokeRequestIsTheBundleAndTheContext) {
 }
 
 TEST(PayloadSchema, InvokeResponseNeedsAStateDeltaObject) {
-  const PayloadSchema schema("invoke-response.schema.json");
+  const PayloadSchema schema(kSchemaDir, "invoke-response.schema.json");
   ASSERT_EQ(schema.error(), "");
   EXPECT_EQ(schema.check(json::parse(R"({"state_delta":{"x":1}})")), "");
   EXPECT_EQ(schema.check(json::parse(
@@ -117,7 +57,7 @@ TEST(PayloadSchema, InvokeResponseNeedsAStateDeltaObject) {
 }
 
 TEST(PayloadSchema, EventFieldsLeaveTheHostsMembersAlone) {
-  const PayloadSchema schema("event-fields.schema.json");
+  const PayloadSchema schema(kSchemaDir, "event-fields.schema.json");
   ASSERT_EQ(schema.error(), "");
   EXPECT_EQ(schema.check(json::parse(R"({"activity":"fetching"})")), "");
   EXPECT_NE(schema.check(json::parse(R"({"node_id":"other"})")), "");
@@ -125,8 +65,8 @@ TEST(PayloadSchema, EventFieldsLeaveTheHostsMembersAlone) {
 }
 
 TEST(PayloadSchema, HttpShapesAreWhatOeHttpTakesAndGives) {
-  const PayloadSchema request("http-request.schema.json");
-  const PayloadSchema response("http-response.schema.json");
+  const PayloadSchema request(kSchemaDir, "http-request.schema.json");
+  const PayloadSchema response(kSchemaDir, "http-response.schema.json");
   ASSERT_EQ(request.error(), "");
   ASSERT_EQ(response.error(), "");
   EXPECT_EQ(request.check(json::parse(
@@ -143,9 +83,9 @@ TEST(PayloadSchema, HttpShapesAreWhatOeHttpTakesAndGives) {
 }
 
 TEST(PayloadSchema, LlmShapesAreTheOnesInLlmH) {
-  const PayloadSchema request("llm-request.schema.json");
-  const PayloadSchema response("llm-response.schema.json");
-  const PayloadSchema config("llm-provider-config.schema.json");
+  const PayloadSchema request(kSchemaDir, "llm-request.schema.json");
+  const PayloadSchema response(kSchemaDir, "llm-response.schema.json");
+  const PayloadSchema config(kSchemaDir, "llm-provider-config.schema.json");
   ASSERT_EQ(request.error(), "");
   ASSERT_EQ(response.error(), "");
   ASSERT_EQ(config.error(), "");
@@ -165,14 +105,14 @@ TEST(PayloadSchema, LlmShapesAreTheOnesInLlmH) {
 }
 
 TEST(PayloadSchema, ToolInputCarriesTheArgsTheEdgesAndTheState) {
-  const PayloadSchema schema("tool-input.schema.json");
+  const PayloadSchema schema(kSchemaDir, "tool-input.schema.json");
   ASSERT_EQ(schema.error(), "");
   EXPECT_EQ(schema.check(json::parse(R"({"i":3,"_edge_inputs":{},"_state":{}})")), "");
   EXPECT_NE(schema.check(json::parse(R"({"i":3})")), "");
 }
 
 TEST(PayloadSchema, CreateConfigIsTheNodeAndTheFolder) {
-  const PayloadSchema schema("create-config.schema.json");
+  const PayloadSchema schema(kSchemaDir, "create-config.schema.json");
   ASSERT_EQ(schema.error(), "");
   EXPECT_EQ(schema.check(json::parse(R"({"node":{"id":"n","kind":"k"},"experience_dir":"/x"})")),
             "");
