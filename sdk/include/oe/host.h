@@ -26,7 +26,8 @@ typedef struct oe_host_api {
   oe_status(OE_ABI* write)(oe_writer* writer, oe_str bytes);
 
   /* Gives back a buffer the host handed out: the one release for every oe_host_buf (state_get,
-   * oe.llm/1, oe.prompt/1, oe.http/1). Exactly once per buffer; resets it to {NULL, 0, NULL}.
+   * oe.llm/1, oe.prompt/1, oe.http/1). Once per buffer; resets it to {NULL, 0, NULL}. A second
+   * release of it, or of a copy of it, does nothing (every copy's ptr dangles after the first).
    * NULL-safe. ctx: any context, or NULL. */
   void(OE_ABI* release)(oe_host_ctx* ctx, oe_host_buf* buf);
 
