@@ -37,7 +37,8 @@ typedef struct oe_host_api {
    * then a name of [A-Za-z0-9_.-]; never in the host's run., node. or state. namespaces, whatever
    * the plugin_id). fields_json: BORROWED JSON object whose members are appended
    * after the host's own (type, run_id, node_id, ts). Returns OE_INVALID_ARGUMENT, and logs why,
-   * for any other type or for fields_json that is not a JSON object. */
+   * for any other type or for fields_json that is not a JSON object; OE_RESOURCE_EXHAUSTED past
+   * the caps on an event's size and a call's rate (docs/abi.md, "Caps on what one call writes"). */
   oe_status(OE_ABI* emit_event)(oe_host_ctx* call, oe_str type, oe_str fields_json);
 
   /* Reads a state field the node declares in `reads`, as JSON: its value when the call was
