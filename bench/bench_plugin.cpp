@@ -72,7 +72,7 @@ void BM_PluginInvokeNativeTool(benchmark::State& bench) {
   oe_writer error;
   for (auto _ : bench) {
     response.data.clear();
-    const oe_invocation inv{sizeof(oe_invocation), 1, oe_str{req.data(), req.size()}, &call,
+    const oe_invocation inv{sizeof(oe_invocation), 1, oe_str{req.data(), req.size()}, call.handle(),
                             &response, &error};
     if (kind->invoke(node, &inv) != OE_OK) {
       bench.SkipWithError(error.data.c_str());
@@ -99,7 +99,8 @@ void BM_NativeToolDirect(benchmark::State& bench) {
     oe_writer out;
     oe_writer err;
     benchmark::DoNotOptimize(
-        entry(oe::plugins::hostApi(), &call, oe_str{input.data(), input.size()}, &out, &err));
+        entry(oe::plugins::hostApi(), call.handle(), oe_str{input.data(), input.size()}, &out,
+              &err));
   }
   ::dlclose(handle);
 }

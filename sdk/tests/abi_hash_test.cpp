@@ -1,23 +1,32 @@
 // The ABI hash guard: every ABI header (each .h under sdk/include/oe/ but the C++ glue and the
-// draft extensions), with comments and whitespace stripped, must hash to the value recorded in
-// sdk/abi.sha256 for the current OE_ABI_VERSION. Editing a doc comment is free; changing a
-// declaration fails here until the ABI version is bumped (docs/abi.md). Also the draft rule: a
-// draft extension's id ends in "-draft", and nothing else's does.
+// draft extensions), with comments and whitespace stripped, and every JSON payload schema
+// (sdk/schema/*.json), without its annotations, must hash to the values recorded in
+// sdk/abi.sha256 for the current OE_ABI_VERSION; and a value recorded for a version in a commit
+// never changes afterwards, so a changed contract needs a new version rather than a new record.
+// Editing a doc comment or a schema's description is free; changing a declaration or a payload
+// fails here until the ABI version is bumped (docs/abi.md). Also the draft rule: a draft
+// extension's id ends in "-draft", and nothing else's does.
 #include <oe/version.h>
 
 #include <gtest/gtest.h>
 #include <openssl/evp.h>
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
+#include <optional>
 #include <fstream>
 #include <regex>
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -201,53 +210,305 @@ TEST(AbiHash, CoversEveryHeaderButTheCxxGlueAndTheDrafts) {
   }
 }
 
-TEST(AbiHash, HeadersMatchTheRecordedHashForThisAbiVersion) {
-  const std::vector<std::string> headers = abiHeaders(kSdkDir + "/include");
-  ASSERT_FALSE(headers.empty());
-  std::string material;
-  for (const std::string& header : headers) {
-    std::string text;
-    const std::string path = kSdkDir + "/include/" + header;
-    ASSERT_TRUE(readFile(path, text)) << "cannot read " << path;
-    material += header + ":" + normaliseHeader(text) + "\n";
-  }
-  const std::string actual_hash = sha256Hex(material);
-  ASSERT_EQ(actual_hash.size(), 64u);
-  const std::string version = currentAbiVersion();
-  const std::string wanted_line = actual_hash + " " + version;
+// The two parts of the contract the guard records, each hashed on its own: a part recorded for
+// the first time (the payload schemas were written down after ABI 0.2 was) needs no new version,
+// a part whose recorded hash changes does.
+constexpr std::string_view kHeadersPart = "headers";
+constexpr std::string_view kPayloadsPart = "payloads";
 
-  std::string recorded;
-  const std::string record_path = kSdkDir + "/abi.sha256";
-  ASSERT_TRUE(readFile(record_path, recorded))
-      << "cannot read " << record_path << "; create it with this line:\n  " << wanted_line;
-  std::istringstream lines(recorded);
+// The payload schemas, sorted: every sdk/schema/*.json (a new one is covered the day it is added).
+std::vector<std::string> payloadSchemas(const std::filesystem::path& schema_dir) {
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(schema_dir)) {
+    if (entry.is_regular_file() && entry.path().extension() == ".json") {
+      names.push_back(entry.path().filename().string());
+    }
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// A schema's contract without its prose: the annotations (description, title, $comment,
+// examples) of every subschema are dropped, so rewording one is free, as editing a header's
+// comment is. Only subschemas are visited: a property named "description" stays.
+void dropAnnotations(nlohmann::json& schema) {
+  if (!schema.is_object()) {
+    return;
+  }
+  for (const char* annotation : {"description", "title", "$comment", "examples"}) {
+    schema.erase(annotation);
+  }
+  for (const char* key : {"properties", "patternProperties", "definitions", "dependencies"}) {
+    if (auto it = schema.find(key); it != schema.end() && it->is_object()) {
+      for (auto& [name, sub] : it->items()) {
+        dropAnnotations(sub);
+      }
+    }
+  }
+  for (const char* key : {"items", "allOf", "anyOf", "oneOf"}) {
+    if (auto it = schema.find(key); it != schema.end() && it->is_array()) {
+      for (auto& sub : *it) {
+        dropAnnotations(sub);
+      }
+    }
+  }
+  for (const char* key : {"items", "additionalItems", "additionalProperties", "contains",
+                          "propertyNames", "not", "if", "then", "else"}) {
+    if (auto it = schema.find(key); it != schema.end()) {
+      dropAnnotations(*it);
+    }
+  }
+}
+
+// The schema as compact JSON with sorted keys and no annotations; empty when it is not JSON.
+std::string normaliseSchema(std::string_view text) {
+  nlohmann::json schema = nlohmann::json::parse(text, nullptr, false);
+  if (schema.is_discarded()) {
+    return {};
+  }
+  dropAnnotations(schema);
+  return schema.dump();
+}
+
+// One line of sdk/abi.sha256: "<sha256> <MAJOR.MINOR> <part>". A line of the first format,
+// without a part ("<sha256> <MAJOR.MINOR>"), was a headers record; `explicit_part` tells them
+// apart, because only records in the current format are held to the history rule.
+struct Record {
+  std::string hash;
+  std::string version;
+  std::string part;
+  bool explicit_part = false;
+};
+
+std::vector<Record> parseRecords(const std::string& text) {
+  std::vector<Record> records;
+  std::istringstream lines(text);
   std::string line;
-  std::string recorded_hash;
-  std::string recorded_version;
   while (std::getline(lines, line)) {
     if (line.empty() || line[0] == '#') {
       continue;
     }
     std::istringstream fields(line);
-    fields >> recorded_hash >> recorded_version;
-    break;
+    Record record;
+    fields >> record.hash >> record.version >> record.part;
+    record.explicit_part = !record.part.empty();
+    if (!record.explicit_part) {
+      record.part = kHeadersPart;
+    }
+    if (!record.hash.empty()) {
+      records.push_back(std::move(record));
+    }
   }
+  return records;
+}
 
-  if (recorded_version != version) {
-    FAIL() << "sdk/abi.sha256 records ABI " << recorded_version << " but sdk/include/oe/version.h"
-           << " says " << version << ". If the bump is intended, replace the last line of "
-           << record_path << " with:\n  " << wanted_line;
+const Record* findRecord(const std::vector<Record>& records, std::string_view version,
+                         std::string_view part) {
+  for (const Record& record : records) {
+    if (record.version == version && record.part == part) {
+      return &record;
+    }
   }
-  EXPECT_EQ(recorded_hash, actual_hash)
-      << "The plugin ABI headers (every .h under sdk/include/oe/ but cpp/ and ext/draft/) changed,"
-      << " but"
-      << " OE_ABI_VERSION is still " << version << ".\n"
-      << "A declaration change is an ABI change: bump OE_ABI_VERSION_MINOR in"
+  return nullptr;
+}
+
+// What breaks the history rule: a record (version, part) made in a committed revision of the
+// file that the current file drops or records with another hash. `history` holds each revision
+// as (commit, text); revisions in the first format predate the rule and are not held to it.
+// Also a (version, part) recorded twice in the current file.
+std::vector<std::string> historyViolations(
+    const std::vector<Record>& current,
+    const std::vector<std::pair<std::string, std::string>>& history) {
+  std::vector<std::string> problems;
+  std::map<std::pair<std::string, std::string>, int> seen;
+  for (const Record& record : current) {
+    if (++seen[{record.version, record.part}] == 2) {
+      problems.push_back("ABI " + record.version + " " + record.part +
+                         " is recorded twice; keep the first line");
+    }
+  }
+  for (const auto& [commit, text] : history) {
+    for (const Record& old : parseRecords(text)) {
+      if (!old.explicit_part) {
+        continue;
+      }
+      const Record* now = findRecord(current, old.version, old.part);
+      if (now == nullptr) {
+        problems.push_back("commit " + commit + " recorded ABI " + old.version + " " + old.part +
+                           " as " + old.hash + ", which the file no longer records");
+      } else if (now->hash != old.hash) {
+        problems.push_back("commit " + commit + " recorded ABI " + old.version + " " + old.part +
+                           " as " + old.hash + ", but the file now says " + now->hash);
+      }
+    }
+  }
+  return problems;
+}
+
+std::string headersMaterial() {
+  std::string material;
+  for (const std::string& header : abiHeaders(kSdkDir + "/include")) {
+    std::string text;
+    const std::string path = kSdkDir + "/include/" + header;
+    EXPECT_TRUE(readFile(path, text)) << "cannot read " << path;
+    material += header + ":" + normaliseHeader(text) + "\n";
+  }
+  return material;
+}
+
+std::string payloadsMaterial() {
+  std::string material;
+  for (const std::string& name : payloadSchemas(kSdkDir + "/schema")) {
+    std::string text;
+    const std::string path = kSdkDir + "/schema/" + name;
+    EXPECT_TRUE(readFile(path, text)) << "cannot read " << path;
+    const std::string normalised = normaliseSchema(text);
+    EXPECT_FALSE(normalised.empty()) << path << " is not JSON";
+    material += "schema/" + name + ":" + normalised + "\n";
+  }
+  return material;
+}
+
+// Checks one part against the record for the current version, saying what to do when it fails.
+void expectRecorded(std::string_view part, const std::string& material, const char* what) {
+  ASSERT_FALSE(material.empty()) << "no " << what << " found under " << kSdkDir;
+  const std::string actual_hash = sha256Hex(material);
+  ASSERT_EQ(actual_hash.size(), 64u);
+  const std::string version = currentAbiVersion();
+  const std::string wanted_line = actual_hash + " " + version + " " + std::string(part);
+  const std::string record_path = kSdkDir + "/abi.sha256";
+  std::string recorded;
+  ASSERT_TRUE(readFile(record_path, recorded))
+      << "cannot read " << record_path << "; create it with this line:\n  " << wanted_line;
+  const std::vector<Record> records = parseRecords(recorded);
+  const Record* record = findRecord(records, version, part);
+  if (record == nullptr) {
+    FAIL() << "sdk/abi.sha256 records no " << part << " hash for ABI " << version
+           << " (sdk/include/oe/version.h). If " << version << " is a new version, or the "
+           << part << " were never recorded for it, append:\n  "
+           << wanted_line;
+  }
+  EXPECT_EQ(record->hash, actual_hash)
+      << "The " << what << " changed, but OE_ABI_VERSION is still " << version << ".\n"
+      << "A change to a declaration or a payload is an ABI change: bump OE_ABI_VERSION_MINOR in"
       << " sdk/include/oe/version.h (from 1.0 on, only appending members is allowed), rebuild,"
-      << " and re-run oe_sdk_tests: it prints the line to write to sdk/abi.sha256.\n"
-      << "If only comments or whitespace changed, this test would not fail; see docs/abi.md.\n"
-      << "Once the version matches the change, the last line of " << record_path << " is:\n  "
-      << wanted_line;
+      << " and re-run oe_sdk_tests: it prints the lines to append to sdk/abi.sha256. The lines"
+      << " already there stay as they are: a recorded hash never changes (docs/abi.md, \"The ABI"
+      << " hash guard\").\n"
+      << "If only comments, whitespace or a schema's descriptions changed, this test would not"
+      << " fail.\n"
+      << "Once the version is bumped, append:\n  " << wanted_line;
+}
+
+TEST(AbiHash, HeadersMatchTheRecordedHashForThisAbiVersion) {
+  expectRecorded(kHeadersPart, headersMaterial(),
+                 "plugin ABI headers (every .h under sdk/include/oe/ but cpp/ and ext/draft/)");
+}
+
+TEST(AbiHash, PayloadSchemasMatchTheRecordedHashForThisAbiVersion) {
+  expectRecorded(kPayloadsPart, payloadsMaterial(), "JSON payload schemas (sdk/schema/*.json)");
+}
+
+TEST(AbiHash, CoversEveryPayloadSchema) {
+  const std::vector<std::string> names = payloadSchemas(kSdkDir + "/schema");
+  for (const char* name :
+       {"invoke-request.schema.json", "create-config.schema.json", "invoke-response.schema.json",
+        "event-fields.schema.json", "tool-input.schema.json", "http-request.schema.json",
+        "http-response.schema.json", "llm-request.schema.json", "llm-response.schema.json",
+        "llm-provider-config.schema.json"}) {
+    EXPECT_NE(std::find(names.begin(), names.end(), name), names.end()) << name;
+  }
+}
+
+TEST(AbiHash, SchemaNormalisationDropsTheProseOnly) {
+  const std::string plain = normaliseSchema(
+      R"({"type":"object","properties":{"description":{"type":"string"},"n":{"type":"integer"}}})");
+  EXPECT_EQ(normaliseSchema(R"({"title":"T","description":"about it","type":"object",
+      "properties":{"description":{"type":"string","description":"a property so named"},
+      "n":{"$comment":"x","type":"integer","examples":[1]}}})"),
+            plain);
+  // A real change to the contract changes the result.
+  EXPECT_NE(normaliseSchema(
+                R"({"type":"object","properties":{"description":{"type":"string"},"n":{"type":"number"}}})"),
+            plain);
+  EXPECT_NE(normaliseSchema(R"({"type":"object","required":["n"],"properties":{"description":)"
+                            R"({"type":"string"},"n":{"type":"integer"}}})"),
+            plain);
+  EXPECT_EQ(normaliseSchema("{not json"), "");
+}
+
+TEST(AbiHash, ARecordedHashNeverChangesWithoutANewVersion) {
+  const std::string committed = "aaaa 0.2 headers\nbbbb 0.2 payloads\n";
+  // Unchanged, or a new version appended: fine.
+  EXPECT_TRUE(historyViolations(parseRecords(committed), {{"c1", committed}}).empty());
+  EXPECT_TRUE(historyViolations(parseRecords(committed + "cccc 0.3 headers\ndddd 0.3 payloads\n"),
+                                {{"c1", committed}})
+                  .empty());
+  // The re-recording this rule exists for: same version, new hash.
+  const auto rerecorded =
+      historyViolations(parseRecords("eeee 0.2 headers\nbbbb 0.2 payloads\n"), {{"c1", committed}});
+  ASSERT_EQ(rerecorded.size(), 1u);
+  EXPECT_NE(rerecorded[0].find("commit c1 recorded ABI 0.2 headers as aaaa, but the file now says "
+                               "eeee"),
+            std::string::npos)
+      << rerecorded[0];
+  // Dropping a record, or recording a version twice, hides the same thing.
+  EXPECT_EQ(historyViolations(parseRecords("bbbb 0.2 payloads\n"), {{"c1", committed}}).size(), 1u);
+  EXPECT_EQ(historyViolations(parseRecords(committed + "ffff 0.2 headers\n"), {}).size(), 1u);
+  // A part recorded for the first time needs no new version.
+  EXPECT_TRUE(historyViolations(parseRecords(committed), {{"c0", "aaaa 0.2 headers\n"}}).empty());
+  // Records of the first format ("<hash> <version>") predate the rule.
+  EXPECT_TRUE(historyViolations(parseRecords(committed), {{"c0", "9999 0.2\n"}}).empty());
+}
+
+// Runs `command` and returns what it printed, or nullopt when it failed.
+std::optional<std::string> commandOutput(const std::string& command) {
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (pipe == nullptr) {
+    return std::nullopt;
+  }
+  std::string out;
+  std::array<char, 4096> buffer{};
+  size_t got = 0;
+  while ((got = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) {
+    out.append(buffer.data(), got);
+  }
+  if (::pclose(pipe) != 0) {
+    return std::nullopt;
+  }
+  return out;
+}
+
+std::string shellQuoted(const std::string& text) {
+  std::string out = "'";
+  for (const char c : text) {
+    out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  }
+  return out + "'";
+}
+
+TEST(AbiHash, TheCommittedRecordsWereNeverRewritten) {
+  const std::string git = "git -C " + shellQuoted(kSdkDir) + " ";
+  if (!commandOutput(git + "rev-parse --is-inside-work-tree 2>/dev/null")) {
+    GTEST_SKIP() << kSdkDir << " is not a git checkout: the history of sdk/abi.sha256 is not here";
+  }
+  const auto commits = commandOutput(git + "log --format=%H -- abi.sha256");
+  ASSERT_TRUE(commits) << "git log failed in " << kSdkDir;
+  std::vector<std::pair<std::string, std::string>> history;
+  std::istringstream lines(*commits);
+  for (std::string commit; std::getline(lines, commit);) {
+    const auto text = commandOutput(git + "show " + commit + ":./abi.sha256");
+    ASSERT_TRUE(text) << "git show " << commit << ":sdk/abi.sha256 failed";
+    history.emplace_back(commit.substr(0, 12), *text);
+  }
+  std::string recorded;
+  ASSERT_TRUE(readFile(kSdkDir + "/abi.sha256", recorded));
+  for (const std::string& problem : historyViolations(parseRecords(recorded), history)) {
+    ADD_FAILURE() << "sdk/abi.sha256: " << problem
+                  << ".\nA hash recorded for a version never changes: a changed ABI is a new "
+                     "version (bump OE_ABI_VERSION_MINOR and append its lines; docs/abi.md, "
+                     "\"The ABI hash guard\").";
+  }
 }
 
 TEST(AbiDraft, TheRuleCatchesWhatItShould) {

@@ -173,6 +173,23 @@ TEST_F(InstalledSdk, HoldsThePkgConfigFileTheDocsAndBothCMakeTargets) {
     ASSERT_TRUE(fs::exists(installed)) << installed;
     EXPECT_EQ(readText(installed), readText(fs::path(OE_SOURCE_DIR) / "docs" / doc)) << doc;
   }
+  // The payload schemas, next to the headers, and where the .pc file says they are.
+  EXPECT_NE(readText(pc).find("schemadir=${prefix}/" OE_INSTALL_DATADIR "/oe/schema\n"),
+            std::string::npos)
+      << readText(pc);
+  size_t schemas = 0;
+  for (const auto& entry : fs::directory_iterator(fs::path(OE_SOURCE_DIR) / "sdk" / "schema")) {
+    const fs::path installed =
+        prefix / OE_INSTALL_DATADIR / "oe" / "schema" / entry.path().filename();
+    ASSERT_TRUE(fs::exists(installed)) << installed;
+    EXPECT_EQ(readText(installed), readText(entry.path())) << entry.path();
+    ++schemas;
+  }
+  EXPECT_GE(schemas, 10u);
+  EXPECT_NE(readText(prefix / OE_INSTALL_LIBDIR / "cmake" / "OpenExpertiseSDK" /
+                     "OpenExpertiseSDKConfig.cmake")
+                .find("OE_SDK_SCHEMA_DIR"),
+            std::string::npos);
 
   const std::string targets = readText(prefix / OE_INSTALL_LIBDIR / "cmake" / "OpenExpertiseSDK" /
                                        "OpenExpertiseSDKTargets.cmake");

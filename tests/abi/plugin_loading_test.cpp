@@ -87,6 +87,10 @@ INSTANTIATE_TEST_SUITE_P(
         RefusalCase{"wrong_minor",
                     "wrong_minor.so",
                     {"built for plugin ABI 0.99", "this oe speaks " + kThisAbi}},
+        RefusalCase{"min_host_abi",
+                    "min_host_abi.so",
+                    {"needs a host of plugin ABI 0.9 or newer (min_host_abi)",
+                     "this oe speaks " + kThisAbi}},
         RefusalCase{
             "entry_returns_null", "entry_returns_null.so", {"refused to load into this host"}},
         RefusalCase{"struct_too_small", "struct_too_small.so", {"descriptor too small (8 bytes)"}},
@@ -105,6 +109,18 @@ INSTANTIATE_TEST_SUITE_P(
                     "kind_flags.so",
                     {"node kind #0 (\"abi-good\")", "sets flags " + std::to_string(0x80000000u),
                      "known: OE_NODE_KIND_REENTRANT"}},
+        RefusalCase{"schema_not_json",
+                    "schema_not_json.so",
+                    {"plugin \"dev.oe.fixture.schema_not_json\", node kind #0 (\"abi-good\")",
+                     "its spec_schema_json is not JSON"}},
+        RefusalCase{"schema_ref_cycle",
+                    "schema_ref_cycle.so",
+                    {"plugin \"dev.oe.fixture.schema_ref_cycle\", node kind #0 (\"abi-good\")",
+                     "refers to itself", "\"#/definitions/a\" -> \"#/definitions/b\""}},
+        RefusalCase{"schema_deep",
+                    "schema_deep.so",
+                    {"plugin \"dev.oe.fixture.schema_deep\", node kind #0 (\"abi-good\")",
+                     "levels deep"}},
         RefusalCase{"init_fails",
                     "init_fails.so",
                     {"init failed", "fixture init refused: OE_FIXTURE_TOKEN is not set"}}),
@@ -156,6 +172,37 @@ graph:
 )");
   return dir;
 }
+
+// A kind schema that would crash what applies it: every command that loads plugins refuses the
+// plugin, names it and its kind, and goes on without it (the kind is then unknown).
+class UnusableKindSchema : public OeBinary, public ::testing::WithParamInterface<const char*> {};
+
+TEST_P(UnusableKindSchema, IsRefusedByValidateRunAndSchema) {
+  const std::string fixture = GetParam();
+  TempDir experience;
+  writeExperience(experience.path(), "abi-good");
+  const std::vector<std::vector<std::string>> commands = {
+      {"validate", experience.path().string()},
+      {"run", experience.path().string()},
+      {"schema", "--experience", experience.path().string()}};
+  for (const auto& command : commands) {
+    const ProcessResult r = oe(command, {fixture});
+    ASSERT_TRUE(r.exited) << "oe " << command[0] << " crashed: " << r.describe();
+    EXPECT_LT(r.exit_code, 128) << r.describe();
+    EXPECT_NE(r.err.find("refused plugin " + canonical(fixture, fixture + ".so")),
+              std::string::npos)
+        << "oe " << command[0] << ": " << r.describe();
+    EXPECT_NE(r.err.find("plugin \"dev.oe.fixture." + fixture + "\", node kind #0 (\"abi-good\")"),
+              std::string::npos)
+        << "oe " << command[0] << ": " << r.describe();
+    if (command[0] != "schema") {
+      EXPECT_EQ(r.exit_code, 1) << "the graph's kind is gone with its plugin: " << r.describe();
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, UnusableKindSchema,
+                         ::testing::Values("schema_not_json", "schema_ref_cycle", "schema_deep"));
 
 TEST_F(OeBinary, RunUsesTheGoodFixtureKind) {
   TempDir experience;

@@ -23,14 +23,17 @@ typedef struct oe_plugin_entry {
   const char* plugin_version; /* the plugin's own version, e.g. "1.4.2" */
   const char* description;
 
-  /* [exclusive] Called once before anything else, never concurrently with any other call into
-   * the library. host: valid until deinit returns. plugin_ctx: HOST-owned, valid until deinit.
+  /* [exclusive] Called before anything else, never concurrently with any other call into the
+   * library, nor with another init or deinit in the process. The host initialises a loaded
+   * library once however often it is loaded, but may call init again after deinit: keep state
+   * in *out_self, or count the calls (docs/abi.md, "init and deinit over a process's life").
+   * host: valid until deinit returns. plugin_ctx: HOST-owned, valid until deinit.
    * On success stores the plugin's state in *out_self (may stay NULL). */
   oe_status(OE_ABI* init)(const oe_host_api* host, oe_host_ctx* plugin_ctx, oe_plugin** out_self,
                           oe_writer* err);
 
-  /* [exclusive] Called once, after every oe_node of this plugin is destroyed and no call into the
-   * library is in progress. NULL when there is nothing to free. */
+  /* [exclusive] Called once per successful init, after every oe_node of this plugin is destroyed
+   * and no call into the library is in progress. NULL when there is nothing to free. */
   void(OE_ABI* deinit)(oe_plugin* self);
 
   /* [any-thread] The node kinds this plugin provides (may be 0 for service plugins).

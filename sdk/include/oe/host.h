@@ -26,7 +26,8 @@ typedef struct oe_host_api {
   oe_status(OE_ABI* write)(oe_writer* writer, oe_str bytes);
 
   /* Gives back a buffer the host handed out: the one release for every oe_host_buf (state_get,
-   * oe.llm/1, oe.prompt/1, oe.http/1). Exactly once per buffer; resets it to {NULL, 0, NULL}.
+   * oe.llm/1, oe.prompt/1, oe.http/1). Once per buffer; resets it to {NULL, 0, NULL}. A second
+   * release of it, or of a copy of it, does nothing (every copy's ptr dangles after the first).
    * NULL-safe. ctx: any context, or NULL. */
   void(OE_ABI* release)(oe_host_ctx* ctx, oe_host_buf* buf);
 
@@ -36,7 +37,8 @@ typedef struct oe_host_api {
    * then a name of [A-Za-z0-9_.-]; never in the host's run., node. or state. namespaces, whatever
    * the plugin_id). fields_json: BORROWED JSON object whose members are appended
    * after the host's own (type, run_id, node_id, ts). Returns OE_INVALID_ARGUMENT, and logs why,
-   * for any other type or for fields_json that is not a JSON object. */
+   * for any other type or for fields_json that is not a JSON object; OE_RESOURCE_EXHAUSTED past
+   * the caps on an event's size and a call's rate (docs/abi.md, "Caps on what one call writes"). */
   oe_status(OE_ABI* emit_event)(oe_host_ctx* call, oe_str type, oe_str fields_json);
 
   /* Reads a state field the node declares in `reads`, as JSON: its value when the call was

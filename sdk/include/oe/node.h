@@ -74,7 +74,9 @@ struct oe_node_kind {
 
   /* [node-serialized] Runs the node once. Blocking is allowed. Returns OE_OK with the response
    * written, or a status with err written. A call the host cancels before it starts (Ctrl-C,
-   * timeout_ms spent waiting for a worker) is never passed to invoke. */
+   * timeout_ms spent waiting for a worker) is never passed to invoke. A call still running 10 s
+   * after timeout_ms cancelled it is given up: its context closes, its answer is ignored and its
+   * instance is not used again (docs/abi.md, "Timeouts and calls that do not stop"). */
   oe_status(OE_ABI* invoke)(oe_node* node, const oe_invocation* invocation);
 
   /* [any-thread] Asks the invocation whose call context is `call` to stop soon; invoke still

@@ -72,8 +72,8 @@ typedef struct oe_str {
   size_t len;
 } oe_str;
 
-/* A HOST-owned buffer handed to a plugin. The plugin must pass it back to
- * oe_host_api.release exactly once; until then ptr/len stay valid. */
+/* A HOST-owned buffer handed to a plugin. The plugin passes it back to oe_host_api.release once;
+ * until then ptr/len stay valid. Releasing it again, or a copy of it, does nothing. */
 typedef struct oe_host_buf {
   const char* ptr;
   size_t len;

@@ -162,6 +162,7 @@ struct PhaseProbe {
   std::atomic<bool> in_invoke{false};
   std::atomic<int> cancels_outside_invoke{0};
   std::atomic<int> cancels_before_is_cancelled{0};
+  Call* call = nullptr;                     // the call under test (its handle is what invoke gets)
   std::function<void(Call&)> during_invoke;  // what the plugin's invoke does before it returns
   std::function<void()> during_cancel;
   oe_status returns = OE_OK;
@@ -172,7 +173,8 @@ oe_status probeInvoke(oe_node* node, const oe_invocation* invocation) {
   ++probe.invokes;
   probe.in_invoke = true;
   if (probe.during_invoke) {
-    probe.during_invoke(*static_cast<Call*>(invocation->call));
+    EXPECT_EQ(invocation->call, probe.call->handle()) << "the plugin gets the call's handle";
+    probe.during_invoke(*probe.call);
   }
   probe.in_invoke = false;
   return probe.returns;
@@ -184,7 +186,7 @@ void probeCancel(oe_node* node, oe_host_ctx* call) {
   if (!probe.in_invoke) {
     ++probe.cancels_outside_invoke;
   }
-  if (!call->isCancelled()) {
+  if (!plugins::hostApi()->is_cancelled(call)) {
     ++probe.cancels_before_is_cancelled;
   }
   if (probe.during_cancel) {
@@ -209,6 +211,7 @@ class CallPhases : public ::testing::Test {
     node_.kind = &loaded_;
     call_.node = &node_;
     call_.instance = reinterpret_cast<oe_node*>(&probe_);
+    probe_.call = &call_;
   }
 
   oe_node_kind kind_ = probeKind();

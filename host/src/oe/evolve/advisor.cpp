@@ -82,7 +82,7 @@ Result<AdvisorResult> askAdvisor(const plugins::PluginRegistry& registry, llm::L
   const oe_status created =
       kind->kind->create(kind->library ? kind->library->self() : nullptr,
                          kind->descriptor != nullptr ? kind->descriptor : kind->kind,
-                         oe_str{config.data(), config.size()}, &call, &instance, &err);
+                         oe_str{config.data(), config.size()}, call.handle(), &instance, &err);
   if (created != OE_OK || instance == nullptr) {
     return makeError(err.data.empty() ? "the evolution plugin could not create its node (status " +
                                             std::to_string(created) + ")"
@@ -95,8 +95,8 @@ Result<AdvisorResult> askAdvisor(const plugins::PluginRegistry& registry, llm::L
                               ",\"experience_dir\":" + dir_json + ",\"attempt\":1}}";
   oe_writer response;
   oe_writer error;
-  const oe_invocation inv{
-      sizeof(oe_invocation), 1, oe_str{request.data(), request.size()}, &call, &response, &error};
+  const oe_invocation inv{sizeof(oe_invocation), 1, oe_str{request.data(), request.size()},
+                          call.handle(), &response, &error};
   const oe_status status = kind->kind->invoke(instance, &inv);
   kind->kind->destroy(instance);
   if (status != OE_OK) {

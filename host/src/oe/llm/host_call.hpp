@@ -19,6 +19,9 @@ class HostCall final : public oe_host_ctx {
   HostCall(LlmService& llm, std::string node_id, plugins::LogSink& sink,
            const std::atomic<bool>* cancel = nullptr)
       : llm_(llm), node_id_(std::move(node_id)), sink_(sink), cancel_(cancel) {}
+  ~HostCall() override { closeHandle(); }
+  HostCall(const HostCall&) = delete;
+  HostCall& operator=(const HostCall&) = delete;
 
   void log(oe_log_level level, std::string_view message) override;
   // node.activity becomes a log line; node.tokens is accounted by the service (usage()).

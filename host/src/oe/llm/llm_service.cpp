@@ -274,7 +274,8 @@ Answer LlmService::completeCall(const Site& site, std::string_view request_json,
   oe_writer error;
   const std::string sent_text = sent.dump();
   const oe_status status =
-      p.table->complete(p.self, site.ctx, oe_str{p.config_json.data(), p.config_json.size()},
+      p.table->complete(p.self, site.ctx != nullptr ? site.ctx->handle() : nullptr,
+                        oe_str{p.config_json.data(), p.config_json.size()},
                         oe_str{sent_text.data(), sent_text.size()}, &response, &error);
   Json answer;
   if (status == OE_OK) {

@@ -6,15 +6,35 @@
 #include <boost/dll/shared_library.hpp>
 
 #include <algorithm>
+#include <condition_variable>
 #include <cstddef>
 #include <cstring>
+#include <iostream>
+#include <map>
+#include <mutex>
 #include <system_error>
 
 #include "oe/cache/cache_store.hpp"
+#include "oe/plugins/kind_schema.hpp"
 
 namespace oe::plugins {
 namespace {
 constexpr uint32_t kKnownKindFlags = OE_NODE_KIND_REENTRANT | OE_NODE_KIND_NOT_CACHEABLE;
+
+// The libraries loaded in this process, by dlopen handle: process-wide because the dynamic loader
+// is (a library's globals exist once, whoever loads it), so its init must too. The mutex also
+// serialises every init and deinit; it is recursive because a library refused after its init is
+// deinitialised (destroyed) while open() still holds it.
+struct LoadedLibraries {
+  std::recursive_mutex mutex;
+  std::condition_variable_any ended;  // an entry left `by_handle`
+  std::map<void*, std::weak_ptr<PluginLibrary>> by_handle;
+};
+
+LoadedLibraries& loadedLibraries() {
+  static LoadedLibraries loaded;
+  return loaded;
+}
 }  // namespace
 
 struct PluginLibrary::Impl {
@@ -37,12 +57,65 @@ std::string abiVersionString(uint32_t version) {
 PluginLibrary::PluginLibrary() : impl_(std::make_unique<Impl>()) {}
 
 PluginLibrary::~PluginLibrary() {
-  if (initialised_ && entry_copy_.deinit != nullptr) {
+  LoadedLibraries& loaded = loadedLibraries();
+  std::lock_guard lock(loaded.mutex);
+  int still_running = 0;
+  {
+    std::lock_guard abandoned_lock(abandoned_mutex_);
+    for (const Abandoned& abandoned : abandoned_) {
+      if (abandoned.running == 0) {
+        abandoned.kind->destroy(abandoned.instance);
+      } else {
+        still_running += abandoned.running;
+      }
+    }
+  }
+  if (still_running > 0) {
+    // deinit would free what those calls still use; the library stays mapped, so leaving it
+    // initialised is safe.
+    std::cerr << "oe: plugin \"" << id_ << "\" (" << path_.string() << "): " << still_running
+              << " call(s) given up after their timeout are still running; its deinit is "
+                 "skipped\n";
+  } else if (initialised_ && entry_copy_.deinit != nullptr) {
     entry_copy_.deinit(self_);
+  }
+  if (loaded_key_ != nullptr) {
+    if (auto it = loaded.by_handle.find(loaded_key_);
+        it != loaded.by_handle.end() && it->second.expired()) {
+      loaded.by_handle.erase(it);
+    }
+    loaded.ended.notify_all();
   }
   // Plugins are never unloaded while the process lives: C++ plugins cannot be unloaded anyway
   // (STB_GNU_UNIQUE), and a thread a plugin forgot to join would crash on unmapped code.
   // Boost.DLL's handle is released, but RTLD_NODELETE keeps the code mapped.
+}
+
+void PluginLibrary::adoptAbandoned(const oe_node_kind* kind, oe_node* instance) {
+  std::lock_guard lock(abandoned_mutex_);
+  for (Abandoned& abandoned : abandoned_) {
+    if (abandoned.instance == instance) {  // a reentrant kind's instance, given up again
+      ++abandoned.running;
+      return;
+    }
+  }
+  abandoned_.push_back(Abandoned{kind, instance, 1});
+}
+
+void PluginLibrary::abandonedReturned(oe_node* instance) {
+  std::lock_guard lock(abandoned_mutex_);
+  for (Abandoned& abandoned : abandoned_) {
+    if (abandoned.instance == instance && abandoned.running > 0) {
+      --abandoned.running;
+      return;
+    }
+  }
+}
+
+void PluginLibrary::detachSink(LogSink* log_sink) {
+  if (context_) {
+    context_->detachSink(log_sink);
+  }
 }
 
 const void* PluginLibrary::extension(const char* id) const {
@@ -72,6 +145,19 @@ Result<std::shared_ptr<PluginLibrary>> PluginLibrary::open(const std::filesystem
     return makeError(where + "not a loadable shared library (" + detail +
                      "); remove it from the plugin path or rebuild it with oe_add_plugin()");
   }
+  // The same library loaded already (by another registry of this process): share it, once its
+  // earlier instance, if it is being let go, has finished its deinit.
+  LoadedLibraries& loaded = loadedLibraries();
+  std::unique_lock lock(loaded.mutex);
+  void* const key = lib->impl_->library.native();
+  for (auto it = loaded.by_handle.find(key); it != loaded.by_handle.end();
+       it = loaded.by_handle.find(key)) {
+    if (std::shared_ptr<PluginLibrary> live = it->second.lock()) {
+      live->context_->attachSink(log_sink);
+      return live;
+    }
+    loaded.ended.wait(lock);
+  }
   if (!lib->impl_->library.has(OE_PLUGIN_ENTRY_SYMBOL)) {
     return makeError(where + "does not export " OE_PLUGIN_ENTRY_SYMBOL
                              "; it is not an oe plugin (build plugins with oe_add_plugin() from "
@@ -95,6 +181,14 @@ Result<std::shared_ptr<PluginLibrary>> PluginLibrary::open(const std::filesystem
                      ", but this oe speaks " + host_abi +
                      "; rebuild the plugin against the SDK installed with this oe");
   }
+  // oe_abi_compatible() reads min_host_abi only from 1.0; a 0.x descriptor that asks for a newer
+  // host than this one is refused all the same, rather than loaded into a host it says it cannot
+  // run on.
+  if (entry->min_host_abi > OE_ABI_VERSION) {
+    return makeError(where + "needs a host of plugin ABI " + abiVersionString(entry->min_host_abi) +
+                     " or newer (min_host_abi), but this oe speaks " + host_abi +
+                     "; upgrade oe, or rebuild the plugin against the SDK installed with this oe");
+  }
   // Append-only: read what the plugin's build has, and treat the members it predates as NULL.
   // The required ones (up to node_kind_at) are in every version.
   constexpr size_t kEntryRequired = offsetof(oe_plugin_entry, get_extension);
@@ -117,10 +211,11 @@ Result<std::shared_ptr<PluginLibrary>> PluginLibrary::open(const std::filesystem
   lib->id_ = desc.plugin_id;
   lib->version_ = desc.plugin_version != nullptr ? desc.plugin_version : "";
   lib->description_ = desc.description != nullptr ? desc.description : "";
-  lib->context_ = std::make_unique<PluginContext>(lib->id_, log_sink);
+  lib->context_ = std::make_unique<PluginContext>(lib->id_);
+  lib->context_->setOwner("the plugin context", desc.plugin_id, nullptr);
 
   oe_writer err;
-  const oe_status status = desc.init(hostApi(), lib->context_.get(), &lib->self_, &err);
+  const oe_status status = desc.init(hostApi(), lib->context_->handle(), &lib->self_, &err);
   if (status != OE_OK) {
     return makeError(where + "plugin \"" + lib->id_ + "\" init failed (status " +
                      std::to_string(status) + "): " + (err.data.empty() ? "no message" : err.data));
@@ -152,7 +247,19 @@ Result<std::shared_ptr<PluginLibrary>> PluginLibrary::open(const std::filesystem
                        " that this oe does not know (known: OE_NODE_KIND_REENTRANT, "
                        "OE_NODE_KIND_NOT_CACHEABLE); rebuild it against the installed SDK");
     }
+    // Checked once here, so that nothing which reads the schema later (validation, the editor
+    // schema, the cache key's x-oe-* annotations) can be taken down by it.
+    if (copy.table.spec_schema_json != nullptr) {
+      if (auto schema = checkKindSchema(copy.table.spec_schema_json); !schema) {
+        return makeError(where + "plugin \"" + lib->id_ + "\", " + which +
+                         ": its spec_schema_json " + schema.error().message +
+                         "; fix the schema in the plugin, or remove the plugin from the plugin path");
+      }
+    }
   }
+  lib->context_->attachSink(log_sink);
+  lib->loaded_key_ = key;
+  loaded.by_handle[key] = lib;
   return lib;
 }
 

@@ -24,18 +24,30 @@ struct KindTable {
   const oe_node_kind* descriptor = nullptr;
 };
 
+// One loaded plugin library, initialised once for the whole process: every open() of the same
+// library (the same file, however it is named) while an earlier one is alive returns that one,
+// so init runs once however many registries load it (`oe mcp`'s tool calls, `oe worker`'s
+// experience folders), and deinit runs when the last holder lets go. init and deinit of every
+// library are serialised; a library's init runs again only after its deinit (docs/abi.md,
+// "init and deinit").
 class PluginLibrary {
  public:
-  // Loads, negotiates the ABI and calls init. The error says which file and why, in words a
-  // user can act on ("built for plugin ABI 9.0, this oe speaks 0.1: rebuild it against ...").
+  // Loads, negotiates the ABI and calls init, or returns the library already loaded; either way
+  // `log_sink` receives the plugin's own log lines until detachSink. The error says which file
+  // and why, in words a user can act on ("built for plugin ABI 9.0, this oe speaks 0.1: ...").
   static Result<std::shared_ptr<PluginLibrary>> open(const std::filesystem::path& path,
                                                       LogSink* log_sink);
+  // What open() attached, once the one who gave it no longer needs the library's lines.
+  void detachSink(LogSink* log_sink);
   ~PluginLibrary();
   PluginLibrary(const PluginLibrary&) = delete;
   PluginLibrary& operator=(const PluginLibrary&) = delete;
 
   [[nodiscard]] const std::filesystem::path& path() const { return path_; }
   [[nodiscard]] const std::string& id() const { return id_; }
+  // The plugin's own id string (static in the plugin, which is never unloaded), for labels that
+  // must outlive this object.
+  [[nodiscard]] const char* staticId() const { return entry_copy_.plugin_id; }
   [[nodiscard]] const std::string& version() const { return version_; }
   [[nodiscard]] const std::string& description() const { return description_; }
   [[nodiscard]] uint32_t abiVersion() const { return entry_copy_.abi_version; }
@@ -46,6 +58,14 @@ class PluginLibrary {
   [[nodiscard]] oe_plugin* self() const { return self_; }
   // The plugin-level service `id` (entry->get_extension), e.g. oe.llm-provider/1; NULL if none.
   [[nodiscard]] const void* extension(const char* id) const;
+
+  // A run gave up a call of `kind` (one of this library's) still running on `instance`, after
+  // its timeout and grace: the instance is the library's now. It is destroyed when the library
+  // is let go, if its calls have returned by then (abandonedReturned); while one still runs,
+  // neither it nor deinit is called (that call is still in the library).
+  void adoptAbandoned(const oe_node_kind* kind, oe_node* instance);
+  // From the abandoned call's own thread, when its invoke returned at last.
+  void abandonedReturned(oe_node* instance);
 
  private:
   struct Impl;
@@ -63,6 +83,14 @@ class PluginLibrary {
   oe_plugin_entry entry_copy_{};
   mutable std::once_flag sha256_once_;
   mutable std::string sha256_;
+  void* loaded_key_ = nullptr;  // the dlopen handle it is shared under; null until it loaded
+  struct Abandoned {
+    const oe_node_kind* kind;
+    oe_node* instance;
+    int running;  // its abandoned calls still in invoke
+  };
+  std::mutex abandoned_mutex_;
+  std::vector<Abandoned> abandoned_;
 };
 
 [[nodiscard]] std::string abiVersionString(uint32_t version);

@@ -48,6 +48,12 @@ std::vector<std::filesystem::path> PluginRegistry::searchPath(
   return dirs;
 }
 
+PluginRegistry::~PluginRegistry() {
+  for (const auto& library : libraries_) {
+    library->detachSink(log_sink_);
+  }
+}
+
 void PluginRegistry::loadFrom(const std::vector<std::filesystem::path>& dirs) {
   std::set<std::filesystem::path> seen_dirs;
   std::set<std::filesystem::path> seen_files;

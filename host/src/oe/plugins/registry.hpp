@@ -27,6 +27,10 @@ struct Refusal {
 class PluginRegistry {
  public:
   explicit PluginRegistry(LogSink* log_sink) : log_sink_(log_sink) {}
+  // The libraries outlive the registry when something else holds them; its sink does not.
+  ~PluginRegistry();
+  PluginRegistry(const PluginRegistry&) = delete;
+  PluginRegistry& operator=(const PluginRegistry&) = delete;
 
   // The search path, highest precedence first: <experience>/plugins, $OE_PLUGIN_PATH (':'-
   // separated), <exe>/../lib/oe/plugins (the install's folder, or the build tree's: both share

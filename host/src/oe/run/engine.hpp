@@ -9,7 +9,7 @@
 #pragma once
 
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/thread_pool.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include <cstdint>
 #include <future>
@@ -34,6 +34,7 @@
 #include "oe/plugins/registry.hpp"
 #include "oe/queue/dispatcher.hpp"
 #include "oe/run/control_flow.hpp"
+#include "oe/run/invoke_pool.hpp"
 #include "oe/run/node_executor.hpp"
 #include "oe/run/pin.hpp"
 #include "oe/run/ready_queue.hpp"
@@ -45,6 +46,9 @@ namespace oe::run::engine {
 namespace asio = boost::asio;
 
 constexpr size_t kMaxPoolThreads = 64;
+// Calls a run gives up (after timeout_ms and the grace, Run::abandon) before it stops starting
+// work: each keeps its thread until the plugin returns, if ever.
+constexpr size_t kMaxAbandonedCalls = 8;
 
 enum class Outcome { kPending, kRunning, kSucceeded, kFailed, kSkipped };
 
@@ -55,12 +59,17 @@ struct NodeRuntime;
 // It logs as the node; services that need an invocation (events, state) are refused.
 class NodeContext final : public oe_host_ctx {
  public:
-  NodeContext(Run& run, const NodeRuntime& node) : run_(run), node_(node) {}
+  NodeContext(Run& run, const NodeRuntime& node);
+  ~NodeContext() override { closeHandle(); }
+  NodeContext(const NodeContext&) = delete;
+  NodeContext& operator=(const NodeContext&) = delete;
   void log(oe_log_level level, std::string_view message) override;
+  plugins::EventBudget* eventBudget() override { return &budget_; }
 
  private:
   Run& run_;
   const NodeRuntime& node_;
+  plugins::EventBudget budget_;  // its lines go to the run's log too
 };
 
 struct NodeRuntime {
@@ -203,8 +212,11 @@ class Run {
   void attempt(const std::shared_ptr<Call>& call);
   // --workers: the attempt goes to the work queue; its result comes back through invokeDone.
   void attemptRemote(const std::shared_ptr<Call>& call, std::string request);
-  // timeout_ms: the timer that cancels the call.
+  // timeout_ms: the timer that cancels the call, and after options_.cancel_grace gives it up.
   void armTimeout(const std::shared_ptr<Call>& call);
+  // A call still in the plugin's invoke after its timeout and grace: failed as timed out, while
+  // its thread, its instance and its late answer are left behind (docs/abi.md, "Timeouts").
+  void abandon(const std::shared_ptr<Call>& call);
   // The create config of a node (node.h): {"experience_dir":..., "node":...}.
   std::string createConfig(NodeRuntime& node) {
     return "{\"experience_dir\":" + experience_dir_json_ + ",\"node\":" + nodeJson(node) + "}";
@@ -282,7 +294,13 @@ class Run {
   std::string experience_dir_json_;
 
   asio::io_context io_;
-  std::unique_ptr<asio::thread_pool> pool_;
+  std::unique_ptr<InvokePool> pool_;
+  // The timers of abandoned calls, whose threads may outlive the run: destroyed with the run,
+  // before io_ (a timer outliving its io_context would be undefined).
+  std::vector<std::unique_ptr<asio::steady_timer>> retired_timers_;
+  // The calls given up: their threads hold them past the run, so the run takes back what of
+  // theirs belongs to it (a retry's timer) when it ends.
+  std::vector<std::shared_ptr<Call>> abandoned_;
   // --workers: where attempts go instead of pool_ (null without it). Destroyed before io_.
   std::unique_ptr<queue::Dispatcher> dispatcher_;
   ReadyQueue ready_;  // main-pass nodes whose predecessors are done, and the concurrency limit

@@ -110,30 +110,71 @@ int64_t retryDelayMs(const spec::OnError& policy, int attempt) {
              : base * attempt;
 }
 
+NodeContext::NodeContext(Run& run, const NodeRuntime& node) : run_(run), node_(node) {
+  setOwner("a node context", node.kind->library ? node.kind->library->staticId() : nullptr,
+           node.kind->kind->kind);
+}
+
 void NodeContext::log(oe_log_level level, std::string_view message) {
   run_.logFromNode(node_, level, message);
 }
 
-void Call::invoke(const std::string& request) {
+bool Call::invoke(const std::string& request) {
+  uint64_t invocation = 0;
+  oe_node* invoked = nullptr;
   {
     std::lock_guard lock(phase_mutex);
     if (cancelled.load()) {
       phase = Phase::kReturned;
       status = OE_CANCELLED;
-      return;
+      return true;
     }
     phase = Phase::kInvoking;
+    invocation = ++invocations;
+    invoked = instance;
+    invoking_thread = std::this_thread::get_id();
+    event_budget.reset();
+    // A handle of this invocation's own: one kept from an earlier call, or an earlier attempt,
+    // is refused from here on (host_context.hpp).
+    setOwner("a call context", node->kind->library ? node->kind->library->staticId() : nullptr,
+             node->kind->kind->kind);
+    renewHandle();
   }
+  // What this invocation holds on to after the run may have given it up (Run::abandon): its own
+  // writers (a retry of the call writes the call's), and its instance's library.
+  const std::shared_ptr<plugins::PluginLibrary> library = node->kind->library;
+  oe_writer answer;
+  oe_writer failure;
   const oe_invocation inv{sizeof(oe_invocation),
                           static_cast<uint32_t>(attempt),
                           oe_str{request.data(), request.size()},
-                          this,
-                          &response,
-                          &error};
-  status = node->kind->kind->invoke(instance, &inv);
+                          handle(),
+                          &answer,
+                          &failure};
+  const oe_status returned = node->kind->kind->invoke(invoked, &inv);
+  {
+    std::lock_guard lock(phase_mutex);  // waits for a cancel racing the return
+    if (phase == Phase::kAbandoned || invocations != invocation) {
+      // The run went on without this invocation (a retry may be running on the same call, or
+      // the run may be gone): its answer is dropped, its instance is its library's to destroy.
+      if (library) {
+        library->abandonedReturned(invoked);
+      }
+      return false;
+    }
+    status = returned;
+    response.data = std::move(answer.data);
+    error.data = std::move(failure.data);
+    phase = Phase::kReturned;
+  }
+  closeHandle();  // the call context is dead once invoke returned
   giveBackSlots();
-  std::lock_guard lock(phase_mutex);  // waits for a cancel racing the return
-  phase = Phase::kReturned;
+  if (const uint64_t refused = event_budget.refused(); refused > 1) {
+    log(OE_LOG_WARN, "emit_event and log refused " + std::to_string(refused) +
+                         " writes of this call in all (docs/abi.md, \"Caps on what one call "
+                         "writes\")");
+  }
+  return true;
 }
 
 // A runtime.limits slot handed to a plugin (oe.limits/1-draft) as a host buffer: host->release
@@ -202,7 +243,7 @@ bool Call::requestCancel() {
   }
   std::lock_guard lock(phase_mutex);
   if (phase == Phase::kInvoking && node->kind->kind->cancel != nullptr) {
-    node->kind->kind->cancel(instance, this);
+    node->kind->kind->cancel(instance, handle());
   }
   for (const auto& child : children) {
     child->stop("its parent node \"" + node->spec->id + "\" was cancelled");
@@ -579,7 +620,7 @@ Result<oe_node*> Run::acquireInstance(NodeRuntime& node) {
   const oe_status status = node.kind->kind->create(
       node.kind->library ? node.kind->library->self() : nullptr,
       node.kind->descriptor != nullptr ? node.kind->descriptor : node.kind->kind,
-      oe_str{config.data(), config.size()}, node.context.get(), &instance, &err);
+      oe_str{config.data(), config.size()}, node.context->handle(), &instance, &err);
   if (status != OE_OK || instance == nullptr) {
     return makeError(err.data.empty()
                          ? "the " + node.spec->kind + " plugin could not create the node (status " +
@@ -635,7 +676,7 @@ void Run::attempt(const std::shared_ptr<Call>& call) {
   active_calls_.push_back(call);
 
   call->phase = Call::Phase::kQueued;
-  auto invoke = [call, request = std::move(request)] { call->invoke(request); };
+  auto invoke = [call, request = std::move(request)] { return call->invoke(request); };
   const auto timeout = node.spec->timeout_ms;
   // Inline when nothing else could run meanwhile: saves the thread hand-off (35-70 µs here),
   // which dominates cheap nodes. Ready nodes cannot start while the concurrency limit is
@@ -652,7 +693,7 @@ void Run::attempt(const std::shared_ptr<Call>& call) {
         call->requestCancel();  // the signal came before the call was here to see it
       }
     }
-    invoke();
+    (void)invoke();  // never abandoned: an inline call has no timeout
     {
       std::lock_guard lock(inline_mutex_);
       inline_call_ = nullptr;
@@ -661,9 +702,11 @@ void Run::attempt(const std::shared_ptr<Call>& call) {
     return;
   }
   armTimeout(call);
-  asio::post(*pool_, [this, call, invoke = std::move(invoke)] {
-    invoke();
-    asio::post(io_, [this, call] { invokeDone(call); });
+  pool_->post([this, call, invoke = std::move(invoke)] {
+    if (invoke()) {
+      asio::post(io_, [this, call] { invokeDone(call); });
+    }
+    // else abandoned (Run::abandon): the run has gone on, and `this` may be gone.
   });
 }
 
@@ -673,11 +716,69 @@ void Run::armTimeout(const std::shared_ptr<Call>& call) {
     return;
   }
   call->timer = std::make_unique<asio::steady_timer>(io_, std::chrono::milliseconds(*timeout));
-  call->timer->async_wait([call](const boost::system::error_code& ec) {
-    if (!ec && call->requestCancel()) {
-      call->timed_out = true;  // read on this thread, in invokeDone
+  call->timer->async_wait([this, call](const boost::system::error_code& ec) {
+    if (ec || !call->requestCancel()) {
+      return;
     }
+    call->timed_out = true;  // read on this thread, in invokeDone
+    // A plugin that ignores the cancel does not hold the run: after the grace the call is given
+    // up (invokeDone cancels this timer when the call comes back in time).
+    call->timer->expires_after(options_.cancel_grace);
+    call->timer->async_wait([this, call](const boost::system::error_code& grace_ec) {
+      if (!grace_ec) {
+        abandon(call);
+      }
+    });
   });
+}
+
+void Run::abandon(const std::shared_ptr<Call>& call) {
+  NodeRuntime& node = *call->node;
+  if (call->remote != 0) {
+    if (call->remote_done.load() || call->remote_abandoned.exchange(true)) {
+      return;  // its result is in, or on its way to invokeDone
+    }
+  } else {
+    std::lock_guard lock(call->phase_mutex);
+    if (call->phase != Call::Phase::kInvoking) {
+      return;  // it returned: invokeDone is queued
+    }
+    call->phase = Call::Phase::kAbandoned;
+    if (node.kind->library) {
+      node.kind->library->adoptAbandoned(node.kind->kind, call->instance);
+    }
+    pool_->giveUp(call->invoking_thread);
+  }
+  if (call->remote == 0) {
+    // From here the call's thread touches nothing of the run: its context is closed (a host
+    // function still running with it finishes first), the slots it holds are given back, and
+    // its instance leaves the node's pool, never to be reused or destroyed by this run.
+    call->closeHandle();
+    call->giveBackSlots();
+    std::erase(node.instances, call->instance);
+    std::erase(node.idle, call->instance);
+    call->instance = nullptr;
+  }
+  retired_timers_.push_back(std::move(call->timer));  // its handler is running: keep it alive
+  abandoned_.push_back(call);
+  --calls_in_flight_;
+  active_calls_.erase(std::find(active_calls_.begin(), active_calls_.end(), call));
+  const auto grace_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(options_.cancel_grace);
+  attemptFailed(call, "Node \"" + node.spec->id + "\" timed out after " +
+                          std::to_string(*node.spec->timeout_ms) + " ms (timeout_ms) and did not "
+                          "stop within " + std::to_string(grace_ms.count()) +
+                          " ms of being cancelled: oe gave the call up (the " + node.spec->kind +
+                          " plugin may still be running it; what it answers will be ignored). "
+                          "Raise timeout_ms, or have the plugin return soon after is_cancelled "
+                          "turns true");
+  if (abandoned_.size() == kMaxAbandonedCalls && !cancelling_) {
+    // Each abandoned call keeps a thread until it returns, if ever: a run that keeps leaving
+    // them behind stops, so what it leaves is bounded.
+    any_failure_ = true;
+    cancelAll(std::to_string(kMaxAbandonedCalls) + " plugin calls did not stop when cancelled; "
+              "the run stops starting work so that no more are left running");
+  }
 }
 
 void Run::attemptRemote(const std::shared_ptr<Call>& call, std::string request) {
@@ -703,6 +804,9 @@ void Run::attemptRemote(const std::shared_ptr<Call>& call, std::string request) 
   call->remote = dispatcher_->submit(std::move(attempt), [this, call](const queue::Finished& f) {
     call->remote_done = true;
     asio::post(io_, [this, call, f] {
+      if (call->remote_abandoned.load()) {
+        return;  // given up after its timeout and grace: the run went on without it
+      }
       const auto status = static_cast<oe_status>(f.result_status);
       call->status = f.ok ? OE_OK : status != OE_OK ? status : OE_INTERNAL;
       call->response.data = f.response;

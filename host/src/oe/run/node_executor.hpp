@@ -18,7 +18,9 @@
 #include "oe/cache/cache_store.hpp"
 #include "oe/common/json.hpp"
 #include "oe/llm/llm_service.hpp"
+#include "oe/plugins/event_budget.hpp"
 #include "oe/plugins/host_context.hpp"
+#include "oe/plugins/plugin_library.hpp"
 #include "oe/run/run.hpp"
 #include "oe/spec/experience.hpp"
 
@@ -54,6 +56,7 @@ struct Call final : oe_host_ctx {
   bool stopped = false;
   int attempt = 0;
   oe_node* instance = nullptr;
+  // What the last invocation wrote, moved here when it returned (Call::invoke).
   oe_writer response;
   oe_writer error;
   oe_status status = OE_OK;
@@ -65,9 +68,17 @@ struct Call final : oe_host_ctx {
   bool timed_out = false;
   // Where the plugin call is; guarded by phase_mutex, so the kind's cancel reaches the plugin
   // only while invoke runs (node.h's contract), never before it starts or after it returned.
-  enum class Phase { kQueued, kInvoking, kReturned };
+  // kAbandoned: the run gave the call up after its timeout and grace (Run::abandon); whatever
+  // invoke returns then is discarded, on its own thread, touching nothing of the run.
+  enum class Phase { kQueued, kInvoking, kReturned, kAbandoned };
   std::mutex phase_mutex;
   Phase phase = Phase::kQueued;
+  std::thread::id invoking_thread;  // where invoke runs, while kInvoking
+  // Invocations started on this call (its attempts): one that returns after a later one started
+  // was abandoned, even if the later one has moved the phase on since.
+  uint64_t invocations = 0;
+  // Under --workers: the attempt was given up; its result, when it comes, is dropped.
+  std::atomic<bool> remote_abandoned{false};
   std::unique_ptr<boost::asio::steady_timer> timer;
   // Continuation on the coordinator: success flag and the edge_output (null when absent).
   std::function<void(bool ok, const Json* edge_output)> done;
@@ -89,15 +100,23 @@ struct Call final : oe_host_ctx {
 
   // Runs the plugin's invoke for this attempt on the calling thread, unless the call was
   // cancelled before it started (then status is OE_CANCELLED and the plugin is not called).
-  void invoke(const std::string& request);
+  // False when the run abandoned the call meanwhile: then nothing of the run may be touched.
+  bool invoke(const std::string& request);
   // Marks the call cancelled and, if its invoke is running, asks the plugin to stop (the kind's
   // cancel). Any thread. True when this was the first request and the call had not returned yet.
   bool requestCancel();
+
+  Call() = default;
+  Call(const Call&) = delete;
+  Call& operator=(const Call&) = delete;
+  ~Call() override { closeHandle(); }
 
   void log(oe_log_level level, std::string_view message) override;
   oe_status emitEvent(std::string_view type, std::string_view fields_json) override;
   oe_status stateGet(std::string_view field, std::string& out_json) override;
   [[nodiscard]] bool isCancelled() const override { return cancelled.load(); }
+  plugins::EventBudget* eventBudget() override { return &event_budget; }
+  plugins::EventBudget event_budget;  // per invocation (reset when it starts)
   oe_status llmComplete(std::string_view request_json, std::string& out) override;
   oe_status acquireLimit(std::string_view name, oe_host_buf* out_slot) override;
   oe_status cliReplayBegin(std::string_view request_json, std::string& out) override;

@@ -1,6 +1,7 @@
 // Running an experience: the public entry point of the run engine (docs/run-engine.md).
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <filesystem>
 #include <functional>
@@ -125,6 +126,9 @@ struct RunOptions {
   // --workers (with a PostgreSQL store_url): node attempts go to the work queue, run by `oe
   // worker` processes, instead of this process's thread pool (docs/scale-out.md).
   bool workers = false;
+  // How long a call that timed out (timeout_ms) may take to stop once cancelled before the run
+  // gives it up and goes on (docs/abi.md, "Timeouts and calls that do not stop").
+  std::chrono::milliseconds cancel_grace{10000};
 };
 
 // A node (or for_each item) that failed, with its error as the log has it.

@@ -180,7 +180,7 @@ Result<void> Run::prepare(const std::map<std::string, plugins::LoadedKind, std::
   const size_t threads = std::min<size_t>(
       kMaxPoolThreads,
       static_cast<size_t>(ready_.concurrency()) * static_cast<size_t>(widest_for_each));
-  pool_ = std::make_unique<asio::thread_pool>(std::max<size_t>(1, threads));
+  pool_ = std::make_unique<InvokePool>(std::max<size_t>(1, threads));
   if (options_.workers) {
     if (!pg::isUrl(options_.store_url)) {
       return makeError(
@@ -260,7 +260,10 @@ RunSummary Run::execute() {
   signals.cancel();
   signal_io.stop();
   signal_thread.join();
-  pool_->join();
+  pool_.reset();  // waits for the calls it still runs; abandoned ones are not its any more
+  for (const auto& call : abandoned_) {
+    call->timer.reset();  // a timer must not outlive io_; the call may outlive the run
+  }
   return summary_;
 }
 

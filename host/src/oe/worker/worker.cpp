@@ -16,6 +16,7 @@
 
 #include "oe/expr/interpolate.hpp"
 #include "oe/llm/settings.hpp"
+#include "oe/plugins/event_budget.hpp"
 #include "oe/pg/schema.hpp"
 #include "oe/run/node_executor.hpp"
 #include "oe/spec/loader.hpp"
@@ -61,6 +62,10 @@ class WorkerCall final : public oe_host_ctx {
     }
   }
 
+  ~WorkerCall() override { closeHandle(); }
+  WorkerCall(const WorkerCall&) = delete;
+  WorkerCall& operator=(const WorkerCall&) = delete;
+
   // Runs invoke unless the attempt was given up before it started.
   oe_status invoke(const plugins::LoadedKind& kind, oe_node* instance, oe_writer& response,
                    oe_writer& error) {
@@ -76,7 +81,7 @@ class WorkerCall final : public oe_host_ctx {
     const oe_invocation inv{sizeof(oe_invocation),
                             static_cast<uint32_t>(attempt_.attempt),
                             oe_str{attempt_.request.data(), attempt_.request.size()},
-                            this,
+                            handle(),
                             &response,
                             &error};
     const oe_status status = kind.kind->invoke(instance, &inv);
@@ -93,7 +98,7 @@ class WorkerCall final : public oe_host_ctx {
     }
     std::lock_guard lock(phase_mutex_);
     if (invoking_ && kind_->kind->cancel != nullptr) {
-      kind_->kind->cancel(instance_, this);
+      kind_->kind->cancel(instance_, handle());
     }
   }
 
@@ -139,6 +144,8 @@ class WorkerCall final : public oe_host_ctx {
   }
 
   [[nodiscard]] bool isCancelled() const override { return cancelled_.load(); }
+  // Its events are held in memory until the attempt completes: the same caps as in a run.
+  plugins::EventBudget* eventBudget() override { return &budget_; }
 
   oe_status llmComplete(std::string_view request_json, std::string& out) override {
     llm::LlmService* llm = service(out);
@@ -259,6 +266,7 @@ class WorkerCall final : public oe_host_ctx {
   oe_node* instance_ = nullptr;
   std::mutex events_mutex_;
   std::vector<std::string> events_;
+  plugins::EventBudget budget_;
   std::vector<llm::RateLimiter::Ticket> tickets_;
   llm::CallUsage usage_;
 };
@@ -483,7 +491,8 @@ void Worker::execute(const queue::Claimed& attempt) {
   const oe_status created = kind->kind->create(
       kind->library ? kind->library->self() : nullptr,
       kind->descriptor != nullptr ? kind->descriptor : kind->kind,
-      oe_str{attempt.config.data(), attempt.config.size()}, &call, &instance, &create_error);
+      oe_str{attempt.config.data(), attempt.config.size()}, call.handle(), &instance,
+      &create_error);
   if (created != OE_OK || instance == nullptr) {
     fail(create_error.data.empty()
              ? "the " + attempt.kind + " plugin could not create the node (status " +
