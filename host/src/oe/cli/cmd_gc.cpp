@@ -12,7 +12,7 @@
 #include "oe/cli/commands.hpp"
 #include "oe/cli/common.hpp"
 #include "oe/cli/store_option.hpp"
-#include "oe/cli/run_history.hpp"
+#include "oe/cli/run_lookup.hpp"
 #include "oe/pgstore/gc.hpp"
 #include "oe/spec/loader.hpp"
 #include "oe/run/run.hpp"

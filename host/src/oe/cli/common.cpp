@@ -1,6 +1,7 @@
 // Shared command helpers (see common.hpp).
 #include "oe/cli/common.hpp"
 
+#include "oe/cli/run_lookup.hpp"
 #include "oe/cli/store_option.hpp"
 
 #include <cstdlib>
@@ -348,6 +349,24 @@ bool writeOutput(const std::string& out, std::string_view text, std::string_view
   }
   std::cerr << "oe: wrote " << out << '\n';
   return true;
+}
+
+std::optional<RunRecord> resolveRun(const std::filesystem::path& experience_arg,
+                                    std::string_view id, bool last) {
+  if (id.empty() && !last) {
+    std::cerr << "oe: name the run: its id, a unique prefix of it, or --last for the newest\n";
+    return std::nullopt;
+  }
+  const auto dir = experienceDir(experience_arg);
+  if (!dir) {
+    return std::nullopt;
+  }
+  auto run = findRun(*dir / ".openexpertise" / "runs", id, last);
+  if (!run) {
+    std::cerr << "oe: " << run.error().message << '\n';
+    return std::nullopt;
+  }
+  return std::move(run).value();
 }
 
 }  // namespace oe::cli

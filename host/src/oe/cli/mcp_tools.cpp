@@ -12,12 +12,12 @@
 #include <string>
 
 #include "oe/cli/common.hpp"
-#include "oe/cli/graph_render.hpp"
-#include "oe/cli/run_history.hpp"
+#include "oe/cli/run_lookup.hpp"
 #include "oe/common/file.hpp"
 #include "oe/events/event_log.hpp"
 #include "oe/evolve/proposals.hpp"
 #include "oe/mcp/child_process.hpp"
+#include "oe/report/graph_render.hpp"
 #include "oe/run/run.hpp"
 #include "oe/state/state_store.hpp"
 #include "proc_kit/subprocess.hpp"
@@ -26,6 +26,9 @@ namespace oe::cli {
 namespace {
 
 namespace fs = std::filesystem;
+using report::GraphDirection;
+using report::graphHtml;
+using report::mermaidGraph;
 using Handler = Result<Json> (*)(const McpContext&, mcp::ToolCall&);
 
 // The experience folder (or yaml) a tool names, inside the roots.

@@ -1,5 +1,5 @@
 // The HTML run report of `oe inspect --html` (see run_report.hpp).
-#include "oe/cli/run_report.hpp"
+#include "oe/report/run_report.hpp"
 
 #include <algorithm>
 #include <array>
@@ -11,7 +11,7 @@
 #include <utility>
 
 #include "oe/cache/cache_store.hpp"
-#include "oe/cli/graph_render.hpp"
+#include "oe/report/graph_render.hpp"
 #include "oe/common/diagnostic.hpp"
 #include "oe/events/event_log.hpp"
 #include "oe/pgstore/event_sink.hpp"
@@ -20,7 +20,12 @@
 #include "oe/run/run.hpp"
 #include "oe/spec/loader.hpp"
 
-namespace oe::cli {
+namespace oe::report {
+
+using runs::findRun;
+using runs::parseIsoMs;
+using runs::RunRecord;
+
 namespace {
 
 // A value longer than this is cut (on a UTF-8 boundary): an agent's output can be megabytes.
@@ -877,4 +882,4 @@ Result<std::string> inspectHtml(const std::filesystem::path& experience_path,
   return runReportHtml(*input);
 }
 
-}  // namespace oe::cli
+}  // namespace oe::report

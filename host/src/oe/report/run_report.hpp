@@ -10,14 +10,14 @@
 #include <string_view>
 #include <vector>
 
-#include "oe/cli/run_history.hpp"
+#include "oe/runs/run_history.hpp"
 #include "oe/common/json.hpp"
 #include "oe/common/result.hpp"
 #include "oe/pg/connection.hpp"
 #include "oe/spec/experience.hpp"
 #include "oe/state/state_store.hpp"
 
-namespace oe::cli {
+namespace oe::report {
 
 struct RunReportInput {
   std::string run_id;
@@ -41,7 +41,7 @@ struct RunReportInput {
 // the edge outputs its cache entries hold. Fails only when the run's log cannot be read; any
 // other missing piece becomes a note.
 Result<RunReportInput> loadRunReport(const std::filesystem::path& experience_path,
-                                     const RunRecord& run);
+                                     const runs::RunRecord& run);
 
 // The same for run `run_id` of a PostgreSQL store (`oe inspect --store URL --html`): its log from
 // oe_events, its state rows from its scope (the experience's name), its edge outputs from
@@ -55,4 +55,4 @@ Result<RunReportInput> loadStoreRunReport(pg::Connection& conn,
 Result<std::string> inspectHtml(const std::filesystem::path& experience_path,
                                 std::string_view run_id, bool last);
 
-}  // namespace oe::cli
+}  // namespace oe::report
