@@ -20,9 +20,9 @@
 
 namespace oe::cli {
 
-using report::loadRunReport;
-using report::loadStoreRunReport;
 using report::runReportHtml;
+using runs::loadRunReport;
+using runs::loadStoreRunReport;
 
 namespace {
 
