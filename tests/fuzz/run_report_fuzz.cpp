@@ -9,11 +9,11 @@
 #include <string>
 #include <string_view>
 
-#include "oe/cli/run_report.hpp"
+#include "oe/report/run_report.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
-  oe::cli::RunReportInput input;
+  oe::report::RunReportInput input;
   input.run_id = "fuzz";
   size_t start = 0;
   while (start < text.size()) {
@@ -31,7 +31,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     start = end + 1;
   }
-  const std::string html = oe::cli::runReportHtml(input);
+  const std::string html = oe::report::runReportHtml(input);
   for (const char* tag : {"<script", "<img", "<iframe", "<a "}) {
     if (html.find(tag) != std::string::npos) {
       std::fprintf(stderr, "run_report_fuzz: the page holds %s\n", tag);

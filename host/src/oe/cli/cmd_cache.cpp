@@ -8,7 +8,7 @@
 #include "oe/cli/app.hpp"
 #include "oe/cli/commands.hpp"
 #include "oe/cli/common.hpp"
-#include "oe/cli/run_history.hpp"
+#include "oe/cli/run_lookup.hpp"
 #include "oe/cli/store_option.hpp"
 #include "oe/pgstore/pg_cache.hpp"
 #include "oe/run/run.hpp"

@@ -16,7 +16,7 @@
 
 #include "oe/cli/app.hpp"
 #include "oe/cli/commands.hpp"
-#include "oe/cli/registry.hpp"
+#include "oe/registry/registry.hpp"
 
 extern char** environ;  // NOLINT(readability-redundant-declaration): for posix_spawn
 
@@ -24,6 +24,7 @@ namespace oe::cli {
 namespace {
 
 namespace fs = std::filesystem;
+using registry::shippedDataDir;
 
 constexpr std::string_view kRecording = "llm-recording.jsonl";
 

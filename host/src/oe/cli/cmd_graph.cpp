@@ -6,9 +6,14 @@
 #include "oe/cli/app.hpp"
 #include "oe/cli/commands.hpp"
 #include "oe/cli/common.hpp"
-#include "oe/cli/graph_render.hpp"
+#include "oe/report/graph_render.hpp"
 
 namespace oe::cli {
+
+using report::GraphDirection;
+using report::graphHtml;
+using report::mermaidGraph;
+
 
 void addGraphCommand(CLI::App& app, int& exit_code) {
   struct Args {

@@ -12,13 +12,18 @@
 #include "oe/cli/app.hpp"
 #include "oe/cli/commands.hpp"
 #include "oe/cli/common.hpp"
-#include "oe/cli/run_history.hpp"
-#include "oe/cli/run_report.hpp"
+#include "oe/cli/run_lookup.hpp"
 #include "oe/cli/store_option.hpp"
 #include "oe/events/event_log.hpp"
 #include "oe/pgstore/event_sink.hpp"
+#include "oe/report/run_report.hpp"
 
 namespace oe::cli {
+
+using report::runReportHtml;
+using runs::loadRunReport;
+using runs::loadStoreRunReport;
+
 namespace {
 
 struct NodeLine {

@@ -11,11 +11,15 @@
 
 #include "oe/cli/app.hpp"
 #include "oe/cli/commands.hpp"
-#include "oe/cli/mcp_tools.hpp"
 #include "oe/mcp/framing.hpp"
 #include "oe/mcp/server.hpp"
+#include "oe/mcp/tools.hpp"
 
 namespace oe::cli {
+
+using mcp::McpContext;
+using mcp::mcpResources;
+using mcp::mcpTools;
 namespace {
 
 constexpr const char* kInstructions =

@@ -5,9 +5,14 @@
 
 #include "oe/cli/app.hpp"
 #include "oe/cli/commands.hpp"
-#include "oe/cli/registry.hpp"
+#include "oe/registry/registry.hpp"
 
 namespace oe::cli {
+
+using registry::loadRegistry;
+using registry::registryEntryJson;
+using registry::RegistryEntry;
+using registry::registryFile;
 
 void addRegistryCommand(CLI::App& app, int& exit_code) {
   struct Args {

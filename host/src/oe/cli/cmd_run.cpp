@@ -18,7 +18,7 @@
 #include "oe/cli/common.hpp"
 #include "oe/cli/evolve.hpp"
 #include "oe/cli/progress.hpp"
-#include "oe/cli/run_history.hpp"
+#include "oe/cli/run_lookup.hpp"
 #include "oe/cli/store_option.hpp"
 #include "oe/events/event_log.hpp"
 #include "oe/llm/llm_service.hpp"

@@ -10,55 +10,22 @@
 #include "oe/cli/app.hpp"
 #include "oe/cli/commands.hpp"
 #include "oe/cli/common.hpp"
-#include "oe/cli/git.hpp"
-#include "oe/cli/registry.hpp"
+#include "oe/registry/registry.hpp"
+#include "oe/registry/submit.hpp"
+#include "oe/vcs/git.hpp"
 
 namespace oe::cli {
 namespace {
 
 namespace fs = std::filesystem;
-
-// Where upstream's registry takes submissions (reference §9.2, `oe submit`).
-constexpr std::string_view kUpstreamRepo = "xingchengxu/OpenExpertise";
-
-// owner/repo of a GitHub remote (https://github.com/o/r(.git), git@github.com:o/r(.git),
-// ssh://git@github.com/o/r(.git)); nullopt for any other host.
-std::optional<std::pair<std::string, std::string>> githubRepo(std::string url) {
-  for (const std::string_view prefix :
-       {"https://github.com/", "http://github.com/", "git@github.com:", "ssh://git@github.com/",
-        "git://github.com/", "https://www.github.com/"}) {
-    if (url.starts_with(prefix)) {
-      url.erase(0, prefix.size());
-      while (!url.empty() && url.back() == '/') {
-        url.pop_back();
-      }
-      if (url.ends_with(".git")) {
-        url.resize(url.size() - 4);
-      }
-      const size_t slash = url.find('/');
-      if (slash == std::string::npos || slash == 0 || slash + 1 == url.size() ||
-          url.find('/', slash + 1) != std::string::npos) {
-        return std::nullopt;
-      }
-      return std::make_pair(url.substr(0, slash), url.substr(slash + 1));
-    }
-  }
-  return std::nullopt;
-}
-
-std::vector<std::string> splitTags(const std::string& text) {
-  std::vector<std::string> tags;
-  std::stringstream in(text);
-  std::string tag;
-  while (std::getline(in, tag, ',')) {
-    const size_t start = tag.find_first_not_of(' ');
-    const size_t end = tag.find_last_not_of(' ');
-    if (start != std::string::npos) {
-      tags.push_back(tag.substr(start, end - start + 1));
-    }
-  }
-  return tags;
-}
+using registry::githubRepo;
+using registry::kUpstreamRepo;
+using registry::registryEntryJson;
+using registry::RegistryEntry;
+using registry::splitTags;
+using vcs::findGit;
+using vcs::firstLineOf;
+using vcs::runGit;
 
 }  // namespace
 

@@ -18,7 +18,7 @@
 #include "oe/cli/commands.hpp"
 #include "oe/cli/common.hpp"
 #include "oe/cli/progress.hpp"
-#include "oe/cli/registry.hpp"
+#include "oe/registry/registry.hpp"
 #include "oe/mcp/framing.hpp"
 #include "oe/ultra/ultra.hpp"
 
@@ -26,6 +26,7 @@ namespace oe::cli {
 namespace {
 
 namespace fs = std::filesystem;
+using registry::shippedDataDir;
 
 // The flags both commands take.
 struct UltraArgs {

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "oe/common/json.hpp"
+#include "oe/ops/context.hpp"
 #include "oe/plugins/registry.hpp"
 #include "oe/run/run.hpp"
 #include "oe/spec/experience.hpp"
@@ -17,28 +18,17 @@
 
 namespace oe::cli {
 
-// Plugin log lines on stderr: "[plugin-id] message".
-class StderrLog final : public plugins::LogSink {
- public:
-  void write(oe_log_level level, std::string_view source, std::string_view message) override;
-  // While a live view owns the terminal, lines go to it (printed above its region) instead of
-  // straight to stderr, which would tear its frame. Set before a run starts, reset after.
-  void divertTo(std::function<void(std::string)> to) { divert_ = std::move(to); }
-
- private:
-  std::function<void(std::string)> divert_;
-};
-
-// Loads the plugins an experience can use (its own plugins/ folder included).
-void loadPlugins(plugins::PluginRegistry& registry,
-                 const std::optional<std::filesystem::path>& experience_dir);
 // For the commands that need PostgreSQL: --store, else OE_STORE, must be a PostgreSQL URL; false
 // (and the message on stderr, prefixed with `command`, ending with `hint`) when it is not.
 bool resolveStoreUrl(std::string& store, std::string_view command, std::string_view hint = "");
 
-// Prints refused plugins and plugin warnings to stderr as warnings.
-void reportPluginProblems(const plugins::PluginRegistry& registry);
-
+using ops::Checked;
+using ops::checkExperience;
+using ops::loadPlugins;
+using ops::percentDecode;
+using ops::percentEncode;
+using ops::reportPluginProblems;
+using ops::StderrLog;
 using run::kindCatalog;  // (run.hpp) what validation needs of the loaded plugins
 
 // Loads, loads plugins, validates; prints every diagnostic to stderr. nullopt when there was an
@@ -59,25 +49,6 @@ void printErrorCount(const std::vector<Diagnostic>& diagnostics, const spec::Exp
 
 // Loads the yaml only (state/inspect/reset-state need the folder and the schema, not plugins).
 std::optional<spec::Experience> loadOnly(const std::filesystem::path& path_arg);
-
-// What `oe validate` checks, as values (`oe mcp`'s oe_validate and oe_graph return them rather
-// than print them): the load, and every diagnostic once the plugins are loaded into `registry`
-// (only when there is a model to check them against).
-struct Checked {
-  spec::LoadResult loaded;
-  std::vector<Diagnostic> diagnostics;
-  // The model checked: the experience, or the partial one of a structural error; null for a YAML
-  // error or a missing file.
-  [[nodiscard]] const spec::Experience* model() const;
-  [[nodiscard]] bool valid() const { return loaded.experience && !hasErrors(diagnostics); }
-};
-Checked checkExperience(const std::filesystem::path& path_arg, plugins::PluginRegistry& registry,
-                        bool strict);
-
-// RFC 3986 percent-encoding of everything but the unreserved characters, and its inverse
-// (nullopt for a malformed escape).
-std::string percentEncode(std::string_view text);
-std::optional<std::string> percentDecode(std::string_view text);
 
 // The folder of the experience that `arg` names (a folder with experience.yaml, or the yaml
 // file); nullopt, after saying why on stderr, when there is none there: `oe runs`, `oe inspect`

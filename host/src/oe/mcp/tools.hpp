@@ -1,5 +1,5 @@
 // The tools and resources `oe mcp` serves (docs/mcp.md): upstream's oe-mcp tools (reference
-// §9.3) and oe's own. Adding a tool is one entry of kTools in mcp_tools.cpp (name, title,
+// §9.3) and oe's own. Adding a tool is one entry of kTools in tools.cpp (name, title,
 // description, input schema, hints) plus its handler there.
 #pragma once
 
@@ -10,10 +10,10 @@
 #include "oe/mcp/path_guard.hpp"
 #include "oe/mcp/server.hpp"
 
-namespace oe::cli {
+namespace oe::mcp {
 
 struct McpContext {
-  mcp::PathGuard guard;          // every path argument and resource goes through it
+  PathGuard guard;          // every path argument and resource goes through it
   std::filesystem::path oe_exe;  // this binary: the long tools run it as a child
 };
 
@@ -24,4 +24,4 @@ std::vector<mcp::Tool> mcpTools(std::shared_ptr<const McpContext> context);
 // oe://state/<percent-encoded experience folder> (the state as JSON).
 mcp::Resources mcpResources(std::shared_ptr<const McpContext> context);
 
-}  // namespace oe::cli
+}  // namespace oe::mcp

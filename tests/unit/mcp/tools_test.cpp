@@ -1,20 +1,23 @@
 // oe mcp's tools table and resources, in-process: every schema parses, names are unique and
 // carry hints, resource URIs are percent-decoded and path-guarded, and a malformed one is
 // refused with the shape of a good one. (The tools run end to end in tests/mcp.)
-#include "oe/cli/mcp_tools.hpp"
+#include "oe/mcp/tools.hpp"
 
 #include <gtest/gtest.h>
 
 #include <set>
 
-#include "oe/cli/common.hpp"
+#include "oe/ops/context.hpp"
 #include "support/temp_dir.hpp"
 
-namespace oe::cli {
+namespace oe::mcp {
 namespace {
 
+using ops::percentDecode;
+using ops::percentEncode;
+
 std::shared_ptr<const McpContext> contextFor(const std::filesystem::path& root) {
-  auto guard = mcp::PathGuard::create({root}, root);
+  auto guard = PathGuard::create({root}, root);
   EXPECT_TRUE(guard);
   return std::make_shared<McpContext>(McpContext{std::move(*guard), "/nonexistent/oe"});
 }
@@ -85,4 +88,4 @@ TEST(PercentCoding, RoundTripsAndRefusesBadEscapes) {
 }
 
 }  // namespace
-}  // namespace oe::cli
+}  // namespace oe::mcp

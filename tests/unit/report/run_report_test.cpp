@@ -1,7 +1,7 @@
 // The HTML run report: every value escaped (script-like ids, errors and outputs are text, never
 // markup), each status coloured in the graph and the legend, the Gantt's calls, retries and
 // nested runs, per-node detail, totals, and long values shortened.
-#include "oe/cli/run_report.hpp"
+#include "oe/report/run_report.hpp"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-namespace oe::cli {
+namespace oe::report {
 namespace {
 
 constexpr std::string_view kEvil = "</script><img src=x onerror=alert(1)>";
@@ -236,4 +236,4 @@ TEST(RunReport, AnUnfinishedRunSaysSoAndCountsFromItsEvents) {
 }
 
 }  // namespace
-}  // namespace oe::cli
+}  // namespace oe::report

@@ -1,4 +1,4 @@
-// What `oe runs` and `oe gc` know about past runs: one record per `.openexpertise/runs/*.jsonl`,
+// What `oe runs`, `oe gc`, `oe inspect` and the MCP tools know about past runs: one record per `.openexpertise/runs/*.jsonl`,
 // read cheaply (first and last line) whenever the run finished.
 #pragma once
 
@@ -14,7 +14,7 @@
 #include "oe/common/result.hpp"
 #include "oe/events/event_log.hpp"
 
-namespace oe::cli {
+namespace oe::runs {
 
 struct RunRecord {
   std::string id;  // the file name without .jsonl
@@ -59,12 +59,6 @@ std::vector<RunRecord> listRuns(const std::filesystem::path& runs_dir, bool deta
 // what to do: no run at all, no match, or the candidates of an ambiguous prefix.
 Result<RunRecord> findRun(const std::filesystem::path& runs_dir, std::string_view id, bool last);
 
-// findRun in the runs of the experience `experience_arg` names (--experience). nullopt, after
-// saying why on stderr, when there is no experience there or no such run (exit 2); a run id
-// is needed unless `last`.
-std::optional<RunRecord> resolveRun(const std::filesystem::path& experience_arg,
-                                    std::string_view id, bool last);
-
 using events::parseIsoMs;
 
 // "7d", "12h", "30m", "45s" (a positive integer and one unit) -> milliseconds.
@@ -76,4 +70,4 @@ std::string humanBytes(uint64_t bytes);
 // ms since the epoch, now (CLOCK_REALTIME, as the logs' timestamps).
 int64_t nowMs();
 
-}  // namespace oe::cli
+}  // namespace oe::runs

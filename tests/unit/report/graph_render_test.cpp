@@ -1,6 +1,6 @@
 // oe graph's renderers: upstream's Mermaid lines, label escaping, safe ids, phase subgraphs,
 // edge labels, and an HTML page that escapes everything and fetches nothing.
-#include "oe/cli/graph_render.hpp"
+#include "oe/report/graph_render.hpp"
 
 #include <gtest/gtest.h>
 
@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-namespace oe::cli {
+namespace oe::report {
 namespace {
 
 struct GraphBuilder {
@@ -214,4 +214,4 @@ TEST(GraphHtml, LaysOutLayersByDepth) {
 }
 
 }  // namespace
-}  // namespace oe::cli
+}  // namespace oe::report

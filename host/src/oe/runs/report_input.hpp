@@ -1,23 +1,25 @@
-// `oe inspect <run> --html`: a run's report as one self-contained HTML page (no script, nothing
-// fetched): totals, the graph coloured by node status, a Gantt of the node calls and per-node
-// detail. runReportHtml is a pure function of what loadRunReport reads from the files.
+// What a run report shows, as data: a run's log, the logs of its nested runs, the experience as
+// it is now, the state rows the run wrote and the edge outputs its cache entries hold, read from
+// the file store or from PostgreSQL. report/run_report renders it as HTML.
 #pragma once
 
 #include <filesystem>
 #include <map>
 #include <optional>
 #include <string>
-#include <string_view>
 #include <vector>
 
-#include "oe/cli/run_history.hpp"
 #include "oe/common/json.hpp"
 #include "oe/common/result.hpp"
 #include "oe/pg/connection.hpp"
+#include "oe/runs/run_history.hpp"
 #include "oe/spec/experience.hpp"
 #include "oe/state/state_store.hpp"
 
-namespace oe::cli {
+namespace oe::runs {
+
+// The deepest nested run followed (a cycle cannot be logged, but a log can be edited).
+inline constexpr int kMaxNestedDepth = 16;
 
 struct RunReportInput {
   std::string run_id;
@@ -32,16 +34,13 @@ struct RunReportInput {
   std::vector<std::string> notes;             // what could not be read, shown on the page
 };
 
-// The page. Every value from the input is HTML-escaped; long values are shortened.
-[[nodiscard]] std::string runReportHtml(const RunReportInput& input);
-
 // Everything the report shows about `run` of the experience `experience_path` names (a folder
 // holding experience.yaml, or the yaml file, as --experience takes it): its log, the
 // logs of its nested runs, the experience (if it still loads), this run's state history rows and
 // the edge outputs its cache entries hold. Fails only when the run's log cannot be read; any
 // other missing piece becomes a note.
 Result<RunReportInput> loadRunReport(const std::filesystem::path& experience_path,
-                                     const RunRecord& run);
+                                     const runs::RunRecord& run);
 
 // The same for run `run_id` of a PostgreSQL store (`oe inspect --store URL --html`): its log from
 // oe_events, its state rows from its scope (the experience's name), its edge outputs from
@@ -50,9 +49,4 @@ Result<RunReportInput> loadStoreRunReport(pg::Connection& conn,
                                           const std::filesystem::path& experience_path,
                                           const std::string& run_id);
 
-// The whole of `oe inspect <run-id> --html` without the CLI (for an MCP tool): the run is found
-// as `oe inspect` finds it (a unique id prefix, or the newest with `last`).
-Result<std::string> inspectHtml(const std::filesystem::path& experience_path,
-                                std::string_view run_id, bool last);
-
-}  // namespace oe::cli
+}  // namespace oe::runs

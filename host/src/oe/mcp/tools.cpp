@@ -2,7 +2,7 @@
 // commands use; the long ones (run, resume, evolve, ultra) and those that write (init, and diff for
 // symmetry with the CLI's JSON) run a child `oe` (mcp/child_process.hpp), whose events become
 // progress notifications and which a cancellation interrupts.
-#include "oe/cli/mcp_tools.hpp"
+#include "oe/mcp/tools.hpp"
 
 #include <algorithm>
 #include <functional>
@@ -11,22 +11,32 @@
 #include <set>
 #include <string>
 
-#include "oe/cli/common.hpp"
-#include "oe/cli/graph_render.hpp"
-#include "oe/cli/run_history.hpp"
 #include "oe/common/file.hpp"
 #include "oe/events/event_log.hpp"
 #include "oe/evolve/proposals.hpp"
 #include "oe/mcp/child_process.hpp"
+#include "oe/ops/context.hpp"
+#include "oe/report/graph_render.hpp"
 #include "oe/run/run.hpp"
+#include "oe/runs/run_history.hpp"
 #include "oe/spec/workspace.hpp"
 #include "oe/state/state_store.hpp"
 #include "proc_kit/subprocess.hpp"
 
-namespace oe::cli {
+namespace oe::mcp {
 namespace {
 
 namespace fs = std::filesystem;
+using ops::Checked;
+using ops::checkExperience;
+using ops::percentDecode;
+using ops::percentEncode;
+using ops::StderrLog;
+using report::GraphDirection;
+using report::graphHtml;
+using report::mermaidGraph;
+using runs::findRun;
+using runs::listRuns;
 using Handler = Result<Json> (*)(const McpContext&, mcp::ToolCall&);
 
 // The experience folder (or yaml) a tool names, inside the roots.
@@ -706,4 +716,4 @@ mcp::Resources mcpResources(std::shared_ptr<const McpContext> context) {
                         [context](const std::string& uri) { return readResource(*context, uri); }};
 }
 
-}  // namespace oe::cli
+}  // namespace oe::mcp

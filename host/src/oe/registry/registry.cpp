@@ -1,12 +1,12 @@
 // Reading the registry file (see registry.hpp).
-#include "oe/cli/registry.hpp"
+#include "oe/registry/registry.hpp"
 
 #include <algorithm>
 #include <cstdlib>
 
 #include "oe/common/file.hpp"
 
-namespace oe::cli {
+namespace oe::registry {
 
 namespace fs = std::filesystem;
 
@@ -138,4 +138,4 @@ Json registryEntryJson(const RegistryEntry& entry) {
   return out;
 }
 
-}  // namespace oe::cli
+}  // namespace oe::registry

@@ -1,5 +1,5 @@
 // Run records from the event logs (see run_history.hpp).
-#include "oe/cli/run_history.hpp"
+#include "oe/runs/run_history.hpp"
 
 #include <sys/stat.h>
 
@@ -12,10 +12,9 @@
 #include <optional>
 #include <unordered_map>
 
-#include "oe/cli/common.hpp"
 #include "oe/events/event_log.hpp"
 
-namespace oe::cli {
+namespace oe::runs {
 namespace {
 
 constexpr std::streamoff kTailBytes = 64 * 1024;
@@ -257,24 +256,6 @@ Result<RunRecord> findRun(const std::filesystem::path& runs_dir, std::string_vie
   return makeError(text);
 }
 
-std::optional<RunRecord> resolveRun(const std::filesystem::path& experience_arg,
-                                    std::string_view id, bool last) {
-  if (id.empty() && !last) {
-    std::cerr << "oe: name the run: its id, a unique prefix of it, or --last for the newest\n";
-    return std::nullopt;
-  }
-  const auto workspace = experienceWorkspace(experience_arg);
-  if (!workspace) {
-    return std::nullopt;
-  }
-  auto run = findRun(*workspace / "runs", id, last);
-  if (!run) {
-    std::cerr << "oe: " << run.error().message << '\n';
-    return std::nullopt;
-  }
-  return std::move(run).value();
-}
-
 Result<int64_t> parseDurationMs(std::string_view text) {
   const auto bad = [&] {
     return makeError("\"" + std::string(text) +
@@ -323,4 +304,4 @@ int64_t nowMs() {
   return static_cast<int64_t>(now.tv_sec) * 1000 + now.tv_nsec / 1'000'000;
 }
 
-}  // namespace oe::cli
+}  // namespace oe::runs

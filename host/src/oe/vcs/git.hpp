@@ -1,5 +1,5 @@
 // `git` run as a subprocess with a deadline, for `oe install` (clone) and `oe submit` (remote,
-// tag, branch): oe speaks no git protocol itself, so the user's git, its config and its
+// tag, branch), and whatever else needs a repository: oe speaks no git protocol itself, so the user's git, its config and its
 // credential helpers are the ones used.
 #pragma once
 
@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-namespace oe::cli {
+namespace oe::vcs {
 
 struct GitOutcome {
   bool ok = false;    // exited 0 within the deadline
@@ -29,4 +29,4 @@ GitOutcome runGit(const std::string& git, const std::vector<std::string>& args,
 // The first line of `text`, without surrounding blanks.
 std::string firstLineOf(std::string_view text);
 
-}  // namespace oe::cli
+}  // namespace oe::vcs

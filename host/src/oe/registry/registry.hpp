@@ -9,7 +9,7 @@
 
 #include "oe/common/json.hpp"
 
-namespace oe::cli {
+namespace oe::registry {
 
 // share/oe next to oe's bin/ folder (the build tree has the same layout), where the data shipped
 // with oe lives; nullopt when it is not there.
@@ -47,4 +47,4 @@ RegistryLoad loadRegistry(const std::filesystem::path& file);
 // The entry as JSON, upstream's fields, with `subpath` and `url` only when set.
 Json registryEntryJson(const RegistryEntry& entry);
 
-}  // namespace oe::cli
+}  // namespace oe::registry

@@ -1,12 +1,12 @@
 // The registry file oe registry lists and oe install resolves names through: both shapes of the
 // file, the url extension, and errors that name the file and the entry.
-#include "oe/cli/registry.hpp"
+#include "oe/registry/registry.hpp"
 
 #include <gtest/gtest.h>
 
 #include "support/temp_dir.hpp"
 
-namespace oe::cli {
+namespace oe::registry {
 namespace {
 
 class RegistryFile : public ::testing::Test {
@@ -63,4 +63,4 @@ TEST_F(RegistryFile, ErrorsNameTheFileAndTheEntry) {
 }
 
 }  // namespace
-}  // namespace oe::cli
+}  // namespace oe::registry

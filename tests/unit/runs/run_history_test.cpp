@@ -1,5 +1,5 @@
 // Finding a run by id or --last in a runs folder (oe resume, oe inspect).
-#include "oe/cli/run_history.hpp"
+#include "oe/runs/run_history.hpp"
 
 #include <gtest/gtest.h>
 
@@ -7,7 +7,7 @@
 
 #include "support/temp_dir.hpp"
 
-namespace oe::cli {
+namespace oe::runs {
 namespace {
 
 void writeLog(const std::filesystem::path& path, const std::string& text) {
@@ -44,4 +44,4 @@ TEST(FindRun, LastFallsBackToALogWithoutRunStartedWhenThereIsNothingElse) {
 }
 
 }  // namespace
-}  // namespace oe::cli
+}  // namespace oe::runs

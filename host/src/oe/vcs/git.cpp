@@ -1,11 +1,11 @@
 // git as a supervised subprocess (see git.hpp).
-#include "oe/cli/git.hpp"
+#include "oe/vcs/git.hpp"
 
 #include <sys/wait.h>
 
 #include "proc_kit/supervisor.hpp"
 
-namespace oe::cli {
+namespace oe::vcs {
 
 std::optional<std::string> findGit() { return prockit::findOnPath("git"); }
 
@@ -76,4 +76,4 @@ GitOutcome runGit(const std::string& git, const std::vector<std::string>& args,
   }
 }
 
-}  // namespace oe::cli
+}  // namespace oe::vcs

@@ -8,7 +8,7 @@
 
 #include "oe/spec/experience.hpp"
 
-namespace oe::cli {
+namespace oe::report {
 
 enum class GraphDirection { kTopDown, kLeftRight };
 
@@ -48,4 +48,4 @@ struct NodePaint {
 // Text for HTML content and attribute values (`&`, `<`, `>`, `"`, `'`).
 [[nodiscard]] std::string htmlEscape(std::string_view text);
 
-}  // namespace oe::cli
+}  // namespace oe::report

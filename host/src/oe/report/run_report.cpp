@@ -1,35 +1,40 @@
 // The HTML run report of `oe inspect --html` (see run_report.hpp).
-#include "oe/cli/run_report.hpp"
+#include "oe/report/run_report.hpp"
 
 #include <algorithm>
 #include <array>
 #include <cstdint>
-#include <deque>
 #include <iomanip>
 #include <set>
 #include <sstream>
 #include <utility>
 
-#include "oe/cache/cache_store.hpp"
-#include "oe/cli/graph_render.hpp"
-#include "oe/common/diagnostic.hpp"
 #include "oe/events/event_log.hpp"
-#include "oe/pgstore/event_sink.hpp"
-#include "oe/pgstore/pg_state_backend.hpp"
-#include "oe/pgstore/scope.hpp"
-#include "oe/run/run.hpp"
+#include "oe/report/graph_render.hpp"
+#include "oe/runs/run_analysis.hpp"
 #include "oe/spec/loader.hpp"
 #include "oe/spec/workspace.hpp"
 
-namespace oe::cli {
+namespace oe::report {
+
+using runs::analyse;
+using runs::asDouble;
+using runs::asInt;
+using runs::Call;
+using runs::findRun;
+using runs::kMaxNestedDepth;
+using runs::loadRunReport;
+using runs::member;
+using runs::NodeSummary;
+using runs::parseIsoMs;
+using runs::RunModel;
+
 namespace {
 
 // A value longer than this is cut (on a UTF-8 boundary): an agent's output can be megabytes.
 constexpr size_t kMaxValueBytes = 4000;
 // Rows of the Gantt drawn; a for_each of thousands of items is summarised past this.
 constexpr size_t kMaxGanttRows = 400;
-// The deepest nested run followed (a cycle cannot be logged, but a log can be edited).
-constexpr int kMaxNestedDepth = 16;
 
 // Gantt geometry, in pixels.
 constexpr int kLabelWidth = 240;
@@ -60,230 +65,6 @@ const StatusStyle& statusStyle(std::string_view status) {
     }
   }
   return kStatusStyles.back();
-}
-
-// One call of a node: from node.ready to node.finished/failed (its attempts and retry waits in
-// between). A cache hit has no node.started, so `started` stays -1.
-struct Call {
-  std::string label;
-  int depth = 0;  // nesting: 0 for the run's own nodes
-  int64_t ready = -1;
-  int64_t started = -1;
-  int64_t ended = -1;
-  std::string outcome = "running";
-  std::vector<int64_t> retries;  // when each failed attempt before the last one ended
-};
-
-struct NodeSummary {
-  std::string id;
-  std::string phase;
-  int calls = 0;
-  int finished = 0;
-  int cached = 0;
-  int failed = 0;
-  int skipped = 0;
-  int64_t first_ts = -1;
-  int64_t last_ts = -1;
-  std::vector<Json> retries;  // the node.retry events
-  std::vector<std::string> errors;
-  std::string skip_reason;
-  std::vector<std::string> writes;  // fields, from state.write, in order
-  int64_t tokens_in = 0;
-  int64_t tokens_out = 0;
-  double cost_usd = 0;
-  bool usage_from_events = false;  // node.tokens seen: metrics would count the same tokens again
-  bool has_usage = false;
-  std::vector<std::string> sub_logs;
-  std::deque<size_t> open;  // the calls not ended yet, oldest first (indices into calls)
-  std::vector<size_t> call_rows;
-
-  [[nodiscard]] std::string status() const {
-    if (failed > 0) {
-      return "failed";
-    }
-    if (!open.empty()) {
-      return "running";
-    }
-    if (finished > 0) {
-      return cached == finished ? "cached" : "success";
-    }
-    if (skipped > 0) {
-      return "skipped";
-    }
-    return calls > 0 ? "running" : "not run";
-  }
-};
-
-struct RunModel {
-  std::string status = "unfinished";
-  std::string reason;
-  int64_t started = -1;
-  int64_t ended = -1;
-  int64_t last_ts = -1;
-  Json started_event;
-  Json finished_event;
-  std::vector<NodeSummary> nodes;
-  std::map<std::string, size_t, std::less<>> index;
-  std::vector<Call> calls;
-};
-
-// `object[key]`, or null when `object` is no object or lacks it (a log can be edited: no
-// member is trusted to exist or to have its type).
-const Json& member(const Json& object, const char* key) {
-  static const Json kNull;
-  if (!object.is_object()) {
-    return kNull;
-  }
-  auto it = object.find(key);
-  return it != object.end() ? *it : kNull;
-}
-
-// A count (tokens, attempts, ms), clamped so that summing an edited log's cannot overflow.
-int64_t asInt(const Json& value) {
-  constexpr int64_t kMaxCount = int64_t{1} << 50;
-  if (value.is_number_unsigned()) {
-    return std::min<uint64_t>(value.get<uint64_t>(), kMaxCount);
-  }
-  return value.is_number_integer() ? std::clamp<int64_t>(value.get<int64_t>(), 0, kMaxCount) : 0;
-}
-double asDouble(const Json& value) { return value.is_number() ? value.get<double>() : 0.0; }
-
-NodeSummary& nodeOf(RunModel& model, const std::string& id) {
-  auto [it, inserted] = model.index.emplace(id, model.nodes.size());
-  if (inserted) {
-    model.nodes.emplace_back().id = id;
-  }
-  return model.nodes[it->second];
-}
-
-// Ends the oldest open call of `node` at `ts` (or records a call that had no node.ready: a
-// node reused from the cache by a --from/--only run, or a log from before node.ready).
-// A call's row label: the node id, and for an item of a for_each, pipeline or loop (oe's "item"
-// on its node events) the item's index, so ten items of `square` are not ten rows `square`.
-std::string callLabel(const std::string& id, const Json& event) {
-  auto item = event.find("item");
-  return item != event.end() && item->is_number_integer()
-             ? id + " [" + std::to_string(item->get<int64_t>()) + "]"
-             : id;
-}
-
-void endCall(RunModel& model, NodeSummary& node, int64_t ts, std::string outcome,
-             const Json& event) {
-  size_t call = 0;
-  if (node.open.empty()) {
-    call = model.calls.size();
-    model.calls.push_back(Call{node.id, 0, ts, -1, ts, {}, {}});
-    node.call_rows.push_back(call);
-  } else {
-    call = node.open.front();
-    node.open.pop_front();
-  }
-  if (model.calls[call].label == node.id) {  // a cache hit has no node.started to name it
-    model.calls[call].label = callLabel(node.id, event);
-  }
-  model.calls[call].ended = ts;
-  model.calls[call].outcome = std::move(outcome);
-}
-
-// The oldest open call of `node` that an attempt has started, or that none has (node.started
-// and node.retry come in call order for the calls of one node).
-Call* openCall(RunModel& model, NodeSummary& node, bool started) {
-  for (size_t call : node.open) {
-    if ((model.calls[call].started >= 0) == started) {
-      return &model.calls[call];
-    }
-  }
-  return nullptr;
-}
-
-RunModel analyse(const std::vector<Json>& events) {
-  RunModel model;
-  for (const Json& event : events) {
-    const std::string type = stringField(event, "type");
-    const int64_t ts = parseIsoMs(stringField(event, "ts"));
-    model.last_ts = std::max(model.last_ts, ts);
-    if (type == "run.started") {
-      model.started = ts;
-      model.started_event = event;
-      continue;
-    }
-    if (type == "run.finished") {
-      model.ended = ts;
-      model.finished_event = event;
-      model.status = stringField(event, "status");
-      model.reason = stringField(event, "reason");
-      continue;
-    }
-    const std::string id = stringField(event, "node_id");
-    if (id.empty()) {
-      continue;  // run.warning without a node, the host's own node.log lines
-    }
-    NodeSummary& node = nodeOf(model, id);
-    if (node.first_ts < 0) {
-      node.first_ts = ts;
-    }
-    node.last_ts = std::max(node.last_ts, ts);
-    if (node.phase.empty()) {
-      node.phase = stringField(event, "phase");
-    }
-    if (type == "node.ready") {
-      ++node.calls;
-      node.open.push_back(model.calls.size());
-      node.call_rows.push_back(model.calls.size());
-      model.calls.push_back(Call{id, 0, ts, -1, -1, "running", {}});
-    } else if (type == "node.started") {
-      if (Call* call = openCall(model, node, /*started=*/false)) {
-        call->started = ts;
-        call->label = callLabel(id, event);
-      }
-    } else if (type == "node.retry") {
-      node.retries.push_back(event);
-      if (Call* call = openCall(model, node, /*started=*/true)) {
-        call->retries.push_back(ts);
-      }
-    } else if (type == "node.finished") {
-      ++node.finished;
-      const bool cached = member(event, "cached") == Json(true);
-      node.cached += cached ? 1 : 0;
-      endCall(model, node, ts, cached ? "cached" : "success", event);
-      if (auto metrics = event.find("metrics");
-          metrics != event.end() && metrics->is_object() && !node.usage_from_events) {
-        node.tokens_in += asInt(member(*metrics, "tokens_in"));
-        node.tokens_out += asInt(member(*metrics, "tokens_out"));
-        node.cost_usd += asDouble(member(*metrics, "cost_usd"));
-        node.has_usage =
-            node.has_usage || metrics->contains("tokens_in") || metrics->contains("cost_usd");
-      }
-    } else if (type == "node.failed") {
-      ++node.failed;
-      node.errors.push_back(stringField(event, "error"));
-      endCall(model, node, ts, "failed", event);
-    } else if (type == "node.skipped") {
-      ++node.skipped;
-      node.skip_reason = stringField(event, "reason");
-    } else if (type == "state.write") {
-      const std::string field = stringField(event, "field");
-      if (std::find(node.writes.begin(), node.writes.end(), field) == node.writes.end()) {
-        node.writes.push_back(field);
-      }
-    } else if (type == "node.tokens") {
-      if (!node.usage_from_events) {  // the metrics summed so far count these calls' tokens
-        node.tokens_in = node.tokens_out = 0;
-        node.cost_usd = 0;
-        node.usage_from_events = true;
-      }
-      node.has_usage = true;
-      node.tokens_in += asInt(member(event, "input_tokens"));
-      node.tokens_out += asInt(member(event, "output_tokens"));
-      node.cost_usd += asDouble(member(event, "cost_usd"));
-    } else if (type == "node.activity") {
-      const std::string sub = stringField(event, "sub_event_log");
-      if (!sub.empty()) {
-        node.sub_logs.push_back(sub);
-      }
-    }
-  }
-  return model;
 }
 
 // The longest prefix of `text` of at most `bytes` bytes that does not split a UTF-8 sequence.
@@ -751,133 +532,6 @@ std::string runReportHtml(const RunReportInput& input) {
   return page.str();
 }
 
-namespace {
-
-// The logs of the nested runs `events` announce, and theirs, into `input.nested`.
-void readNested(const std::vector<Json>& events, int depth, RunReportInput& input) {
-  for (const Json& event : events) {
-    const std::string sub = stringField(event, "sub_event_log");
-    if (sub.empty() || input.nested.count(sub) != 0) {
-      continue;
-    }
-    if (depth >= kMaxNestedDepth) {
-      input.notes.push_back("nested runs deeper than " + std::to_string(kMaxNestedDepth) +
-                            " levels are not shown");
-      return;
-    }
-    auto log = events::readEventLog(sub);
-    if (!log) {
-      input.notes.push_back(log.error().message);
-      continue;
-    }
-    auto& nested = input.nested[sub];
-    nested = std::move(log->events);
-    readNested(nested, depth + 1, input);
-  }
-}
-
-// The run's events (and its nested runs' logs, the notes of what could not be read), then the
-// experience as it is now; false when it does not load (a note says so).
-bool startReport(RunReportInput& input, Result<events::LogReadResult> log,
-                 const std::filesystem::path& experience_path) {
-  input.events = std::move(log->events);
-  input.notes = std::move(log->warnings);
-  readNested(input.events, 0, input);
-  const auto yaml = spec::resolveExperiencePath(experience_path);
-  auto loaded = spec::loadExperience(yaml);
-  if (!loaded.experience || hasErrors(loaded.diagnostics)) {
-    input.notes.push_back(yaml.string() +
-                          " does not load now, so the graph is not drawn: run `oe validate` "
-                          "on it");
-    return false;
-  }
-  input.experience = std::move(loaded.experience);
-  return true;
-}
-
-}  // namespace
-
-Result<RunReportInput> loadStoreRunReport(pg::Connection& conn,
-                                          const std::filesystem::path& experience_path,
-                                          const std::string& run_id) {
-  RunReportInput input;
-  input.run_id = run_id;
-  auto log = pgstore::readRunEvents(conn, run_id);
-  if (!log) {
-    return log.error();
-  }
-  if (!startReport(input, std::move(log), experience_path)) {
-    return input;
-  }
-  // The state rows this run wrote, from its scope; the edge outputs its cache entries hold.
-  auto backend = pgstore::PgStateBackend::open(
-      conn.url(), pgstore::storeScope(input.experience->name, input.experience->file),
-      pgstore::storeRetry());
-  auto store = backend ? state::StateStore::open(std::move(backend).value(), input.experience->state)
-                       : Result<std::unique_ptr<state::StateStore>>(backend.error());
-  auto rows = store ? (*store)->historyForRun(run_id)
-                    : Result<std::vector<state::HistoryRow>>(store.error());
-  if (rows) {
-    input.state_rows = std::move(rows).value();
-  } else {
-    input.notes.push_back("state values not shown: " + rows.error().message);
-  }
-  auto cached = conn.exec("SELECT node_id, value FROM oe_cache WHERE run_id = $1", {run_id});
-  if (!cached) {
-    input.notes.push_back("edge outputs not shown: " + cached.error().message);
-    return input;
-  }
-  for (int i = 0; i < cached->size(); ++i) {
-    const Json output = Json::parse(cached->text(i, 1), nullptr, false);
-    if (output.is_object() && output.contains("edge_output")) {
-      input.edge_outputs[std::string(cached->text(i, 0))] = output["edge_output"];
-    }
-  }
-  return input;
-}
-
-Result<RunReportInput> loadRunReport(const std::filesystem::path& experience_path,
-                                     const RunRecord& run) {
-  RunReportInput input;
-  input.run_id = run.id;
-  auto log = events::readEventLog(run.log);
-  if (!log) {
-    return log.error();
-  }
-  if (!startReport(input, std::move(log), experience_path)) {
-    return input;
-  }
-  std::error_code ec;
-  // Only an existing store is opened: a report does not create one.
-  if (const auto db = run::statePath(*input.experience); std::filesystem::exists(db, ec)) {
-    auto store = state::StateStore::open(db, input.experience->state);
-    auto rows = store ? (*store)->historyForRun(run.id)
-                      : Result<std::vector<state::HistoryRow>>(store.error());
-    if (rows) {
-      input.state_rows = std::move(rows).value();
-    } else {
-      input.notes.push_back("state values not shown: " + rows.error().message);
-    }
-  }
-  if (const auto cache_dir = run::workspaceDir(*input.experience) / "cache";
-      std::filesystem::exists(cache_dir / "cache.sqlite", ec)) {
-    auto cache = cache::CacheStore::open(cache_dir);
-    if (!cache) {
-      input.notes.push_back("edge outputs not shown: " + cache.error().message);
-      return input;
-    }
-    for (const cache::CacheEntry& entry : (*cache)->list()) {
-      if (entry.run_id != run.id) {
-        continue;
-      }
-      if (auto output = (*cache)->get(entry.key); output && output->contains("edge_output")) {
-        input.edge_outputs[entry.node_id] = (*output)["edge_output"];
-      }
-    }
-  }
-  return input;
-}
-
 Result<std::string> inspectHtml(const std::filesystem::path& experience_path,
                                 std::string_view run_id, bool last) {
   auto run = findRun(spec::workspaceDir(spec::resolveExperiencePath(experience_path)) / "runs",
@@ -892,4 +546,4 @@ Result<std::string> inspectHtml(const std::filesystem::path& experience_path,
   return runReportHtml(*input);
 }
 
-}  // namespace oe::cli
+}  // namespace oe::report

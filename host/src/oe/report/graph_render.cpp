@@ -1,5 +1,5 @@
 // Mermaid and HTML renderings of an experience's graph (see graph_render.hpp).
-#include "oe/cli/graph_render.hpp"
+#include "oe/report/graph_render.hpp"
 
 #include <algorithm>
 #include <array>
@@ -12,7 +12,7 @@
 
 #include "oe/graph/dag.hpp"
 
-namespace oe::cli {
+namespace oe::report {
 namespace {
 
 // How a kind looks: its class name, Mermaid shape delimiters (around the quoted label) and
@@ -453,4 +453,4 @@ std::string graphHtml(const spec::Experience& exp, GraphDirection direction) {
   return page.str();
 }
 
-}  // namespace oe::cli
+}  // namespace oe::report
