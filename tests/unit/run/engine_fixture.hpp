@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "oe/plugins/host_context.hpp"
 #include "oe/run/engine.hpp"
 #include "oe/spec/loader.hpp"
 #include "support/temp_dir.hpp"
@@ -84,7 +85,8 @@ inline oe_status fakeInvoke(oe_node* node, const oe_invocation* inv) {
       rec.cv.wait_for(lock, std::chrono::seconds(10), [&] { return rec.arrived >= k; });
     }
     if (args.value("wait_cancel", false)) {
-      rec.cv.wait_for(lock, std::chrono::seconds(10), [&] { return inv->call->isCancelled(); });
+      rec.cv.wait_for(lock, std::chrono::seconds(10),
+                      [&] { return plugins::hostApi()->is_cancelled(inv->call); });
     }
     if (this_item && args.contains("await_left")) {
       const int k = args["await_left"].get<int>();
@@ -95,7 +97,8 @@ inline oe_status fakeInvoke(oe_node* node, const oe_invocation* inv) {
     rec.left_order.push_back(args.value("$index", Json()));
     rec.cv.notify_all();
   }
-  if (args.value("wait_cancel", false) && inv->call->isCancelled()) {
+  // Through the host API: `inv->call` is a checked handle, not the context's address.
+  if (args.value("wait_cancel", false) && plugins::hostApi()->is_cancelled(inv->call)) {
     inv->error->data = "cancelled";
     return OE_CANCELLED;
   }
