@@ -166,6 +166,10 @@ TEST_F(CacheKeyCli, ResumeNamesTheNodesWhoseArgsFilesOrImportsChanged) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const json resumed = json::parse(r.out);
   EXPECT_EQ(resumed["definition_changes"]["changed"], json({"read_b", "imp"})) << r.err;
+  // Their writes had landed in the run it resumes: a resume keeps them (docs/durability.md, a
+  // landed call is done); a new run executes exactly the changed nodes.
+  EXPECT_EQ(executed(), (std::multiset<std::string>{"always"}));
+  runOk();
   EXPECT_EQ(executed(), (std::multiset<std::string>{"read_b", "imp", "always"}));
 }
 
@@ -300,8 +304,13 @@ graph:
   EXPECT_NE(plugins.out.find("0.2.0"), std::string::npos) << plugins.out;
   const json resumed = run({"resume", last[0]["run_id"].get<std::string>()});
   EXPECT_EQ(resumed["definition_changes"]["changed"], json({"up"})) << resumed.dump();
-  EXPECT_EQ(resumed["nodes"]["ran"], 1);
-  EXPECT_EQ(resumed["nodes"]["cached"], 1);
+  // Its write had landed in the run it resumes: kept (a landed call is done); a new run
+  // executes it with the upgraded plugin, and only it.
+  EXPECT_EQ(resumed["nodes"]["ran"], 0);
+  EXPECT_EQ(resumed["nodes"]["cached"], 2);
+  const json upgraded = runExp();
+  EXPECT_EQ(upgraded["nodes"]["ran"], 1) << upgraded.dump();
+  EXPECT_EQ(upgraded["nodes"]["cached"], 1);
 }
 
 }  // namespace

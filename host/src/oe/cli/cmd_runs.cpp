@@ -52,6 +52,7 @@ std::optional<std::vector<RunRecord>> storeRuns(const std::string& url,
     run.cached = it->cached;
     run.failed = it->failed;
     run.skipped = it->skipped;
+    run.cancelled = it->cancelled;
     runs.push_back(std::move(run));
   }
   return runs;

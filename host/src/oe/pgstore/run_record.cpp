@@ -342,13 +342,17 @@ Result<std::vector<RunInfo>> listRuns(pg::Connection& conn, const std::string& s
   // The counts read the lines' heads, as the event log writes them: {"type":"<type>",...
   auto rows = conn.exec(
       std::string("SELECT ") + std::string(kColumns) +
-          ", c.ran, c.cached, c.failed, c.skipped FROM oe_runs r LEFT JOIN LATERAL (SELECT "
+          ", c.ran, c.cached, c.failed, c.skipped, c.cancelled FROM oe_runs r LEFT JOIN "
+          "LATERAL (SELECT "
           "count(*) FILTER (WHERE starts_with(line, '{\"type\":\"node.finished\"') AND "
           "position('\"cached\":true' IN line) = 0) AS ran, count(*) FILTER (WHERE "
           "starts_with(line, '{\"type\":\"node.finished\"') AND position('\"cached\":true' IN "
           "line) > 0) AS cached, count(*) FILTER (WHERE starts_with(line, "
-          "'{\"type\":\"node.failed\"')) AS failed, count(*) FILTER (WHERE starts_with(line, "
-          "'{\"type\":\"node.skipped\"')) AS skipped FROM oe_events e WHERE e.run_id = "
+          "'{\"type\":\"node.failed\"') AND position('\"cancelled\":true' IN line) = 0) AS "
+          "failed, count(*) FILTER (WHERE starts_with(line, '{\"type\":\"node.skipped\"')) AS "
+          "skipped, count(*) FILTER (WHERE starts_with(line, '{\"type\":\"node.failed\"') AND "
+          "position('\"cancelled\":true' IN line) > 0) AS cancelled FROM oe_events e WHERE "
+          "e.run_id = "
           "r.run_id) c ON true WHERE r.scope = $1 ORDER BY r.started_at, r.run_id",
       {scope});
   // Whether some session holds the scope's lock: pg_locks shows a 64-bit advisory key as
@@ -369,6 +373,7 @@ Result<std::vector<RunInfo>> listRuns(pg::Connection& conn, const std::string& s
     info.cached = static_cast<size_t>(rows->int64(i, 11));
     info.failed = static_cast<size_t>(rows->int64(i, 12));
     info.skipped = static_cast<size_t>(rows->int64(i, 13));
+    info.cancelled = static_cast<size_t>(rows->int64(i, 14));
     out.push_back(std::move(info));
   }
   if (held && !held->empty() && held->boolean(0, 0)) {

@@ -39,6 +39,7 @@ struct RunInfo {
   size_t cached = 0;
   size_t failed = 0;
   size_t skipped = 0;
+  size_t cancelled = 0;  // node.failed with "cancelled":true: stopped by the run, not failed
 };
 
 // How often RunRecord::guard looks at the lock's session: the longest a run goes on, after a
