@@ -122,6 +122,14 @@ void NodeContext::log(oe_log_level level, std::string_view message) {
 bool Call::invoke(const std::string& request) {
   uint64_t invocation = 0;
   oe_node* invoked = nullptr;
+  // What this invocation holds on to after the run may have given it up (Run::abandon): its
+  // instance's library, and copies of what it reads of the call and of the run. All of it is
+  // read under phase_mutex, so that a later abandon (which takes that lock) is ordered after
+  // every read this thread makes of the run: the run may retry the call or be gone by then.
+  std::shared_ptr<plugins::PluginLibrary> library;
+  const oe_node_kind* kind = nullptr;
+  uint32_t attempt_number = 0;
+  oe_host_ctx* context = nullptr;
   {
     std::lock_guard lock(phase_mutex);
     if (cancelled.load()) {
@@ -139,19 +147,17 @@ bool Call::invoke(const std::string& request) {
     setOwner("a call context", node->kind->library ? node->kind->library->staticId() : nullptr,
              node->kind->kind->kind);
     renewHandle();
+    library = node->kind->library;
+    kind = node->kind->kind;
+    attempt_number = static_cast<uint32_t>(attempt);
+    context = handle();
   }
-  // What this invocation holds on to after the run may have given it up (Run::abandon): its own
-  // writers (a retry of the call writes the call's), and its instance's library.
-  const std::shared_ptr<plugins::PluginLibrary> library = node->kind->library;
+  // Its own writers: a retry of the call writes the call's.
   oe_writer answer;
   oe_writer failure;
-  const oe_invocation inv{sizeof(oe_invocation),
-                          static_cast<uint32_t>(attempt),
-                          oe_str{request.data(), request.size()},
-                          handle(),
-                          &answer,
-                          &failure};
-  const oe_status returned = node->kind->kind->invoke(invoked, &inv);
+  const oe_invocation inv{sizeof(oe_invocation), attempt_number,
+                          oe_str{request.data(), request.size()}, context, &answer, &failure};
+  const oe_status returned = kind->invoke(invoked, &inv);
   {
     std::lock_guard lock(phase_mutex);  // waits for a cancel racing the return
     if (phase == Phase::kAbandoned || invocations != invocation) {
