@@ -362,6 +362,42 @@ graph:
   EXPECT_EQ(calls[4]["state_view"]["n"], 3);
 }
 
+// A `when` is decided once per chain of runs. The first run decides it while `seen` holds one
+// item and skips `gated`; its loop then appends to `seen` and stops. The resume finds `seen`
+// longer and must not decide again (before, it did: `gated` ran, and the resumed run ended
+// where no uninterrupted one does; crash harness seeds 40 and 48).
+TEST_F(ControlFlowRun, AResumeKeepsTheWhenDecisionsOfTheRunItContinues) {
+  const std::string yaml = R"(name: gate
+version: 0.1.0
+state: { schema: { seen: { type: array, merge: array_append }, n: { type: number } } }
+graph:
+  nodes:
+    - { id: seed, kind: fake, args: { delta: { seen: [seed] } } }
+    - { id: gated, kind: fake, args: { delta: { n: 100 } } }
+    - id: body
+      kind: fake
+      reads: [n]
+      args: { count: n, append_item: seen, fail_item: 1, fail_unless_file: ")" +
+                           (dir_ / "go").string() + R"(" }
+  edges: [ { from: seed, to: gated, when: 'length($.seen) > 1' } ]
+  loops: [ { id: l, body: body, max_iters: 2 } ]
+)";
+  RunSummary summary = run(yaml);
+  ASSERT_EQ(summary.status, RunStatus::kPartial);
+  EXPECT_EQ(summary.skipped, 1u);
+  EXPECT_EQ(summary.final_state["seen"], Json::array({"seed", 0}));
+
+  dir_.write("go", "");
+  RunOptions resume;
+  resume.chain_id = "run-1";
+  summary = run(yaml, resume);
+  EXPECT_EQ(summary.status, RunStatus::kSuccess);
+  EXPECT_EQ(summary.skipped, 1u);
+  EXPECT_TRUE(callsOf("gated").empty());
+  EXPECT_EQ(summary.final_state["seen"], Json::array({"seed", 0, 1}));
+  EXPECT_EQ(summary.final_state["n"], 2);
+}
+
 TEST(ControlFlow, ALandedIterationIsNotAskedUntilAgain) {
   spec::LoopSpec loop;
   loop.id = "l";

@@ -514,6 +514,44 @@ graph:
   edges: [ { from: seed, to: n }, { from: n, to: free } ]
 )";
 
+// `--no-cache` runs every call rather than reuse a cached output, but stores what it computes:
+// a resume replays the landed call from its entry. Before, --no-cache wrote no entry, so the
+// resume ran the landed call again, and with the state moved on, it handed its successor
+// something else than the run it continues had (crash harness seed 300075).
+TEST_F(NodeExecution, ANoCacheRunStillLetsItsResumeReplayWhatLanded) {
+  const std::string yaml = R"(name: nocache
+version: 0.1.0
+state: { schema: { seen: { type: array, merge: array_append } } }
+graph:
+  nodes:
+    - { id: a, kind: fake, reads: [seen], args: { delta: { seen: [a] }, edge: from-a } }
+    - { id: b, kind: fake, args: { fail_unless_file: ")" +
+                           (dir_ / "go").string() + R"(" } }
+  edges: [ { from: a, to: b } ]
+)";
+  RunOptions no_cache;
+  no_cache.reuse_cache = false;
+  RunSummary summary = run(yaml, no_cache);  // run-1
+  ASSERT_EQ(summary.status, RunStatus::kPartial);
+  summary = run(yaml, no_cache);  // run-2, a chain of its own: nothing reused
+  ASSERT_EQ(summary.status, RunStatus::kPartial);
+  EXPECT_EQ(summary.cached, 0u);
+  ASSERT_EQ(callsOf("a").size(), 2u);
+  EXPECT_EQ(summary.final_state["seen"], Json::array({"a", "a"}));
+
+  dir_.write("go", "");
+  RunOptions resume = no_cache;
+  resume.chain_id = "run-2";
+  summary = run(yaml, resume);
+  EXPECT_EQ(summary.status, RunStatus::kSuccess);
+  EXPECT_EQ(summary.cached, 1u);              // a: the entry run-2 landed from
+  EXPECT_EQ(callsOf("a").size(), 2u);         // not run a third time
+  const auto b = callsOf("b");
+  ASSERT_EQ(b.size(), 3u);
+  EXPECT_EQ(b[2]["edge_inputs"], (Json{{"a", "from-a"}}));
+  EXPECT_EQ(summary.final_state["seen"], Json::array({"a", "a"}));
+}
+
 TEST_F(NodeExecution, AWriteOutsideTheNodesWritesIsAppliedWithAWarning) {
   const RunSummary summary = run(kOutsideWrites);
   EXPECT_EQ(summary.status, RunStatus::kSuccess);

@@ -387,7 +387,7 @@ int execute(const RunArgs& a, const std::string& path, Json run_args,
   }
   options.prior_usage = prior_usage;
   options.args = std::move(run_args);
-  options.use_cache = !a.no_cache;
+  options.reuse_cache = !a.no_cache;
   options.resumed_from = resumed_from;
   options.chain_id = chain_id;
   options.fresh = a.fresh;
@@ -619,7 +619,7 @@ void addCommonFlags(CLI::App& cmd, RunArgs& a) {
   cmd.add_option("--concurrency", a.concurrency,
                  "Nodes run at once (overrides runtime.concurrency, default 1)")
       ->type_name("INT");
-  cmd.add_flag("--no-cache", a.no_cache, "Run every node; neither read nor write the node cache");
+  cmd.add_flag("--no-cache", a.no_cache, "Run every node rather than reuse cached outputs (outputs are still stored, so a resume replays what landed)");
   cmd.add_flag("--json", a.json, "Print {run_id, status, final_state} as JSON, no progress");
   cmd.add_flag("-q,--quiet", a.quiet, "No per-node progress on stderr");
   auto* tui = cmd.add_flag("--tui", a.tui,

@@ -158,6 +158,9 @@ class Run {
   void startNode(NodeRuntime& node);
   void finishNode(NodeRuntime& node, bool ok);
   void skipNode(NodeRuntime& node, std::string_view reason);
+  // Whether the node's `when` conditions hold: decided once per chain of runs and recorded
+  // (StateStore::recordDecision); an error when the decision could not be stored.
+  Result<bool> whenHolds(const NodeRuntime& node);
   void releaseSuccessors(NodeRuntime& node);
   void mainPassDone();
   // The pipelines, then the loops, run one after the other once the ready queue drains (a

@@ -152,6 +152,7 @@ oe_status Run::subrunFromPlugin(Call& call, std::string_view request_text, std::
   child.args = request.value("args", Json::object());
   child.run_id = sub_run_id;
   child.use_cache = cache_ != nullptr;
+  child.reuse_cache = options_.reuse_cache;
   child.llm = options_.llm;
   // Upstream's place for an isolated child's store; a shared child keeps its own fields there.
   child.state_db = workspaceDir(exp_) / "sub" / (node_id + "-" + sub_run_id + ".sqlite");

@@ -525,14 +525,18 @@ void Run::startCall(NodeRuntime& node, Json extra_args, Json edge_inputs,
     std::optional<Json> hit;
     std::string replayed;  // the entry replayed when it is not the call's own key's
     if (!force_selected_ && !call->uncacheable) {
-      hit = cache_->get(call->cache_key);
+      if (options_.reuse_cache) {
+        hit = cache_->get(call->cache_key);
+      }
       if (!hit) {
         // A call whose write landed earlier in this chain is done (docs/durability.md): when
         // its key changed since (the state it reads was written again later in the run it
         // resumes, by a loop's next iterations say, or its definition changed), it replays
-        // the output it landed from, so what it hands on is what it handed on then.
+        // the output it landed from, so what it hands on is what it handed on then. Under
+        // --no-cache too: that is the chain's own output, not a reuse.
         if (const std::string* landed = store_.landedInput(call->write_key);
-            landed != nullptr && !landed->empty() && *landed != call->cache_key) {
+            landed != nullptr && !landed->empty() &&
+            (!options_.reuse_cache || *landed != call->cache_key)) {
           hit = cache_->get(*landed);
           if (hit) {
             replayed = *landed;

@@ -88,7 +88,11 @@ struct ChangedNode {
 struct RunOptions {
   Json args = Json::object();             // run-level --args (D1: they reach every node)
   std::optional<int> concurrency;         // --concurrency; wins over runtime.concurrency
-  bool use_cache = true;                  // --no-cache turns it off
+  bool use_cache = true;                  // false: no node cache at all (throwaway runs)
+  // --no-cache turns it off: every call runs rather than reuse a cached output; outputs are
+  // still stored, so that a resume replays what landed instead of running it again (a call
+  // run again may hand its successors something else; docs/durability.md).
+  bool reuse_cache = true;
   std::string run_id;                     // empty: a new UUID v4
   std::optional<std::filesystem::path> state_db;  // override of the state file (tests, nested runs)
   std::string resumed_from;               // set by `oe resume`: recorded in run.started

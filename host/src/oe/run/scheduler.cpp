@@ -39,14 +39,28 @@ void Run::startNode(NodeRuntime& node) {
       return;
     }
   }
-  for (const auto& condition : node.conditions) {
-    if (!condition.test(store_)) {
-      skipNode(node, "when: condition false");
-      return;
-    }
+  Result<bool> held = true;
+  if (!node.conditions.empty()) {
+    held = whenHolds(node);
+  }
+  if (held && !*held) {
+    skipNode(node, "when: condition false");
+    return;
   }
   node.outcome = Outcome::kRunning;
   ready_.started();
+  if (!held) {
+    // Its decision could not be stored, so a resume could decide otherwise: the node fails
+    // rather than run on a decision that would not survive a crash.
+    const std::string error = "Node \"" + node.spec->id + "\": its `when` decision could " +
+                              "not be stored: " + held.error().message + ". Free the disk or fix the " +
+                              "store, then `oe resume` the run";
+    log_.nodeFailed(node.spec->id, error, node.spec->phase);
+    ++summary_.failed;
+    summary_.failures.push_back(NodeFailure{node.spec->id, error});
+    finishNode(node, false);
+    return;
+  }
   if (node.spec->for_each) {
     std::optional<Json> items = resolveItems(node.spec->for_each->source, store_);
     const size_t count = items && items->is_array() ? items->size() : 0;
@@ -71,6 +85,29 @@ void Run::startNode(NodeRuntime& node) {
   // Moved, not copied: every predecessor is done, so nothing adds to them any more.
   startCall(node, Json::object(), std::move(node.edge_inputs),
             [this, &node](bool ok, const Json* /*edge_output*/) { finishNode(node, ok); });
+}
+
+Result<bool> Run::whenHolds(const NodeRuntime& node) {
+  // Decided once per chain of runs, from the state at the moment the node was ready: a resume
+  // finds the state moved on (later nodes, pipelines and loops wrote to it since), so it reads
+  // back the decision that was made rather than decide again (docs/durability.md, "Decisions").
+  const std::string key = "when:" + node.spec->id;
+  if (const std::string* decided = store_.landedInput(key)) {
+    return *decided == "held";
+  }
+  bool held = true;
+  for (const auto& condition : node.conditions) {
+    if (!condition.test(store_)) {
+      held = false;
+      break;
+    }
+  }
+  if (auto recorded = store_.recordDecision(
+          state::WriteMeta{log_.runId(), node.spec->id, key, held ? "held" : "not held"});
+      !recorded) {
+    return recorded.error();
+  }
+  return held;
 }
 
 void Run::finishNode(NodeRuntime& node, bool ok) {

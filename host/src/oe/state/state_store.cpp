@@ -288,11 +288,7 @@ Result<std::vector<std::string>> StateStore::write(const Json& delta, const Writ
 
   // Phase 3: stored; update the mirror (cannot fail).
   if (mark) {
-    if (auto it = landed_.find(meta.write_key); it != landed_.end()) {
-      it->second.assign(meta.input_key);
-    } else {
-      landed_.emplace(std::string(meta.write_key), std::string(meta.input_key));
-    }
+    noteLanded(meta);
   }
   written.reserve(pending.size());
   for (Pending& p : pending) {
@@ -308,6 +304,31 @@ Result<std::vector<std::string>> StateStore::write(const Json& delta, const Writ
     written.push_back(slot.name);
   }
   return written;
+}
+
+Result<void> StateStore::recordDecision(const WriteMeta& meta) {
+  if (meta.write_key.empty() || chain_id_.empty()) {
+    return {};
+  }
+  const std::vector<Pending> no_rows;
+  const std::string ts = sqlite::isoNow();
+  if (backend_) {
+    if (auto r = writeBackend(no_rows, meta, ts, /*mark=*/true); !r) {
+      return r.error();
+    }
+  } else if (auto r = writeJournal(no_rows, meta, ts, /*mark=*/true); !r) {
+    return r.error();
+  }
+  noteLanded(meta);
+  return {};
+}
+
+void StateStore::noteLanded(const WriteMeta& meta) {
+  if (auto it = landed_.find(meta.write_key); it != landed_.end()) {
+    it->second.assign(meta.input_key);
+  } else {
+    landed_.emplace(std::string(meta.write_key), std::string(meta.input_key));
+  }
 }
 
 std::optional<std::string> StateStore::oldTextOf(const Pending& p) {

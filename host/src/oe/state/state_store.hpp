@@ -127,6 +127,12 @@ class StateStore : public expr::StateReader {
   // whose write landed as done: not applied again, and replayed from the cache entry of this
   // key when its own key differs (docs/durability.md).
   [[nodiscard]] const std::string* landedInput(std::string_view write_key) const;
+  // Records a decision the run made from the state of the moment (a `when` that held or not)
+  // as a mark of the current chain that carries no rows: `meta.write_key` names the decision,
+  // `meta.input_key` is what was decided. A resume reads it back with landedInput() and decides
+  // the same, whatever the state holds by then (docs/durability.md, "Decisions"). Durable as a
+  // write's mark is; without a chain (or with an empty key) nothing is recorded.
+  Result<void> recordDecision(const WriteMeta& meta);
   // Calls `visit(write_key, input_key)` for every mark of the current chain (those beginChain()
   // loaded and this store's own since), in no particular order.
   void forEachLanded(
@@ -204,6 +210,8 @@ class StateStore : public expr::StateReader {
 
   // A row's value_old as stored: the append marker (D17), the value before, or none.
   static std::optional<std::string> oldTextOf(const Pending& p);
+  // The mirror of a mark that has just been stored.
+  void noteLanded(const WriteMeta& meta);
 
   Result<void> init();
   Result<void> initBackend();
