@@ -99,5 +99,29 @@ TEST(WorkerOutageTest, AWorkerWaitsOutTheDatabaseSaysSoAndAStopEndsItAtOnce) {
   EXPECT_TRUE(outcome) << outcome.error().message;
 }
 
+// A server that restarts while a worker starts (found by the crash harness as a coordinator
+// left waiting for ever, docs/testing.md "Found so far" 6): the worker lost its connection in
+// the middle of the schema's migration lock and exited. It now connects again and starts over.
+TEST(WorkerOutageTest, AConnectionLostWhileTheWorkerStartsIsOpenedAgainAndTheStartGoesOn) {
+  test::PgTestDb db;
+  auto proxy = test::TcpProxy::toPostgres(db.cluster().dir());
+  auto direct = pg::Connection::open(db.url());
+  ASSERT_TRUE(direct);
+  proxy->on("pg_advisory_lock", test::TcpProxy::Action::kCut);
+  proxy->on("INSERT INTO oe_workers", test::TcpProxy::Action::kLoseReply);
+  Messages messages;
+  WorkerOptions options;
+  options.url = proxy->pgUrl(db.name());
+  options.id = "w";
+  options.log = &messages;
+  auto worker = Worker::start(options);
+  ASSERT_TRUE(worker) << worker.error().message;
+  EXPECT_EQ(proxy->counters().fired, 2);  // both faults happened, and the start got past them
+  auto rows = (*direct)->exec("SELECT count(*) FROM oe_workers WHERE id = 'w'");
+  ASSERT_TRUE(rows);
+  EXPECT_EQ(rows->int64(0, 0), 1);
+  (*worker)->stop();
+}
+
 }  // namespace
 }  // namespace oe::worker

@@ -291,10 +291,43 @@ Result<std::unique_ptr<Worker>> Worker::start(WorkerOptions options) {
     }
     conn = std::move(opened).value();
   }
-  if (auto migrated = pg::migrate(*conns[0]); !migrated) {
+  // The schema, the registration and the LISTENs, each of them safe to do again. A server that
+  // restarts meanwhile (a host coming up, a failover) closes the connection under them: the
+  // worker connects again and starts over, for as long as it waits for a first connection,
+  // rather than exit and leave the coordinators without it (docs/testing.md, "Found so far" 6).
+  const auto budget = std::max(options.lease, std::chrono::milliseconds(30'000));
+  const auto deadline = std::chrono::steady_clock::now() + budget;
+  while (true) {
+    auto set_up = setUp(options, *conns[0], *conns[1]);
+    if (set_up) {
+      break;
+    }
+    const auto now = std::chrono::steady_clock::now();
+    const bool lost = std::any_of(std::begin(conns), std::end(conns),
+                                  [](const auto& conn) { return !conn->healthy(); });
+    if (!lost || now >= deadline) {
+      return set_up.error();
+    }
+    for (auto& conn : conns) {
+      if (!conn->healthy()) {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
+        if (auto again = conn->reconnect(left); !again) {
+          return makeError(set_up.error().message + "; then: " + again.error().message);
+        }
+      }
+    }
+  }
+  return std::unique_ptr<Worker>(new Worker(std::move(options), std::move(patience),
+                                            std::move(conns[0]), std::move(conns[1]),
+                                            std::move(conns[2])));
+}
+
+Result<void> Worker::setUp(const WorkerOptions& options, pg::Connection& claim_conn,
+                           pg::Connection& beat_conn) {
+  if (auto migrated = pg::migrate(claim_conn); !migrated) {
     return migrated.error();
   }
-  queue::AttemptQueue queue(*conns[0]);
+  queue::AttemptQueue queue(claim_conn);
   char host[256] = {};
   (void)gethostname(host, sizeof(host) - 1);
   if (auto registered = queue.registerWorker(options.id, host, static_cast<int>(getpid()),
@@ -305,16 +338,14 @@ Result<std::unique_ptr<Worker>> Worker::start(WorkerOptions options) {
   if (options.listen) {
     // Coordinators NOTIFY oe_attempts when they queue attempts (the claim connection wakes)
     // and oe_cancels when they give one up (the heartbeat wakes and stops it at once).
-    if (auto listening = conns[0]->listen("oe_attempts"); !listening) {
+    if (auto listening = claim_conn.listen("oe_attempts"); !listening) {
       return listening.error();
     }
-    if (auto listening = conns[1]->listen("oe_cancels"); !listening) {
+    if (auto listening = beat_conn.listen("oe_cancels"); !listening) {
       return listening.error();
     }
   }
-  return std::unique_ptr<Worker>(new Worker(std::move(options), std::move(patience),
-                                            std::move(conns[0]), std::move(conns[1]),
-                                            std::move(conns[2])));
+  return {};
 }
 
 pg::ConnectOptions Worker::connectOptions(const WorkerOptions& options,

@@ -83,6 +83,9 @@ class Worker {
   Worker(WorkerOptions options, std::shared_ptr<pg::Patience> patience,
          std::unique_ptr<pg::Connection> claim_conn, std::unique_ptr<pg::Connection> beat_conn,
          std::unique_ptr<pg::Connection> done_conn);
+  // Migrates the schema, registers the worker and LISTENs: what start() does once connected.
+  static Result<void> setUp(const WorkerOptions& options, pg::Connection& claim_conn,
+                            pg::Connection& beat_conn);
   static pg::ConnectOptions connectOptions(const WorkerOptions& options,
                                            std::shared_ptr<pg::Patience> patience);
   Folder& folderFor(const std::string& dir);
