@@ -1,7 +1,9 @@
 // The run engine's coordinator (D5), shared by its parts: the Run class owns a run's state, and
 // its members are defined one seam per file: scheduler.cpp (the ready queue and its limits, the
 // predecessor and `when` checks at a node's start), control_flow.cpp (for_each, pipelines,
-// loops), node_executor.cpp (cache lookup and replay, plugin call, retries, timeouts),
+// loops), node_executor.cpp (cache lookup and replay, plugin call, retries, timeouts) with
+// call_host.cpp (the Call's host services), call_request.cpp (args, write and cache keys, the
+// request) and apply_output.cpp (the output applied to state, cache and successors),
 // run_lifecycle.cpp (prepare, execute, cancel, finish and status). All scheduling, state writes
 // and event appends happen on the coordinator thread (the one calling runExperience); plugin
 // calls run on a worker pool, or inline when nothing else could run.
@@ -133,7 +135,7 @@ class Run {
   void destroyInstances();
   void destroyInstances(NodeRuntime& node);
 
-  // Called from worker threads through Call.
+  // Called from worker threads through Call (call_host.cpp).
   void logFromNode(const NodeRuntime& node, oe_log_level level, std::string_view message);
   oe_status llmFromPlugin(Call& call, std::string_view request_json, std::string& out);
   oe_status limitFromPlugin(Call& call, std::string_view name, oe_host_buf* out_slot);
@@ -209,7 +211,8 @@ class Run {
     return result.get();
   }
 
-  // Node execution (node_executor.cpp).
+  // Node execution (node_executor.cpp; keyCall, keyOf and fileIds in call_request.cpp;
+  // applyOutput, checkWrites, storeInCache and dropItem in apply_output.cpp).
   void startCall(NodeRuntime& node, Json extra_args, Json edge_inputs,
                  std::function<void(bool, const Json*)> done);
   void attempt(const std::shared_ptr<Call>& call);

@@ -1,7 +1,9 @@
 // Node execution: one call of a node (or of a for_each item, pipeline stage, loop iteration),
 // from its bundle through the cache lookup and replay, the plugin call with its timeout, and the
 // retries, to the output applied to the state. The Run members that do it are in
-// node_executor.cpp; what can be decided without a run is here, as functions.
+// node_executor.cpp (the call and its attempts), call_host.cpp (the Call as the plugin's host
+// context), call_request.cpp (the bundle's args, write key, cache key and request) and
+// apply_output.cpp (the output applied); what can be decided without a run is here, as functions.
 #pragma once
 
 #include <boost/asio/steady_timer.hpp>
