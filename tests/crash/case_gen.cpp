@@ -261,8 +261,16 @@ class Generator {
     // writes carry no landed-write mark (docs/storage.md) and are applied again on resume.
     const bool lone = (!fan || case_.deterministic) && rng_.chance(20);
     if (!lone) {
-      auto appendable_fields =
-          fieldsWhere([&](const FieldBook& b) { return appendable(b, i, node); });
+      // Not a field the node reads when its items run side by side: an item that starts when a
+      // sibling finishes sees as many of its siblings' appends as the schedule let land first,
+      // and after a stop, all of them. No run, interrupted or not, fixes what such an item
+      // reads, so it is no property of resume (docs/testing.md, "What it generates").
+      const bool items_in_parallel = fan && node.for_each_concurrency.value_or(1) > 1;
+      auto appendable_fields = fieldsWhere([&](const FieldBook& b) {
+        return appendable(b, i, node) &&
+               !(items_in_parallel && std::find(node.reads.begin(), node.reads.end(),
+                                                b.field.name) != node.reads.end());
+      });
       const int item = !appendable_fields.empty() && rng_.chance(65)
                            ? rng_.pick(appendable_fields)
                            : newField('a', Merge::kArrayAppend, FieldType::kArray);
