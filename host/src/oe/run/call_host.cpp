@@ -66,9 +66,12 @@ bool Call::invoke(const std::string& request) {
     std::lock_guard lock(phase_mutex);  // waits for a cancel racing the return
     if (phase == Phase::kAbandoned || invocations != invocation) {
       // The run went on without this invocation (a retry may be running on the same call, or
-      // the run may be gone): its answer is dropped, its instance is its library's to destroy.
+      // the run may be gone): its answer is dropped, its instance is its library's to destroy,
+      // or, for a kind no library holds (one built into the process), destroyed here.
       if (library) {
         library->abandonedReturned(invoked);
+      } else {
+        kind->destroy(invoked);
       }
       return false;
     }
@@ -148,8 +151,14 @@ bool Call::requestCancel() {
     return false;
   }
   if (remote != 0) {
-    run->cancelRemote(remote);  // the worker holding it stops at its next heartbeat
-    return !remote_done.load();
+    // Whether its result was in is read before the cancel goes out: read after, it may be the
+    // worker's answer to this very cancel (NOTIFY is quick), and a timeout would then be
+    // reported as a plain cancellation.
+    const bool answered = remote_done.load();
+    if (!answered) {
+      run->cancelRemote(remote);  // the worker holding it stops at once (NOTIFY oe_cancels)
+    }
+    return !answered;
   }
   std::lock_guard lock(phase_mutex);
   if (phase == Phase::kInvoking && node->kind->kind->cancel != nullptr) {
