@@ -141,11 +141,11 @@ std::string runBadge(const std::string& status) {
 // The nested runs' calls, as Gantt rows under the node that started them.
 void appendNested(const RunReportInput& input, const NodeSummary& node, int depth,
                   const std::string& prefix, std::vector<Call>& rows,
-                  std::vector<std::string>& notes);
+                  std::vector<std::string>& notes, size_t& expanded);
 
 void appendRows(const RunReportInput& input, const RunModel& model, int depth,
                 const std::string& prefix, std::vector<Call>& rows,
-                std::vector<std::string>& notes) {
+                std::vector<std::string>& notes, size_t& expanded) {
   for (const NodeSummary& node : model.nodes) {
     for (size_t call : node.call_rows) {
       Call row = model.calls[call];
@@ -153,16 +153,17 @@ void appendRows(const RunReportInput& input, const RunModel& model, int depth,
       row.depth = depth;
       rows.push_back(std::move(row));
     }
-    appendNested(input, node, depth, prefix, rows, notes);
+    appendNested(input, node, depth, prefix, rows, notes, expanded);
   }
 }
 
 void appendNested(const RunReportInput& input, const NodeSummary& node, int depth,
                   const std::string& prefix, std::vector<Call>& rows,
-                  std::vector<std::string>& notes) {
-  // Enough rows to fill the Gantt stop the descent: an edited log naming itself many times
-  // would otherwise multiply its rows at every level.
-  if (depth >= kMaxNestedDepth || rows.size() > kMaxGanttRows) {
+                  std::vector<std::string>& notes, size_t& expanded) {
+  // Enough rows to fill the Gantt, or enough nested runs read, stop the descent: an edited log
+  // naming itself many times would otherwise multiply its rows (or, without calls, its reads)
+  // at every level.
+  if (depth >= kMaxNestedDepth || rows.size() > kMaxGanttRows || expanded > kMaxGanttRows) {
     return;
   }
   for (const std::string& sub : node.sub_logs) {
@@ -171,8 +172,9 @@ void appendNested(const RunReportInput& input, const NodeSummary& node, int dept
       notes.push_back("the nested run log " + sub + " (node " + node.id + ") was not read");
       continue;
     }
+    ++expanded;
     appendRows(input, analyse(it->second), depth + 1, prefix + node.id + " \xE2\x80\xBA ", rows,
-               notes);
+               notes, expanded);
   }
 }
 
@@ -493,7 +495,8 @@ std::string runReportHtml(const RunReportInput& input) {
   }
   std::vector<std::string> notes = input.notes;
   std::vector<Call> rows;
-  appendRows(input, model, 0, "", rows, notes);
+  size_t expanded = 0;
+  appendRows(input, model, 0, "", rows, notes, expanded);
 
   std::ostringstream page;
   const std::string title =
