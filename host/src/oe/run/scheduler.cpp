@@ -52,9 +52,10 @@ void Run::startNode(NodeRuntime& node) {
   if (!held) {
     // Its decision could not be stored, so a resume could decide otherwise: the node fails
     // rather than run on a decision that would not survive a crash.
-    const std::string error = "Node \"" + node.spec->id + "\": its `when` decision could " +
-                              "not be stored: " + held.error().message + ". Free the disk or fix the " +
-                              "store, then `oe resume` the run";
+    const std::string error = "Node \"" + node.spec->id +
+                              "\": its `when` decision could not be stored: " +
+                              held.error().message +
+                              ". Free the disk or fix the store, then `oe resume` the run";
     log_.nodeFailed(node.spec->id, error, node.spec->phase);
     ++summary_.failed;
     summary_.failures.push_back(NodeFailure{node.spec->id, error});

@@ -295,8 +295,7 @@ Result<std::unique_ptr<Worker>> Worker::start(WorkerOptions options) {
   // restarts meanwhile (a host coming up, a failover) closes the connection under them: the
   // worker connects again and starts over, for as long as it waits for a first connection,
   // rather than exit and leave the coordinators without it (docs/testing.md, "Found so far" 6).
-  const auto budget = std::max(options.lease, std::chrono::milliseconds(30'000));
-  const auto deadline = std::chrono::steady_clock::now() + budget;
+  const auto deadline = std::chrono::steady_clock::now() + conns[0]->options().retry_for;
   while (true) {
     auto set_up = setUp(options, *conns[0], *conns[1]);
     if (set_up) {
