@@ -369,15 +369,17 @@ class TcpProxy::Loop {
       if (client < 0) {
         return;  // EAGAIN: no more waiting
       }
+      // Each count is taken before the close the client sees, so a test that saw the
+      // close reads the count too.
       if (refusing || links_.size() >= kMaxLinks) {
-        closeFd(client);
         count([](Counters& c) { ++c.refused; });
+        closeFd(client);
         continue;
       }
       const int server = connectTarget();
       if (server < 0) {
-        closeFd(client);
         count([](Counters& c) { ++c.refused; });
+        closeFd(client);
         continue;
       }
       noDelay(client);
@@ -391,22 +393,21 @@ class TcpProxy::Loop {
   }
 
   void cut(Link& link) {
-    const bool was_open = !link.dead();
+    if (!link.dead()) {
+      count([](Counters& c) { ++c.cut; });  // before the close the client sees
+    }
     closeFd(link.client);
     closeFd(link.server);
     link.up.clear();
     link.down.clear();
-    if (was_open) {
-      count([](Counters& c) { ++c.cut; });
-    }
   }
 
   void makeOrphan(Link& link) {
+    count([](Counters& c) { ++c.cut; });  // before the close the client sees
     closeFd(link.client);
     link.down.clear();
     link.partial.clear();
     link.orphan = true;
-    count([](Counters& c) { ++c.cut; });
   }
 
   // The action of the first armed trigger `sql` matches (which is then spent once).
