@@ -258,6 +258,46 @@ TEST(FileTable, DataFilesAreWhatTheArgsNameInsideTheFolderAndTheInputsMatch) {
   EXPECT_EQ(again[3].path, "data/c.csv");
 }
 
+// A plain relative name ("a/b.txt") is joined to the folder without std::filesystem's
+// normalisation; written any other way, the same file is found the same, and the store's folder
+// stays out either way.
+TEST(FileTable, APlainNameAndTheSamePathWrittenOtherwiseNameTheSameFile) {
+  test::TempDir dir;
+  dir.write("tools/t.sh", "");
+  dir.write("folder/x.txt", "x");
+  dir.write(".openexpertise/state.sqlite", "");
+  dir.write(".openexpertise-notes", "n");
+  const spec::Experience exp = loadText(dir, kData);
+  engine::FileTable table(exp.dir);
+  const Json args = {{"plain", "folder/x.txt"},
+                     {"dotted", "./folder/x.txt"},
+                     {"round", "folder/../folder/x.txt"},
+                     {"doubled", "folder//x.txt"},
+                     {"store", ".openexpertise"},
+                     {"in_store", ".openexpertise/state.sqlite"},
+                     {"not_the_store", ".openexpertise-notes"}};
+  std::vector<cache::FileDigest> files;
+  bool names_paths = false;
+  EXPECT_EQ(table.addDataFiles(args, exp.nodes[0], files, &names_paths), "");
+  EXPECT_TRUE(names_paths);
+  std::sort(files.begin(), files.end(),
+            [](const auto& x, const auto& y) { return x.path < y.path; });
+  ASSERT_EQ(pathsOf(files),
+            (std::vector<std::string>{"./folder/x.txt", ".openexpertise-notes",
+                                      "folder/../folder/x.txt", "folder//x.txt", "folder/x.txt"}));
+  for (const cache::FileDigest& file : files) {
+    EXPECT_EQ(file.sha256, cache::sha256Hex(file.path == ".openexpertise-notes" ? "n" : "x"))
+        << file.path;
+  }
+  // A plain name of nothing there yet still says the call names a path.
+  std::vector<cache::FileDigest> none;
+  names_paths = false;
+  EXPECT_EQ(table.addDataFiles(Json{{"out", "report.md"}}, exp.nodes[0], none, &names_paths), "");
+  EXPECT_TRUE(names_paths);
+  EXPECT_TRUE(std::none_of(none.begin(), none.end(),
+                           [](const auto& f) { return f.path == "report.md"; }));
+}
+
 TEST(DiffPins, ChangedAddedAndRemovedInDeclarationOrder) {
   const Json before = {{"nodes", {{"a", "1"}, {"b", "2"}, {"c", "3"}, {"d", "4"}}},
                        {"order", {"d", "a", "b", "c"}}};

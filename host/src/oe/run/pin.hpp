@@ -66,7 +66,11 @@ class FileTable {
   // The canonical JSON of the plugin behind a kind, {"plugin":id,"sha256":library
   // digest,"version":version}, computed once per library; "null" for a kind without a library
   // (the unit tests' in-process kinds).
-  const std::string& kindIdentity(const plugins::LoadedKind* kind);
+  const std::string& kindIdentity(const plugins::LoadedKind* kind) {
+    return kindEntry(kind).identity;
+  }
+  // sha256Hex of kindIdentity, also computed once per library.
+  const std::string& kindDigest(const plugins::LoadedKind* kind) { return kindEntry(kind).digest; }
 
   // Data files read (hashed) so far, for the tests.
   [[nodiscard]] size_t dataFilesRead() const { return data_.filesRead(); }
@@ -79,7 +83,6 @@ class FileTable {
   const std::vector<std::filesystem::path>& directImports(const std::filesystem::path& file,
                                                           const std::filesystem::path& script_dir);
 
-  std::filesystem::path dir_;  // absolute, lexically normal
   std::vector<cache::FileDigest> files_;
   std::unordered_map<std::string, uint32_t> by_text_;
   // read_files, apart: they are in the table even when missing ("missing"), which a string
@@ -89,7 +92,15 @@ class FileTable {
   std::unordered_map<std::string, std::vector<uint32_t>> imports_;
   std::unordered_map<std::string, std::vector<std::filesystem::path>> direct_;
   cache::DigestCache data_;
-  std::unordered_map<const void*, std::string> kinds_;
+  struct KindEntry {
+    std::string identity;
+    std::string digest;
+  };
+  const KindEntry& kindEntry(const plugins::LoadedKind* kind);
+
+  std::filesystem::path dir_;  // absolute, lexically normal
+  bool plain_dir_ = false;     // dir_ is not "/": `dir_ + '/' + name` is a normal path in it
+  std::unordered_map<const void*, KindEntry> kinds_;
 };
 
 // The files a node's definition pin hashes: its definition files (`ids`, from table.idsOf), the
