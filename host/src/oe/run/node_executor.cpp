@@ -214,6 +214,9 @@ void Run::destroyInstances(NodeRuntime& node) {
   }
   node.instances = {};
   node.idle = {};
+  // The create context goes with the last instance (its handle is closed, so a plugin that kept
+  // it is refused, not handed freed memory); a node that runs again makes a new one.
+  node.context.reset();
 }
 
 void Run::attempt(const std::shared_ptr<Call>& call) {
