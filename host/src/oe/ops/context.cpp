@@ -43,14 +43,16 @@ const spec::Experience* Checked::model() const {
 }
 
 Checked checkExperience(const std::filesystem::path& path_arg, plugins::PluginRegistry& registry,
-                        bool strict) {
+                        bool strict, bool report_problems) {
   Checked out;
   out.loaded = spec::loadExperience(spec::resolveExperiencePath(path_arg));
   spec::KindCatalog catalog;
   if (const spec::Experience* model = out.model()) {
     // Plugins only when there is something to check against them (not for a YAML error).
     loadPlugins(registry, model->dir);
-    reportPluginProblems(registry);
+    if (report_problems) {
+      reportPluginProblems(registry);
+    }
     catalog = kindCatalog(registry);
   }
   out.diagnostics = spec::checkLoaded(out.loaded, catalog, strict);

@@ -38,7 +38,8 @@ void reportPluginProblems(const plugins::PluginRegistry& registry);
 
 // What `oe validate` checks, as values (`oe mcp`'s oe_validate and oe_graph return them rather
 // than print them): the load, and every diagnostic once the plugins are loaded into `registry`
-// (only when there is a model to check them against).
+// (only when there is a model to check them against). `report_problems`: the plugins' problems
+// go to stderr (reportPluginProblems); `oe install` checks quietly.
 struct Checked {
   spec::LoadResult loaded;
   std::vector<Diagnostic> diagnostics;
@@ -48,7 +49,7 @@ struct Checked {
   [[nodiscard]] bool valid() const { return loaded.experience && !hasErrors(diagnostics); }
 };
 Checked checkExperience(const std::filesystem::path& path_arg, plugins::PluginRegistry& registry,
-                        bool strict);
+                        bool strict, bool report_problems = true);
 
 // RFC 3986 percent-encoding of everything but the unreserved characters, and its inverse
 // (nullopt for a malformed escape).
