@@ -25,6 +25,8 @@ bool resolveStoreUrl(std::string& store, std::string_view command, std::string_v
   return true;
 }
 
+void printError(std::string_view message) { std::cerr << "oe: " << message << '\n'; }
+
 void printDiagnostics(const std::vector<Diagnostic>& diagnostics) {
   for (const auto& d : diagnostics) {
     std::cerr << d.format() << '\n';

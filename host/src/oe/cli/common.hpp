@@ -68,6 +68,18 @@ std::optional<state::StoreLock> lockForDeletion(const std::filesystem::path& db,
                                                 std::string_view holder_id, std::string_view doing,
                                                 std::string_view again);
 
+// "oe: <message>" on stderr.
+void printError(std::string_view message);
+// True, after "oe: <its error>" on stderr, when `result` failed.
+template <class T>
+bool printedError(const Result<T>& result) {
+  if (result) {
+    return false;
+  }
+  printError(result.error().message);
+  return true;
+}
+
 // "  field: <compact JSON>" per field, in state.schema order.
 void printState(std::ostream& out, const spec::Experience& experience, const Json& state);
 
