@@ -27,4 +27,21 @@ events::Listener eventsToFd(int fd, events::Listener next) {
   };
 }
 
+std::function<void(const ultra::PhaseEvent&)> phasesToFd(
+    int fd, std::function<void(const ultra::PhaseEvent&)> next) {
+  ::fcntl(fd, F_SETFD, FD_CLOEXEC);
+  return [next = std::move(next),
+          out = std::make_shared<mcp::LineWriter>(fd)](const ultra::PhaseEvent& e) {
+    if (next) {
+      next(e);
+    }
+    out->write(Json{{"type", "ultra.phase"},
+                    {"phase", e.phase},
+                    {"status", e.status},
+                    {"round", e.round},
+                    {"duration_ms", e.duration_ms},
+                    {"detail", e.detail}});
+  };
+}
+
 }  // namespace oe::cli
