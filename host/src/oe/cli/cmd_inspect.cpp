@@ -1,13 +1,10 @@
-// `oe inspect <run-id>`: a run's timeline from its event log (node, status, duration, error), or
-// with --html its report as a self-contained page (run_report.hpp).
-#include <chrono>
-#include <filesystem>
+// `oe inspect <run-id>`: a run's timeline from its event log (node, status, duration, error;
+// runs/timeline reads it), or with --html its report as a self-contained page (run_report.hpp).
+#include <algorithm>
 #include <iomanip>
 #include <iostream>
-#include <map>
 #include <memory>
 #include <string>
-#include <vector>
 
 #include "oe/cli/app.hpp"
 #include "oe/cli/commands.hpp"
@@ -17,6 +14,7 @@
 #include "oe/events/event_log.hpp"
 #include "oe/pgstore/event_sink.hpp"
 #include "oe/report/run_report.hpp"
+#include "oe/runs/timeline.hpp"
 
 namespace oe::cli {
 
@@ -26,124 +24,23 @@ using runs::loadStoreRunReport;
 
 namespace {
 
-struct NodeLine {
-  std::string id;
-  std::string status = "ready";
-  int64_t first_ts = -1;
-  int64_t last_ts = -1;
-  int calls = 0;
-  int failures = 0;
-  int cancels = 0;  // node.failed with "cancelled": stopped by the run
-  bool started = false;
-  std::string detail;
-  std::vector<std::filesystem::path> sub_logs;  // the nested runs this node started
-};
-
-// The deepest nesting --expand follows (a cycle cannot be logged, but a log can be edited).
-constexpr int kMaxExpandDepth = 16;
-
-// A nested run's events inlined under the node.activity that announced them (--json --expand).
-void expandEvents(Json& events, int depth) {
-  for (Json& event : events) {
-    auto sub = event.find("sub_event_log");
-    if (sub == event.end() || !sub->is_string() || depth >= kMaxExpandDepth) {
-      continue;
-    }
-    auto log = events::readEventLog(sub->get<std::string>());
-    if (!log) {
-      event["sub_events_error"] = log.error().message;
-      continue;
-    }
-    Json inner(log->events);
-    expandEvents(inner, depth + 1);
-    event["sub_events"] = std::move(inner);
-  }
-}
-
-// The timeline of one run, each line after `indent`; with `expand`, each nested run's timeline
-// follows the line of the node that ran it, indented one step more.
-void printTimeline(const std::vector<Json>& events, const std::string& run_id,
-                   const std::string& indent, bool expand, int depth) {
-  std::vector<NodeLine> lines;
-  std::map<std::string, size_t> index;
-  std::string run_status = "unfinished (no run.finished: killed or still running)";
-  int64_t run_start = -1;
-  int64_t run_end = -1;
-  for (const auto& e : events) {
-    const std::string type = stringField(e, "type");
-    const int64_t ts = events::parseIsoMs(stringField(e, "ts"));
-    if (type == "run.started") {
-      run_start = ts;
-      continue;
-    }
-    if (type == "run.finished") {
-      run_end = ts;
-      run_status = stringField(e, "status", "?");
-      if (e.contains("reason")) {
-        run_status += " (" + e["reason"].get<std::string>() + ")";
-      }
-      continue;
-    }
-    const std::string id = stringField(e, "node_id");
-    if (id.empty()) {
-      continue;
-    }
-    auto [it, inserted] = index.emplace(id, lines.size());
-    if (inserted) {
-      NodeLine fresh;
-      fresh.id = id;
-      lines.push_back(std::move(fresh));
-    }
-    NodeLine& line = lines[it->second];
-    if (line.first_ts < 0) {
-      line.first_ts = ts;
-    }
-    if (type == "node.ready") {
-      ++line.calls;
-    } else if (type == "node.started") {
-      line.started = true;
-      line.status = "running";
-    } else if (type == "node.finished") {
-      line.last_ts = ts;
-      if (line.failures == 0 && line.cancels == 0) {
-        line.status = line.started ? "success" : "cached";
-      }
-    } else if (type == "node.failed") {
-      line.last_ts = ts;
-      if (e.value("cancelled", false)) {  // stopped by the run, not failed
-        ++line.cancels;
-        if (line.failures == 0) {
-          line.status = "cancelled";
-        }
-      } else {
-        ++line.failures;
-        line.status = "failed";
-      }
-      line.detail = stringField(e, "error");
-    } else if (type == "node.skipped") {
-      line.status = "skipped";
-      line.detail = stringField(e, "reason");
-    } else if (type == "node.activity" && e.contains("sub_event_log") &&
-               e["sub_event_log"].is_string()) {
-      line.sub_logs.emplace_back(e["sub_event_log"].get<std::string>());
-    }
-  }
-  std::cout << indent << "run " << run_id << ": " << run_status;
-  if (run_start >= 0 && run_end >= run_start) {
-    std::cout << " in " << (run_end - run_start) << " ms";
+// The timeline, each line after `indent`; expanded, each nested run's timeline follows the line
+// of the node that ran it, indented one step more.
+void printTimeline(const runs::Timeline& timeline, const std::string& indent, bool expand) {
+  std::cout << indent << "run " << timeline.run_id << ": " << timeline.status;
+  if (timeline.duration_ms >= 0) {
+    std::cout << " in " << timeline.duration_ms << " ms";
   }
   std::cout << '\n';
   size_t width = 4;
-  for (const auto& line : lines) {
+  for (const auto& line : timeline.nodes) {
     width = std::max(width, line.id.size());
   }
   std::cout << indent << "  " << std::left << std::setw(static_cast<int>(width)) << "NODE" << "  "
             << std::setw(9) << "STATUS" << "  " << std::setw(9) << "DURATION" << "  DETAIL\n";
-  for (const auto& line : lines) {
-    std::string duration = "-";
-    if (line.first_ts >= 0 && line.last_ts >= line.first_ts) {
-      duration = std::to_string(line.last_ts - line.first_ts) + " ms";
-    }
+  for (const auto& line : timeline.nodes) {
+    const std::string duration =
+        line.durationMs() >= 0 ? std::to_string(line.durationMs()) + " ms" : "-";
     std::string detail = line.detail;
     if (line.calls > 1) {
       detail = std::to_string(line.calls) + " calls" +
@@ -158,23 +55,15 @@ void printTimeline(const std::vector<Json>& events, const std::string& run_id,
     std::cout << indent << "  " << std::left << std::setw(static_cast<int>(width)) << line.id
               << "  " << std::setw(9) << line.status << "  " << std::setw(9) << duration << "  "
               << detail << '\n';
-    if (!expand || depth >= kMaxExpandDepth) {
-      continue;
-    }
-    for (const auto& sub : line.sub_logs) {
-      auto log = events::readEventLog(sub);
-      if (!log) {
-        std::cout << indent << "    (nested run: " << log.error().message << ")\n";
-        continue;
+    for (const auto& nested : line.nested) {
+      if (nested.timeline.empty()) {
+        std::cout << indent << "    (nested run: " << nested.error << ")\n";
+      } else {
+        printTimeline(nested.timeline.front(), indent + "    ", expand);
       }
-      printTimeline(log->events, sub.stem().string(), indent + "    ", expand, depth + 1);
     }
   }
 }
-
-}  // namespace
-
-namespace {
 
 // The timeline (or, `json`, the events) of a run's log as read from a file or the store.
 int showEvents(const Result<events::LogReadResult>& log, const std::string& run_id, bool json,
@@ -189,12 +78,12 @@ int showEvents(const Result<events::LogReadResult>& log, const std::string& run_
   if (json) {
     Json events(log->events);
     if (expand) {
-      expandEvents(events, 0);
+      runs::expandNestedEvents(events);
     }
     std::cout << events.dump(2) << '\n';
     return kExitOk;
   }
-  printTimeline(log->events, run_id, "", expand, 0);
+  printTimeline(runs::timelineOf(log->events, run_id, expand), "", expand);
   return kExitOk;
 }
 

@@ -1,34 +1,26 @@
-// `oe run [path]` and `oe resume <run-id>`: execute an experience and print its final state.
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <algorithm>
-#include <cctype>
+// `oe run [path]` and `oe resume <run-id>`: execute an experience and print its final state. The
+// flags are here; the checks before a run and where a resume picks up are launch/, the run is
+// run/, the summary's text report/run_summary, the progress on stderr progress.cpp.
 #include <chrono>
 #include <csignal>
-#include <cstdio>
 #include <cstdlib>
-#include <fstream>
-#include <functional>
 #include <iostream>
 #include <memory>
+#include <string_view>
 
 #include "oe/cli/app.hpp"
 #include "oe/cli/commands.hpp"
 #include "oe/cli/common.hpp"
+#include "oe/cli/events_fd.hpp"
 #include "oe/cli/evolve.hpp"
 #include "oe/cli/progress.hpp"
 #include "oe/cli/run_lookup.hpp"
 #include "oe/cli/store_option.hpp"
-#include "oe/events/event_log.hpp"
-#include "oe/llm/llm_service.hpp"
-#include "oe/mcp/framing.hpp"
-#include "oe/pgstore/event_sink.hpp"
-#include "oe/pgstore/run_record.hpp"
-#include "oe/pgstore/scope.hpp"
+#include "oe/launch/preflight.hpp"
+#include "oe/launch/resume.hpp"
+#include "oe/report/run_summary.hpp"
 #include "oe/run/run.hpp"
 #include "oe/telemetry/run_telemetry.hpp"
-#include "oe/view/live_view.hpp"
 
 namespace oe::cli {
 namespace {
@@ -63,280 +55,6 @@ struct RunArgs {
   bool workers = false;  // --workers: node attempts go to `oe worker` processes
 };
 
-// What the runs a resumed run continues already spent on LLM calls: the chain's earlier total
-// (usage_before in run.started) plus every node.tokens event of the log.
-llm::Usage priorUsage(const std::vector<Json>& events) {
-  llm::Usage total;
-  for (const auto& event : events) {
-    const std::string type = stringField(event, "type");
-    if (type == "run.started") {
-      total += llm::Usage::fromJson(event.value("usage_before", Json::object()));
-    } else if (type == "node.tokens") {
-      total.input_tokens += event.value("input_tokens", int64_t{0});
-      total.output_tokens += event.value("output_tokens", int64_t{0});
-      total.cost_usd += event.value("cost_usd", 0.0);
-      total.calls += 1;
-    }
-  }
-  return total;
-}
-
-// Parses --max-tokens / --max-cost-usd; false (after saying why) when malformed.
-bool parseBudget(const RunArgs& a, llm::Budget& budget) {
-  try {
-    if (!a.max_tokens.empty()) {
-      size_t used = 0;
-      const long long value = std::stoll(a.max_tokens, &used);
-      if (used != a.max_tokens.size() || value < 0) {
-        throw std::invalid_argument("negative");
-      }
-      budget.max_tokens = value;
-    }
-  } catch (const std::exception&) {
-    std::cerr << "oe: --max-tokens must be a non-negative integer\n";
-    return false;
-  }
-  try {
-    if (!a.max_cost_usd.empty()) {
-      size_t used = 0;
-      const double value = std::stod(a.max_cost_usd, &used);
-      if (used != a.max_cost_usd.size() || !(value >= 0)) {
-        throw std::invalid_argument("negative");
-      }
-      budget.max_cost_usd = value;
-    }
-  } catch (const std::exception&) {
-    std::cerr << "oe: --max-cost-usd must be a non-negative number of US dollars\n";
-    return false;
-  }
-  return true;
-}
-
-// Compares the resumed run's pinned definition with the experience as it is now, and says on
-// stderr which nodes changed (they, and what depends on them, run again; the rest replays).
-// `stored_pin`: the pin a PostgreSQL store recorded, used when this machine has no file of it
-// (the run ran elsewhere).
-Json definitionChanges(const spec::Experience& experience, const std::string& run_id,
-                       const std::optional<Json>& stored_pin,
-                       const plugins::PluginRegistry& plugins) {
-  const auto pin_path = run::workspaceDir(experience) / "runs" / (run_id + ".pin.json");
-  std::ifstream in(pin_path);
-  Json before = Json::parse(in, nullptr, false);
-  if ((!in || before.is_discarded()) && stored_pin) {
-    before = *stored_pin;
-  } else if (!in || before.is_discarded()) {
-    std::cerr << "oe: run " << run_id << " has no readable definition pin (" << pin_path.string()
-              << "); nodes whose inputs changed run again, the rest replays from the cache\n";
-    return nullptr;
-  }
-  Json diff = run::diffPins(before, run::definitionPin(experience, &plugins));
-  auto list = [](const Json& ids) {
-    std::string text;
-    for (const auto& id : ids) {
-      text += (text.empty() ? "" : ", ") + id.get<std::string>();
-    }
-    return text;
-  };
-  if (diff["changed"].empty() && diff["added"].empty() && diff["removed"].empty()) {
-    std::cerr << "oe: resuming run " << run_id << ": the experience is unchanged\n";
-  } else {
-    std::cerr << "oe: resuming run " << run_id << ": the experience changed since it ran";
-    if (!diff["changed"].empty()) {
-      std::cerr << "; changed: " << list(diff["changed"]);
-    }
-    if (!diff["added"].empty()) {
-      std::cerr << "; added: " << list(diff["added"]);
-    }
-    if (!diff["removed"].empty()) {
-      std::cerr << "; removed: " << list(diff["removed"]);
-    }
-    std::cerr << ". A resume finishes the run: what had landed in it is kept, not run or "
-                 "applied again; what had not runs with the experience as it is now.\n";
-  }
-  return diff;
-}
-
-// What would fail a run once it has started, or make it run without what it was asked for,
-// is a bad invocation: said and refused (exit 2) before anything is recorded. The provider of
-// --llm must have its key unless --llm-replay answers every call: a run asked for a provider
-// it cannot reach would otherwise run its tools and then fail every LLM node.
-bool checkLlmFlags(const RunArgs& a, const llm::Settings& settings) {
-  if (!a.llm.empty() && a.llm != "anthropic" && a.llm != "openai") {
-    std::cerr << "oe: unknown --llm value \"" << a.llm << "\"; use anthropic or openai\n";
-    return false;
-  }
-  if (settings.replay_file) {
-    std::error_code ec;
-    std::ifstream probe(*settings.replay_file);
-    if (!std::filesystem::is_regular_file(*settings.replay_file, ec) || !probe) {
-      std::cerr << "oe: --llm-replay " << settings.replay_file->string()
-                << ": cannot read the recording (does it exist? record one with --llm-record)\n";
-      return false;
-    }
-  } else if (!a.llm.empty()) {
-    if (auto choice = llm::chooseProvider(settings); !choice) {
-      std::cerr << "oe: " << choice.error().message
-                << "; set it in the environment, or leave out --llm, or answer from a "
-                   "recording with --llm-replay FILE\n";
-      return false;
-    }
-  }
-  if (settings.record_file) {
-    const auto folder = settings.record_file->has_parent_path()
-                            ? settings.record_file->parent_path()
-                            : std::filesystem::path(".");
-    std::error_code ec;
-    if (!std::filesystem::is_directory(folder, ec)) {
-      std::cerr << "oe: --llm-record " << settings.record_file->string() << ": the folder "
-                << folder.string() << " does not exist\n";
-      return false;
-    }
-  }
-  return true;
-}
-
-// --from/--only must name a node of the experience.
-bool checkSelection(const RunArgs& a, const spec::Experience& experience) {
-  for (const auto& [flag, id] : {std::pair{"--from", &a.from_node}, {"--only", &a.only_node}}) {
-    if (!id->empty() && experience.findNode(*id) == nullptr) {
-      std::cerr << "oe: " << flag << ": no node \"" << *id << "\" in " << experience.file.string()
-                << '\n';
-      return false;
-    }
-  }
-  return true;
-}
-
-// ` --experience PATH` when the command was not run in the experience's folder, quoted for a
-// POSIX shell when it needs to be, so that the printed command can be pasted.
-std::string experienceFlag(const std::string& path) {
-  if (path == "." || path.empty()) {
-    return "";
-  }
-  const bool plain = std::all_of(path.begin(), path.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) != 0 ||
-           std::string_view("/._-+:,@").find(c) != std::string_view::npos;
-  });
-  if (plain) {
-    return " --experience " + path;
-  }
-  std::string quoted = "'";
-  for (char c : path) {
-    quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  }
-  return " --experience " + quoted + "'";
-}
-
-// What a resume does with each node whose definition changed (after the chain's landed writes
-// are known); `changes` (definition_changes of --json) gets the counts as "landed".
-std::string changedNodeNote(const run::ChangedNode& node, const std::string& path) {
-  const std::string id = "node \"" + node.node_id + "\"";
-  if (node.landed == 0) {
-    return "oe: " + id + " changed and nothing of it had landed: it runs with its new definition";
-  }
-  const std::string writes = node.landed == 1 ? "its write that had landed is"
-                                              : "its " + std::to_string(node.landed) +
-                                                    " writes that had landed are";
-  // `oe run` takes the folder as its argument, where the other commands take --experience.
-  std::string folder = experienceFlag(path);
-  if (!folder.empty()) {
-    folder.erase(0, std::string_view(" --experience").size());
-  }
-  return "oe: " + id + " changed; " + writes +
-         " kept (those calls are not run or applied again; any other runs with the new "
-         "definition). To run it again entirely: oe run" + folder + " --from " + node.node_id;
-}
-
-// The final state, each value on one line and cut when long: the summary is for reading, and
-// `oe state FIELD` prints a whole value.
-void printFinalState(const spec::Experience& experience, const Json& state,
-                     const std::string& path) {
-  constexpr size_t kMaxValue = 200;
-  constexpr size_t kShown = 160;
-  bool any = false;
-  for (const auto& field : experience.state.fields) {
-    auto it = state.find(field.name);
-    if (it == state.end()) {
-      continue;
-    }
-    const std::string value = it->dump();
-    std::cout << "  " << field.name << ": ";
-    if (value.size() <= kMaxValue) {
-      std::cout << value << '\n';
-    } else {
-      std::cout << oneLine(value, kShown) << " (" << value.size() << " chars; `oe state "
-                << field.name << experienceFlag(path) << "` prints it all)\n";
-    }
-    any = true;
-  }
-  if (!any) {
-    std::cout << "  (empty)\n";
-  }
-}
-
-// --events-fd: `oe mcp` reads the events of the run it started from this fd, for its progress
-// notifications. The fd is not passed on to the programs the run starts.
-events::Listener eventsToFd(int fd, events::Listener next) {
-  ::fcntl(fd, F_SETFD, FD_CLOEXEC);
-  return [next = std::move(next),
-          out = std::make_shared<mcp::LineWriter>(fd)](const events::Event& event) {
-    if (next) {
-      next(event);
-    }
-    // Only what oe mcp reads crosses (the run's start and end, each node's end): the other
-    // events of a node would cost a write each for nothing (docs/mcp.md). The log's own line
-    // crosses, never parsed.
-    const std::string_view name = event.type();
-    if (name.starts_with("run.") || name == "node.finished" || name == "node.failed" ||
-        name == "node.skipped") {
-      out->writeLine(event.line());  // a reader gone away turns it off; the run goes on
-    }
-  };
-}
-
-// The live view's nodes: the experience's, with their phases' titles (reference §10 groups the
-// dashboard by phase).
-std::vector<view::NodeInfo> viewNodes(const spec::Experience& experience) {
-  std::vector<view::NodeInfo> nodes;
-  nodes.reserve(experience.nodes.size());
-  for (const auto& node : experience.nodes) {
-    view::NodeInfo info{node.id, node.kind, node.phase.value_or(""), "", node.for_each.has_value()};
-    for (const auto& phase : experience.phases) {
-      if (phase.id == info.phase) {
-        info.phase_title = phase.title.value_or(phase.id);
-        break;
-      }
-    }
-    nodes.push_back(std::move(info));
-  }
-  return nodes;
-}
-
-// The failed or cancelled calls of a summary, one line per node and error: a for_each's items
-// that ended alike share a line ("each (3 calls): cancelled"), so the lines add up to the count.
-void printCalls(std::string_view what, const std::vector<run::NodeFailure>& calls) {
-  constexpr size_t kListed = 10;
-  size_t lines = 0;
-  for (size_t i = 0; i < calls.size();) {
-    size_t same = 1;
-    while (i + same < calls.size() && calls[i + same].node_id == calls[i].node_id &&
-           calls[i + same].error == calls[i].error) {
-      ++same;
-    }
-    if (lines == kListed) {
-      std::cout << what << ": ... and " << calls.size() - i << " more\n";
-      return;
-    }
-    std::cout << what << ": " << calls[i].node_id;
-    if (same > 1) {
-      std::cout << " (" << same << " calls)";
-    }
-    std::cout << ": " << oneLine(calls[i].error) << '\n';
-    ++lines;
-    i += same;
-  }
-}
-
 int exitCodeOf(const run::RunSummary& s) {
   switch (s.status) {
     case run::RunStatus::kSuccess:
@@ -348,31 +66,11 @@ int exitCodeOf(const run::RunSummary& s) {
   }
 }
 
-// `oe run PATH` of a path that holds no experience is a bad invocation (exit 2), said and refused
-// before anything runs; an experience that does not validate is a failed run (exit 1).
-bool namesAnExperience(const std::string& path) {
-  const auto yaml = spec::resolveExperiencePath(path);
-  std::error_code ec;
-  if (std::filesystem::is_regular_file(yaml, ec)) {
-    return true;
-  }
-  if (std::filesystem::is_directory(path, ec)) {
-    std::cerr << "oe: " << path << " is not an experience: the folder has no experience.yaml. "
-              << "Pass an experience's folder or its yaml file (`oe init NAME` creates one)\n";
-  } else if (std::filesystem::exists(path, ec)) {
-    std::cerr << "oe: " << path << " is not an experience: pass a folder with an "
-              << "experience.yaml, or a .yaml file\n";
-  } else {
-    std::cerr << "oe: " << yaml.string() << " does not exist; pass an experience's folder or its "
-              << "yaml file\n";
-  }
-  return false;
-}
-
-// `resume`: the run resumed, or empty for `oe run`; `path`: the experience as the user named it.
+// Builds the run's options from the flags, checks them, loads the experience, runs it with the
+// progress on stderr and prints the summary. `resumed`: the run a resume continues (null for
+// `oe run`); `path`: the experience as the user named it.
 int execute(const RunArgs& a, const std::string& path, Json run_args,
-            const std::string& resumed_from, const std::string& chain_id = {},
-            llm::Usage prior_usage = {}, const std::optional<Json>& stored_pin = {}) {
+            const launch::ResumePoint* resumed) {
   run::RunOptions options;
   options.llm.env = llm::Environment::fromProcess();
   options.llm.provider_flag = a.llm;
@@ -382,14 +80,25 @@ int execute(const RunArgs& a, const std::string& path, Json run_args,
   if (!a.llm_replay.empty()) {
     options.llm.replay_file = a.llm_replay;
   }
-  if (!parseBudget(a, options.budget_override) || !checkLlmFlags(a, options.llm)) {
+  auto budget = launch::parseBudget(a.max_tokens, a.max_cost_usd);
+  if (printedError(budget) || printedError(launch::checkLlmSettings(options.llm))) {
     return kExitUsage;
   }
-  options.prior_usage = prior_usage;
+  options.budget_override = *budget;
+  if (!a.concurrency.empty()) {
+    auto concurrency = launch::parseConcurrency(a.concurrency);
+    if (printedError(concurrency)) {
+      return kExitUsage;
+    }
+    options.concurrency = *concurrency;
+  }
   options.args = std::move(run_args);
   options.reuse_cache = !a.no_cache;
-  options.resumed_from = resumed_from;
-  options.chain_id = chain_id;
+  if (resumed != nullptr) {
+    options.prior_usage = resumed->prior_usage;
+    options.resumed_from = resumed->run_id;
+    options.chain_id = resumed->chain_id;
+  }
   options.fresh = a.fresh;
   options.wait_for_lock = a.wait;
   options.on_lock_wait = [](const std::string& holder) {
@@ -397,20 +106,6 @@ int execute(const RunArgs& a, const std::string& path, Json run_args,
   };
   options.from_node = a.from_node;
   options.only_node = a.only_node;
-  if (!a.concurrency.empty()) {
-    size_t used = 0;
-    int value = 0;
-    try {
-      value = std::stoi(a.concurrency, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != a.concurrency.size() || value < 1) {
-      std::cerr << "oe: --concurrency must be a positive integer\n";
-      return kExitUsage;
-    }
-    options.concurrency = value;
-  }
   StderrLog log_sink;
   plugins::PluginRegistry sinked(&log_sink);
   // A replay answers the CLIs of cli-agent nodes from the recording: they need not be installed.
@@ -419,71 +114,40 @@ int execute(const RunArgs& a, const std::string& path, Json run_args,
   if (!experience) {
     return kExitFailed;
   }
-  if (!checkSelection(a, *experience)) {
-    return kExitUsage;
-  }
   options.store_url = resolveStore(a.store, &experience->raw);
-  if (!options.store_url.empty() && !pg::isUrl(options.store_url)) {
-    std::cerr << "oe: --store (or OE_STORE, runtime.store) takes a PostgreSQL URL "
-                 "(postgresql://...), not \""
-              << options.store_url
-              << "\"; to move the SQLite state file, set state.store in experience.yaml\n";
-    return kExitUsage;
-  }
   // OE_WORKERS=1 sends every run through the queue, as --workers does (a deployment where
   // machines of workers serve every run sets it once).
   const char* workers_env = std::getenv("OE_WORKERS");  // NOLINT(concurrency-mt-unsafe): read only
   options.workers = a.workers || (workers_env != nullptr && std::string_view(workers_env) == "1");
-  if (options.workers && !resolveStoreUrl(options.store_url, "oe: --workers",
-                                          " to hand node attempts to `oe worker` processes")) {
+  if (printedError(launch::checkSelection(*experience, a.from_node, a.only_node)) ||
+      printedError(launch::checkStore(options.store_url, options.workers))) {
     return kExitUsage;
   }
   Json changes;
-  if (!resumed_from.empty()) {
-    changes = definitionChanges(*experience, resumed_from, stored_pin, sinked);
-    if (changes.is_object()) {
+  if (resumed != nullptr) {
+    auto diff =
+        launch::definitionChanges(*experience, resumed->run_id, resumed->stored_pin, sinked);
+    if (diff) {
+      changes = std::move(*diff);
+      std::cerr << "oe: " << report::definitionChangesText(resumed->run_id, changes) << '\n';
       for (const auto& id : changes["changed"]) {
         options.changed_nodes.push_back(id.get<std::string>());
       }
+    } else {
+      std::cerr << "oe: " << diff.error().message << '\n';
     }
   }
-  // Progress on stderr: the live view on a terminal (or under --tui), else a line per event.
-  std::unique_ptr<view::LiveView> live;
-  std::unique_ptr<Progress> progress;
-  if (!a.quiet && !a.json && !a.no_tui && (a.tui || view::LiveView::wanted(STDERR_FILENO))) {
-    auto started = view::LiveView::start(STDERR_FILENO, view::Dashboard(viewNodes(*experience)));
-    if (started) {
-      live = std::move(*started);
-    } else if (a.tui) {
-      std::cerr << "oe: warning: --tui: " << started.error().message
-                << "; showing plain progress lines\n";
-    }
-  }
-  // Before the run starts: on the terminal above the live view, else on stderr.
-  std::function<void(const std::string&)> say = [](const std::string& line) {
-    std::cerr << line << '\n';
-  };
-  if (live) {
-    say = [v = live.get()](const std::string& line) { v->printAbove(line); };
-  }
-  options.on_changed_nodes = [&changes, &say, &path](const std::vector<run::ChangedNode>& nodes) {
+  RunDisplay display(*experience, a.quiet || a.json, a.tui, a.no_tui);
+  options.on_changed_nodes = [&changes, &display,
+                              &path](const std::vector<run::ChangedNode>& nodes) {
     Json landed = Json::object();
     for (const auto& node : nodes) {
-      say(changedNodeNote(node, path));
+      display.say("oe: " + report::changedNodeNote(node, path));
       landed[node.node_id] = node.landed;
     }
     changes["landed"] = std::move(landed);
   };
-  if (live) {
-    options.on_event = [v = live.get()](const events::Event& event) { v->onEvent(event); };
-    log_sink.divertTo([v = live.get()](std::string line) { v->printAbove(std::move(line)); });
-    options.on_lock_wait = [v = live.get()](const std::string& holder) {
-      v->printAbove("oe: waiting for " + holder + " to finish with this state store (--wait)");
-    };
-  } else if (!a.quiet && !a.json) {
-    progress = std::make_unique<Progress>();
-    options.on_event = [p = progress.get()](const events::Event& event) { p->onEvent(event); };
-  }
+  display.attach(options, log_sink);
   if (a.events_fd >= 0) {
     options.on_event = eventsToFd(a.events_fd, std::move(options.on_event));
   }
@@ -495,11 +159,7 @@ int execute(const RunArgs& a, const std::string& path, Json run_args,
   }
   const auto start = std::chrono::steady_clock::now();
   auto summary = run::runExperience(*experience, sinked, options);
-  if (live) {
-    live->finish();  // the final frame stays above the summary
-    log_sink.divertTo(nullptr);
-  }
-  progress.reset();  // no "still running" line after the summary
+  display.finish(log_sink);
   if (otel) {
     otel->finish(summary ? run::toString(summary->status) : "failed");
     options.llm.observer = nullptr;  // --evolve's calls are not part of the run's trace
@@ -511,111 +171,30 @@ int execute(const RunArgs& a, const std::string& path, Json run_args,
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                       std::chrono::steady_clock::now() - start)
                       .count();
-  const auto& s = *summary;
-  const auto& failures = s.failures;
-  const bool resumable =
-      s.status == run::RunStatus::kInterrupted || s.stop_reason == "budget_exhausted";
   if (a.json) {
-    Json failed = Json::array();
-    for (const auto& f : failures) {
-      failed.push_back({{"node_id", f.node_id}, {"error", f.error}});
-    }
-    Json cancelled = Json::array();
-    for (const auto& c : s.cancellations) {
-      cancelled.push_back({{"node_id", c.node_id}, {"error", c.error}});
-    }
-    Json out = {{"run_id", s.run_id},
-                {"status", run::toString(s.status)},
-                {"final_state", s.final_state},
-                {"nodes",
-                 {{"ran", s.ran},
-                  {"cached", s.cached},
-                  {"failed", s.failed},
-                  {"cancelled", s.cancelled},
-                  {"skipped", s.skipped},
-                  {"reused", s.reused}}},
-                {"failures", std::move(failed)},
-                {"cancelled", std::move(cancelled)},
-                {"warnings", s.warnings}};
-    if (!s.stop_reason.empty()) {
-      out["reason"] = s.stop_reason;
-    }
-    if (s.signal != 0) {
-      out["signal"] = s.signal;
-    }
-    if (!s.chain_id.empty()) {
-      out["chain_id"] = s.chain_id;
-    }
-    if (s.usage.calls > 0) {
-      out["usage"] = s.usage.toJson();
-    }
-    if (!changes.is_null()) {
-      out["definition_changes"] = changes;
-    }
-    std::cout << out.dump(2) << '\n';
+    std::cout << report::runSummaryJson(*summary, changes).dump(2) << '\n';
   } else {
-    // The counts are calls (an item of a for_each is one), as the lines below list them.
-    std::cout << "run " << s.run_id << ": " << run::toString(s.status) << " in " << ms << " ms ("
-              << s.ran << " ran, " << s.cached << " cached, " << s.failed << " failed, ";
-    if (s.cancelled > 0) {
-      std::cout << s.cancelled << " cancelled, ";
-    }
-    std::cout << s.skipped << " skipped)\n";
-    printCalls("failed", failures);
-    printCalls("cancelled", s.cancellations);
-    if (!failures.empty() || !s.cancellations.empty()) {
-      std::cout << "errors in full: oe inspect " << s.run_id << experienceFlag(path) << '\n';
-    }
-    constexpr size_t kWarnings = 10;
-    for (size_t i = 0; i < s.warnings.size() && i < kWarnings; ++i) {
-      std::cout << "warning: " << s.warnings[i] << '\n';
-    }
-    if (s.warnings.size() > kWarnings) {
-      std::cout << "warning: ... and " << s.warnings.size() - kWarnings
-                << " more, each a run.warning in " << s.event_log.string() << '\n';
-    }
-    if (s.held_back_by_default_concurrency > 0) {
-      std::cout << "note: one node ran at a time (runtime.concurrency defaults to 1) while up to "
-                << s.held_back_by_default_concurrency
-                << " more were ready; set runtime.concurrency (or --concurrency N) to run "
-                   "independent nodes in parallel\n";
-    }
-    if (s.usage.calls > 0) {
-      char cost[32];
-      std::snprintf(cost, sizeof cost, "%.4f", s.usage.cost_usd);
-      std::cout << "llm: " << s.usage.calls << " calls, " << s.usage.input_tokens << " in + "
-                << s.usage.output_tokens << " out tokens, $" << cost << '\n';
-    }
-    if (!s.stop_reason.empty()) {
-      std::cout << "stopped: " << s.stop_reason << '\n';
-    }
-    if (s.stop_reason == "budget_exhausted") {
-      std::cout << "raise runtime.budget (or pass --max-tokens / --max-cost-usd) and ";
-    }
-    if (resumable) {
-      std::cout << "run `oe resume " << s.run_id << experienceFlag(path) << "` to continue\n";
-    }
-    std::cout << "events: " << s.event_log.string() << '\n' << "final state:\n";
-    printFinalState(*experience, s.final_state, path);
+    std::cout << report::runSummaryText(*summary, *experience, path, ms);
   }
-  if (a.evolve && s.status == run::RunStatus::kSuccess) {
+  if (a.evolve && summary->status == run::RunStatus::kSuccess) {
     // Reference §9.2: evolve after a success; its failures only warn. Its output goes to
     // stderr under --json, which keeps stdout one JSON document.
     EvolveOptions evolve_options;
     evolve_options.experience = path;
-    evolve_options.run_id = s.run_id;
+    evolve_options.run_id = summary->run_id;
     evolve_options.llm = options.llm;
     if (const int code = evolve(evolve_options, a.json ? std::cerr : std::cout); code != kExitOk) {
-      std::cerr << "oe: warning: --evolve: evolving run " << s.run_id
+      std::cerr << "oe: warning: --evolve: evolving run " << summary->run_id
                 << " failed (the message above says why); the run itself succeeded\n";
     }
   }
-  return exitCodeOf(s);
+  return exitCodeOf(*summary);
 }
 
 void addCommonFlags(CLI::App& cmd, RunArgs& a) {
   addStoreOption(cmd, a.store);
-  // Kept as text and parsed here, for a message that names the flag; the help says what it takes.
+  // Kept as text (launch/preflight parses it) for a message that names the flag; the help says
+  // what it takes.
   cmd.add_option("--concurrency", a.concurrency,
                  "Nodes run at once (overrides runtime.concurrency, default 1)")
       ->type_name("INT");
@@ -682,46 +261,50 @@ void addRunCommand(CLI::App& app, int& exit_code) {
       exit_code = kExitUsage;
       return;
     }
-    if (!namesAnExperience(a->path)) {
+    // A path that holds no experience is a bad invocation (exit 2), said and refused before
+    // anything runs; an experience that does not validate is a failed run (exit 1).
+    if (auto named = launch::checkExperiencePath(a->path); !named) {
+      std::cerr << "oe: " << named.error().message << '\n';
       exit_code = kExitUsage;
       return;
     }
-    exit_code = execute(*a, a->path, std::move(args), "");
+    exit_code = execute(*a, a->path, std::move(args), nullptr);
   });
 }
 
-// `oe resume` on a PostgreSQL store: the run from oe_runs, its args, chain and prior usage from
-// its lines in oe_events.
-int resumeFromStore(const RunArgs& a, const std::string& store) {
-  auto conn = openStore(store);
-  if (!conn) {
-    std::cerr << "oe: " << conn.error().message << '\n';
-    return kExitFailed;
-  }
-  auto run = resolveStoreRun(**conn, a.run_id, a.last, a.experience);
-  if (!run) {
-    return kExitUsage;
-  }
-  auto log = pgstore::readRunEvents(**conn, run->run_id);
-  if (!log) {
-    std::cerr << "oe: cannot resume run " << run->run_id << ": " << log.error().message << '\n';
-    return kExitFailed;
-  }
-  for (const auto& warning : log->warnings) {
-    std::cerr << "oe: warning: " << warning << '\n';
-  }
-  Json args = Json::object();
-  if (!log->events.empty() && stringField(log->events.front(), "type") == "run.started") {
-    args = log->events.front().value("args", Json::object());
+// The run `oe resume` names and where it picks up: from the PostgreSQL store `store` (the run
+// may have run on another machine) or from the experience's logs. nullopt after saying why, with
+// `exit_code` set.
+std::optional<launch::ResumePoint> resumePoint(const RunArgs& a, const std::string& store,
+                                               int& exit_code) {
+  exit_code = kExitUsage;
+  Result<launch::ResumePoint> point = makeError("");
+  if (pg::isUrl(store)) {
+    auto conn = openStore(store);
+    if (printedError(conn)) {
+      exit_code = kExitFailed;
+      return std::nullopt;
+    }
+    auto run = resolveStoreRun(**conn, a.run_id, a.last, a.experience);
+    if (!run) {
+      return std::nullopt;
+    }
+    point = launch::resumePointInStore(**conn, *run);
   } else {
-    std::cerr << "oe: run " << run->run_id
-              << " has no run.started in the store's events; resuming with no args\n";
+    auto run = resolveRun(a.experience, a.run_id, a.last);
+    if (!run) {
+      return std::nullopt;
+    }
+    point = launch::resumePointOf(*run);
   }
-  const std::string chain_id = run->chain_id.empty() ? run->run_id : run->chain_id;
-  RunArgs with_store = a;
-  with_store.store = store;
-  return execute(with_store, a.experience, std::move(args), run->run_id, chain_id,
-                 priorUsage(log->events), run->pin);
+  if (printedError(point)) {
+    exit_code = kExitFailed;
+    return std::nullopt;
+  }
+  for (const auto& note : point->notes) {
+    std::cerr << "oe: " << note << '\n';
+  }
+  return std::move(point).value();
 }
 
 void addResumeCommand(CLI::App& app, int& exit_code) {
@@ -735,46 +318,19 @@ void addResumeCommand(CLI::App& app, int& exit_code) {
   cmd->add_option("--experience", a->experience, "Experience folder")->capture_default_str();
   addCommonFlags(*cmd, *a);
   cmd->callback([a, &exit_code] {
-    // A PostgreSQL store: the run, its chain and its usage come from the database, so a
-    // resume works on another machine than the one that ran it.
     // runtime.store from the yaml, loaded quietly (execute() reports its diagnostics).
     const auto quiet = spec::loadExperience(spec::resolveExperiencePath(a->experience));
     const std::string store =
         resolveStore(a->store, quiet.experience ? &quiet.experience->raw : nullptr);
+    const auto point = resumePoint(*a, store, exit_code);
+    if (!point) {
+      return;
+    }
+    RunArgs with_store = *a;
     if (pg::isUrl(store)) {
-      exit_code = resumeFromStore(*a, store);
-      return;
+      with_store.store = store;
     }
-    auto run = resolveRun(a->experience, a->run_id, a->last);
-    if (!run) {
-      exit_code = kExitUsage;
-      return;
-    }
-    auto log = events::readEventLog(run->log);
-    if (!log) {
-      std::cerr << "oe: cannot resume run " << run->id << ": " << log.error().message << '\n';
-      exit_code = kExitFailed;
-      return;
-    }
-    for (const auto& warning : log->warnings) {
-      std::cerr << "oe: warning: " << warning << '\n';
-    }
-    Json args = Json::object();
-    // The chain is named by its first run; a log from before chains were recorded started one.
-    std::string chain_id = run->id;
-    if (!log->events.empty() && stringField(log->events.front(), "type") == "run.started") {
-      const Json& started = log->events.front();
-      args = started.value("args", Json::object());
-      if (auto it = started.find("chain_id");
-          it != started.end() && it->is_string() && !it->get<std::string>().empty()) {
-        chain_id = it->get<std::string>();
-      }
-    } else {
-      std::cerr << "oe: " << run->log.string()
-                << " does not start with run.started; resuming with no args\n";
-    }
-    exit_code =
-        execute(*a, a->experience, std::move(args), run->id, chain_id, priorUsage(log->events));
+    exit_code = execute(with_store, a->experience, point->args, &*point);
   });
 }
 

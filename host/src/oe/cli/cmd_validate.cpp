@@ -27,7 +27,7 @@ void addValidateCommand(CLI::App& app, int& exit_code) {
     const spec::Experience* experience = checked.model();
     printDiagnostics(diagnostics);
     if (!checked.valid()) {
-      printErrorCount(diagnostics, experience);
+      printErrorCount(diagnostics, experience != nullptr ? experience->file.string() : "");
       exit_code = kExitFailed;
       return;
     }

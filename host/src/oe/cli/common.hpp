@@ -31,21 +31,16 @@ using ops::reportPluginProblems;
 using ops::StderrLog;
 using run::kindCatalog;  // (run.hpp) what validation needs of the loaded plugins
 
-// Loads, loads plugins, validates; prints every diagnostic to stderr. nullopt when there was an
-// error (the diagnostics say which). `for_run`: the experience is about to run, so a spec
-// snapshot of the unchanged file is used (or written, after a load without any diagnostic), and
-// what only loading needs is dropped: the source positions and, from Experience::raw, the
-// graph's nodes and edges, which the typed model holds (docs/performance.md). `starts_programs`
-// false: the run starts none of the programs nodes name (x-oe-program; `oe run --llm-replay`
-// answers the CLIs from a recording), so a program missing from PATH is not looked for.
+// ops::loadValidated, with every diagnostic printed to stderr. nullopt when there was an error
+// (the diagnostics say which, then the count).
 std::optional<spec::Experience> loadValidated(const std::filesystem::path& path_arg,
                                               plugins::PluginRegistry& registry, bool strict,
                                               bool for_run = false, bool starts_programs = true);
 
 // Each diagnostic on stderr, one per line.
 void printDiagnostics(const std::vector<Diagnostic>& diagnostics);
-// "oe: N errors[ in <file>]" on stderr, after the diagnostics (`model`: the file, when known).
-void printErrorCount(const std::vector<Diagnostic>& diagnostics, const spec::Experience* model);
+// "oe: N errors[ in <file>]" on stderr, after the diagnostics (`file`: empty when unknown).
+void printErrorCount(const std::vector<Diagnostic>& diagnostics, std::string_view file);
 
 // Loads the yaml only (state/inspect/reset-state need the folder and the schema, not plugins).
 std::optional<spec::Experience> loadOnly(const std::filesystem::path& path_arg);
@@ -72,6 +67,18 @@ bool writeOutput(const std::string& out, std::string_view text, std::string_view
 std::optional<state::StoreLock> lockForDeletion(const std::filesystem::path& db,
                                                 std::string_view holder_id, std::string_view doing,
                                                 std::string_view again);
+
+// "oe: <message>" on stderr.
+void printError(std::string_view message);
+// True, after "oe: <its error>" on stderr, when `result` failed.
+template <class T>
+bool printedError(const Result<T>& result) {
+  if (result) {
+    return false;
+  }
+  printError(result.error().message);
+  return true;
+}
 
 // "  field: <compact JSON>" per field, in state.schema order.
 void printState(std::ostream& out, const spec::Experience& experience, const Json& state);

@@ -1,6 +1,8 @@
 // Live progress on stderr; see progress.hpp.
 #include "oe/cli/progress.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <iostream>
@@ -15,6 +17,24 @@ void say(const std::string& line) {
   std::cerr.write(line.data(), static_cast<std::streamsize>(line.size()));
 }
 
+// The live view's nodes: the experience's, with their phases' titles (reference §10 groups the
+// dashboard by phase).
+std::vector<view::NodeInfo> viewNodes(const spec::Experience& experience) {
+  std::vector<view::NodeInfo> nodes;
+  nodes.reserve(experience.nodes.size());
+  for (const auto& node : experience.nodes) {
+    view::NodeInfo info{node.id, node.kind, node.phase.value_or(""), "", node.for_each.has_value()};
+    for (const auto& phase : experience.phases) {
+      if (phase.id == info.phase) {
+        info.phase_title = phase.title.value_or(phase.id);
+        break;
+      }
+    }
+    nodes.push_back(std::move(info));
+  }
+  return nodes;
+}
+
 std::string secondsText(int64_t ms) {
   const int64_t s = ms / 1000;
   return s < 120 ? std::to_string(s) + " s"
@@ -22,20 +42,6 @@ std::string secondsText(int64_t ms) {
 }
 
 }  // namespace
-
-std::string oneLine(std::string_view text, size_t max) {
-  size_t end = text.find('\n');
-  const bool more_lines = end != std::string_view::npos;
-  end = std::min(more_lines ? end : text.size(), max);
-  while (end > 0 && end < text.size() && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) {
-    --end;  // not in the middle of a UTF-8 sequence
-  }
-  std::string line(text.substr(0, end));
-  while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) {
-    line.pop_back();
-  }
-  return end < text.size() ? line + " ..." : line;
-}
 
 Progress::Progress() {
   interval_ms_ = 30'000;
@@ -151,6 +157,49 @@ void Progress::notifyLoop() {
     }
     say("  still running: " + text + '\n');
   }
+}
+
+RunDisplay::RunDisplay(const spec::Experience& experience, bool quiet, bool tui, bool no_tui) {
+  if (!quiet && !no_tui && (tui || view::LiveView::wanted(STDERR_FILENO))) {
+    auto started = view::LiveView::start(STDERR_FILENO, view::Dashboard(viewNodes(experience)));
+    if (started) {
+      live_ = std::move(*started);
+    } else if (tui) {
+      std::cerr << "oe: warning: --tui: " << started.error().message
+                << "; showing plain progress lines\n";
+    }
+  }
+  if (!live_ && !quiet) {
+    progress_ = std::make_unique<Progress>();
+  }
+}
+
+void RunDisplay::say(const std::string& line) {
+  if (live_) {
+    live_->printAbove(line);
+  } else {
+    std::cerr << line << '\n';
+  }
+}
+
+void RunDisplay::attach(run::RunOptions& options, ops::StderrLog& log_sink) {
+  if (live_) {
+    options.on_event = [v = live_.get()](const events::Event& event) { v->onEvent(event); };
+    log_sink.divertTo([v = live_.get()](std::string line) { v->printAbove(std::move(line)); });
+    options.on_lock_wait = [v = live_.get()](const std::string& holder) {
+      v->printAbove("oe: waiting for " + holder + " to finish with this state store (--wait)");
+    };
+  } else if (progress_) {
+    options.on_event = [p = progress_.get()](const events::Event& event) { p->onEvent(event); };
+  }
+}
+
+void RunDisplay::finish(ops::StderrLog& log_sink) {
+  if (live_) {
+    live_->finish();  // the final frame stays above the summary
+    log_sink.divertTo(nullptr);
+  }
+  progress_.reset();  // no "still running" line after the summary
 }
 
 }  // namespace oe::cli

@@ -1,5 +1,6 @@
 // Live progress of `oe run` / `oe resume` on stderr (docs in the README's "Using it"): a line per
-// finished, cached, failed, skipped or retried node, and a periodic "still running" notice.
+// finished, cached, failed, skipped or retried node, and a periodic "still running" notice; or
+// the live view (view/) on a terminal.
 #pragma once
 
 #include <chrono>
@@ -7,18 +8,22 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
 #include <thread>
 
 #include "oe/events/event.hpp"
+#include "oe/ops/context.hpp"
+#include "oe/report/run_summary.hpp"
+#include "oe/run/run.hpp"
+#include "oe/spec/experience.hpp"
+#include "oe/view/live_view.hpp"
 
 namespace oe::cli {
 
-// The first line of `text`, cut to `max` bytes (on a UTF-8 boundary) with "..." when longer:
-// a stack trace or a long provider body stays one line on the terminal.
-[[nodiscard]] std::string oneLine(std::string_view text, size_t max = 300);
+using report::oneLine;
 
 // Live progress on stderr: one line per finished (or cached), failed, skipped or retried node,
 // and, every `OE_STILL_RUNNING_INTERVAL_MS` (default 30 s; 0: never), which nodes have been
@@ -48,6 +53,28 @@ class Progress {
   std::map<std::string, std::deque<std::chrono::steady_clock::time_point>> open_;  // per node
   std::map<std::string, std::string> last_text_;  // per node: its last log/activity line
   std::thread notifier_;
+};
+
+// How `oe run` and `oe resume` show a run on stderr: the live view on a terminal (or under
+// --tui), else a line per event (Progress), else nothing (--quiet, --json).
+class RunDisplay {
+ public:
+  // `quiet`: --quiet or --json; `tui`/`no_tui`: the flags. A live view that cannot start under
+  // --tui says why and falls back to the progress lines.
+  RunDisplay(const spec::Experience& experience, bool quiet, bool tui, bool no_tui);
+
+  // A line before the run starts: above the live view, else on stderr.
+  void say(const std::string& line);
+  // The run's events go to the display, plugin log lines and --wait's notice above the live
+  // view (they would tear its frame).
+  void attach(run::RunOptions& options, ops::StderrLog& log_sink);
+  // After the run: the live view's final frame stays above the summary, no "still running"
+  // line comes after it.
+  void finish(ops::StderrLog& log_sink);
+
+ private:
+  std::unique_ptr<view::LiveView> live_;
+  std::unique_ptr<Progress> progress_;
 };
 
 }  // namespace oe::cli

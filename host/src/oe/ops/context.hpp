@@ -38,7 +38,8 @@ void reportPluginProblems(const plugins::PluginRegistry& registry);
 
 // What `oe validate` checks, as values (`oe mcp`'s oe_validate and oe_graph return them rather
 // than print them): the load, and every diagnostic once the plugins are loaded into `registry`
-// (only when there is a model to check them against).
+// (only when there is a model to check them against). `report_problems`: the plugins' problems
+// go to stderr (reportPluginProblems); `oe install` checks quietly.
 struct Checked {
   spec::LoadResult loaded;
   std::vector<Diagnostic> diagnostics;
@@ -48,7 +49,24 @@ struct Checked {
   [[nodiscard]] bool valid() const { return loaded.experience && !hasErrors(diagnostics); }
 };
 Checked checkExperience(const std::filesystem::path& path_arg, plugins::PluginRegistry& registry,
-                        bool strict);
+                        bool strict, bool report_problems = true);
+
+// An experience loaded, its plugins loaded into the registry and validated, as values; plugin
+// problems go to stderr (reportPluginProblems).
+struct Validated {
+  std::optional<spec::Experience> experience;  // nullopt when there was an error
+  std::vector<Diagnostic> diagnostics;         // every finding (a spec snapshot has none)
+  std::string file;  // the file the model came from, for "N errors in <file>"; empty when unknown
+};
+// `for_run`: the experience is about to run, so a spec snapshot of the unchanged file is used (or
+// written, after a load without any diagnostic), and what only loading needs is dropped: the
+// source positions and, from Experience::raw, the graph's nodes and edges, which the typed model
+// holds (docs/performance.md). `starts_programs` false: the run starts none of the programs nodes
+// name (x-oe-program; `oe run --llm-replay` answers the CLIs from a recording), so a program
+// missing from PATH is not looked for; before a run that starts them it is an error, for `oe
+// validate` a warning.
+Validated loadValidated(const std::filesystem::path& path_arg, plugins::PluginRegistry& registry,
+                        bool strict, bool for_run = false, bool starts_programs = true);
 
 // RFC 3986 percent-encoding of everything but the unreserved characters, and its inverse
 // (nullopt for a malformed escape).

@@ -18,9 +18,6 @@
 
 namespace oe::runs {
 
-// The deepest nested run followed (a cycle cannot be logged, but a log can be edited).
-inline constexpr int kMaxNestedDepth = 16;
-
 struct RunReportInput {
   std::string run_id;
   std::vector<Json> events;  // the run's log, in file order

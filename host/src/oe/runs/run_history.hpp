@@ -16,6 +16,9 @@
 
 namespace oe::runs {
 
+// The deepest nested run followed (a cycle cannot be logged, but a log can be edited).
+inline constexpr int kMaxNestedDepth = 16;
+
 struct RunRecord {
   std::string id;  // the file name without .jsonl
   std::filesystem::path log;
