@@ -10,6 +10,7 @@
 #include "crash/case_gen.hpp"
 #include "crash/compare.hpp"
 #include "crash/fake_agent.hpp"
+#include "crash/faults.hpp"
 #include "crash/proc.hpp"
 #include "support/temp_dir.hpp"
 
@@ -116,6 +117,32 @@ TEST(CrashCaseGen, EveryConstructAppearsAcrossTheFirstSeeds) {
 // Without late writes, every node that writes a field is an ancestor of every node that reads
 // it (a `when` condition and a for_each source count as reads), and no stage or loop body writes
 // a field anything reads.
+// Every fault class of a store is drawn across the CI range: connection cuts, worker kills and
+// stops and server restarts on PostgreSQL only.
+TEST(CrashFaults, EachStoreDrawsEveryFaultClassItHasAndNoOther) {
+  for (Store store : {Store::kSqlite, Store::kPostgres}) {
+    FaultOptions options;
+    options.store = store;
+    options.disk_full = true;
+    options.finishes = 10;
+    std::set<FaultKind> drawn;
+    for (uint64_t seed = 1; seed <= 200; ++seed) {
+      for (const Step& step : planFaults(seed, options)) {
+        for (const FaultEvent& event : step.events) {
+          drawn.insert(event.kind);
+        }
+      }
+    }
+    const std::set<FaultKind> expected =
+        store == Store::kSqlite
+            ? std::set<FaultKind>{FaultKind::kSigkill, FaultKind::kSigint, FaultKind::kDiskFull}
+            : std::set<FaultKind>{FaultKind::kSigkill,      FaultKind::kSigint,
+                                  FaultKind::kWorkerKill,   FaultKind::kWorkerStop,
+                                  FaultKind::kServerRestart, FaultKind::kConnectionCut};
+    EXPECT_EQ(drawn, expected);
+  }
+}
+
 TEST(CrashCaseGen, WithoutLateWritesEveryWriteOfAFieldPrecedesEveryReadOfIt) {
   int checked = 0;
   for (uint64_t seed = 1; seed <= 300; ++seed) {

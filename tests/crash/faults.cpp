@@ -53,7 +53,7 @@ std::vector<Step> planFaults(uint64_t seed, const FaultOptions& options) {
   } else {
     weights = {{FaultKind::kSigkill, 25},    {FaultKind::kSigint, 15},
                {FaultKind::kWorkerKill, 20}, {FaultKind::kWorkerStop, 15},
-               {FaultKind::kServerRestart, 15}};
+               {FaultKind::kServerRestart, 15}, {FaultKind::kConnectionCut, 15}};
   }
   int total = 0;
   for (const auto& [kind, weight] : weights) {
@@ -209,6 +209,7 @@ std::unique_ptr<PgServer> PgServer::start(const std::filesystem::path& dir, std:
     server->dir_.clear();  // nothing to stop
     return nullptr;
   }
+  server->proxy_ = test::TcpProxy::toPostgres(dir);
   return server;
 }
 
@@ -226,6 +227,20 @@ int PgServer::script(const std::string& verb) const {
 
 std::string PgServer::url(const std::string& database) const {
   return "postgresql:///" + database + "?host=" + dir_.string() + "&port=5432&user=postgres";
+}
+
+std::string PgServer::clientUrl(const std::string& database) const {
+  return proxy_->pgUrl(database);
+}
+
+void PgServer::armCut() {
+  cuts_before_ = proxy_->counters().fired;
+  proxy_->on("", test::TcpProxy::Action::kCut);
+}
+
+bool PgServer::disarmCut() {
+  proxy_->disarm();
+  return proxy_->counters().fired > cuts_before_;
 }
 
 bool PgServer::createDatabase(const std::string& name, std::string* error) {

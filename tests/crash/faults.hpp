@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "crash/proc.hpp"
+#include "support/tcp_proxy.hpp"
 
 namespace oe::crash {
 
@@ -23,10 +24,9 @@ enum class FaultKind {
   kWorkerKill,     // PostgreSQL: an `oe worker` killed with SIGKILL (a new one starts)
   kWorkerStop,     // PostgreSQL: an `oe worker` stopped (SIGSTOP) past its lease, then SIGCONT
   kServerRestart,  // PostgreSQL: the server stopped -m immediate and started again
-  // PostgreSQL: a connection cut in the middle of a statement, through a TCP proxy between oe
-  // and the server. NOT WIRED YET: tests/support/tcp_proxy.{hpp,cpp} is being written by
-  // another helper; the lead wires it here after merging (the plan never draws it until then,
-  // and the harness prints that this fault class is not injected).
+  // PostgreSQL: a connection cut in the middle of a statement, through the TCP proxy between
+  // every oe process and the server (tests/support/tcp_proxy.hpp): the next statement any of
+  // them sends within `hold` reaches the server torn in half and both sides are closed.
   kConnectionCut,
 };
 
@@ -101,7 +101,14 @@ class PgServer {
   PgServer(const PgServer&) = delete;
   PgServer& operator=(const PgServer&) = delete;
 
+  // Straight to the server's socket (the harness's own set-up and checks).
   [[nodiscard]] std::string url(const std::string& database = "postgres") const;
+  // Through the proxy: what every oe process of a case connects with.
+  [[nodiscard]] std::string clientUrl(const std::string& database) const;
+  // kConnectionCut: the next statement any client sends is cut mid-message until disarmCut(),
+  // which says whether one was.
+  void armCut();
+  bool disarmCut();
   bool createDatabase(const std::string& name, std::string* error);
   void dropDatabase(const std::string& name);
   // pg_ctl stop -m immediate (every session cut, as a crash would), then start again.
@@ -111,6 +118,8 @@ class PgServer {
   explicit PgServer(std::filesystem::path dir) : dir_(std::move(dir)) {}
   int script(const std::string& verb) const;
   std::filesystem::path dir_;
+  std::unique_ptr<test::TcpProxy> proxy_;
+  int64_t cuts_before_ = 0;
 };
 
 }  // namespace oe::crash

@@ -255,8 +255,10 @@ int main(int argc, char** argv) {
   const char* store_name = store == Store::kSqlite ? "sqlite" : "pg";
   std::cout << "oe crash harness: store " << store_name << ", work " << work << ", keep "
             << env.keep.string() << "\n  disk-full faults: " << disk_note
-            << "\n  connection-cut faults: not injected yet (tests/support/tcp_proxy is wired "
-               "by the lead after merging)\n";
+            << (store == Store::kPostgres
+                    ? "\n  connection-cut faults: every oe process reaches the server through a "
+                      "TCP proxy that cuts the next statement mid-message\n"
+                    : "\n");
   if (!not_checked.empty()) {
     std::cout << "  NOT CHECKED: " << not_checked.size()
               << " known-failing seed(s) listed in " << seeds_file << " [known-failing]:";
@@ -311,7 +313,9 @@ int main(int argc, char** argv) {
       } else if (f.kind != FaultKind::kBudget) {
         faults << "@" << f.at.count() << "ms";
       }
-      faults << (f.delivered ? "" : "(ended first)");
+      faults << (f.delivered                              ? ""
+                 : f.kind == FaultKind::kConnectionCut ? "(no statement to cut)"
+                                                       : "(ended first)");
     }
     const bool ok = report.divergences.empty();
     std::cout << (ok ? "[ok]       " : "[DIVERGED] ") << store_name << " seed " << seed << ": "
@@ -343,7 +347,8 @@ int main(int argc, char** argv) {
     std::cout << (first ? "" : ", ") << kind << " " << n;
     first = false;
   }
-  std::cout << "), " << missed << " planned faults found the process already ended; "
+  std::cout << "), " << missed
+            << " planned faults missed (the process had ended, or no statement came to cut); "
             << processes << " oe run/resume processes; " << re_executions << " re-executions\n";
   if (minutes > 0) {
     std::cout << "  rate: " << static_cast<int>(ran / minutes) << " cases/min, "

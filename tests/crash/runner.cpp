@@ -333,7 +333,7 @@ CaseReport runCase(uint64_t seed, const HarnessEnv& env) {
         diverge("harness: cannot create the case's database: " + error);
         set_up = false;
       } else {
-        url = env.pg->url(database);
+        url = env.pg->clientUrl(database);
         workers = std::make_unique<Workers>(env, url, env_vars, faulted_dir, case_dir);
         workers->start(0);
         workers->start(1);
@@ -464,8 +464,14 @@ CaseReport runCase(uint64_t seed, const HarnessEnv& env) {
             }
             break;
           }
+          case FaultKind::kConnectionCut:
+            env.pg->armCut();
+            (void)runsUntil(Clock::now() + event.hold);
+            // Counted only when a statement was cut: the run may have sent none meanwhile.
+            report.faults.back().delivered = env.pg->disarmCut();
+            break;
           default:
-            break;  // kBudget is given at the start; kConnectionCut is not drawn yet
+            break;  // kBudget is given at the start
         }
         if (terminal_signal != 0) {
           break;
@@ -620,7 +626,11 @@ CaseReport runCase(uint64_t seed, const HarnessEnv& env) {
       if (f.after_finishes > 0) {
         readme << " after its log's node.finished #" << f.after_finishes;
       }
-      readme << (f.delivered ? "" : " (not delivered: the process had ended)") << "\n";
+      readme << (f.delivered ? ""
+                         : f.kind == FaultKind::kConnectionCut
+                             ? " (not delivered: no statement was sent while it was armed)"
+                             : " (not delivered: the process had ended)")
+             << "\n";
     }
     readme << "\ndivergences:\n";
     for (const auto& d : report.divergences) {
