@@ -84,6 +84,9 @@ std::vector<Step> planFaults(uint64_t seed, const FaultOptions& options) {
       }
       event.hold = Ms(rng.range(20, 300));
       event.worker = rng.below(2);
+      if (event.kind == FaultKind::kConnectionCut) {
+        event.lose_reply = rng.chance(50);
+      }
       steps[s].events.push_back(event);
     }
     // Triggered ones after timed ones of the same step; in order of what triggers them.
@@ -233,9 +236,9 @@ std::string PgServer::clientUrl(const std::string& database) const {
   return proxy_->pgUrl(database);
 }
 
-void PgServer::armCut() {
+void PgServer::armCut(bool lose_reply) {
   cuts_before_ = proxy_->counters().fired;
-  proxy_->on("", test::TcpProxy::Action::kCut);
+  proxy_->on("", lose_reply ? test::TcpProxy::Action::kLoseReply : test::TcpProxy::Action::kCut);
 }
 
 bool PgServer::disarmCut() {

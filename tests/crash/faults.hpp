@@ -26,7 +26,8 @@ enum class FaultKind {
   kServerRestart,  // PostgreSQL: the server stopped -m immediate and started again
   // PostgreSQL: a connection cut in the middle of a statement, through the TCP proxy between
   // every oe process and the server (tests/support/tcp_proxy.hpp): the next statement any of
-  // them sends within `hold` reaches the server torn in half and both sides are closed.
+  // them sends within `hold` reaches the server torn in half and both sides are closed, or
+  // (`lose_reply`) runs to its end and the connection is closed before its reply arrives.
   kConnectionCut,
 };
 
@@ -40,6 +41,7 @@ struct FaultEvent {
   int after_finishes = 0;  // > 0: once the process's log has this many node.finished lines
   Ms hold{0};   // kDiskFull: how long the disk stays full
   int worker = 0;
+  bool lose_reply = false;  // kConnectionCut: the statement runs and its reply is lost instead
 };
 
 // One process of a case: `oe run` (step 0) or `oe resume --last`, with the faults it gets.
@@ -107,7 +109,7 @@ class PgServer {
   [[nodiscard]] std::string clientUrl(const std::string& database) const;
   // kConnectionCut: the next statement any client sends is cut mid-message until disarmCut(),
   // which says whether one was.
-  void armCut();
+  void armCut(bool lose_reply);
   bool disarmCut();
   bool createDatabase(const std::string& name, std::string* error);
   void dropDatabase(const std::string& name);

@@ -257,7 +257,7 @@ int main(int argc, char** argv) {
             << env.keep.string() << "\n  disk-full faults: " << disk_note
             << (store == Store::kPostgres
                     ? "\n  connection-cut faults: every oe process reaches the server through a "
-                      "TCP proxy that cuts the next statement mid-message\n"
+                      "TCP proxy that cuts the next statement mid-message or loses its reply\n"
                     : "\n");
   if (!not_checked.empty()) {
     std::cout << "  NOT CHECKED: " << not_checked.size()

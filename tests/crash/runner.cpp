@@ -465,7 +465,7 @@ CaseReport runCase(uint64_t seed, const HarnessEnv& env) {
             break;
           }
           case FaultKind::kConnectionCut:
-            env.pg->armCut();
+            env.pg->armCut(event.lose_reply);
             (void)runsUntil(Clock::now() + event.hold);
             // Counted only when a statement was cut: the run may have sent none meanwhile.
             report.faults.back().delivered = env.pg->disarmCut();
