@@ -114,9 +114,6 @@ TEST(CrashCaseGen, EveryConstructAppearsAcrossTheFirstSeeds) {
   EXPECT_LE(largest, 40u);
 }
 
-// Without late writes, every node that writes a field is an ancestor of every node that reads
-// it (a `when` condition and a for_each source count as reads), and no stage or loop body writes
-// a field anything reads.
 // Every fault class of a store is drawn across the CI range: connection cuts, worker kills and
 // stops and server restarts on PostgreSQL only.
 TEST(CrashFaults, EachStoreDrawsEveryFaultClassItHasAndNoOther) {
@@ -143,6 +140,9 @@ TEST(CrashFaults, EachStoreDrawsEveryFaultClassItHasAndNoOther) {
   }
 }
 
+// Without late writes, every node that writes a field is an ancestor of every node that reads
+// it (a `when` condition and a for_each source count as reads), and no stage or loop body writes
+// a field anything reads.
 TEST(CrashCaseGen, WithoutLateWritesEveryWriteOfAFieldPrecedesEveryReadOfIt) {
   int checked = 0;
   for (uint64_t seed = 1; seed <= 300; ++seed) {

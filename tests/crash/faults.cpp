@@ -40,6 +40,11 @@ std::string faultName(FaultKind kind) {
   }
 }
 
+std::string missedReason(FaultKind kind) {
+  return kind == FaultKind::kConnectionCut ? "no statement was sent while it was armed"
+                                           : "the process had ended";
+}
+
 bool endsStep(FaultKind kind) { return kind == FaultKind::kSigkill || kind == FaultKind::kSigint; }
 
 std::vector<Step> planFaults(uint64_t seed, const FaultOptions& options) {

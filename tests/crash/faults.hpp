@@ -32,6 +32,9 @@ enum class FaultKind {
 };
 
 std::string faultName(FaultKind kind);
+// Why a planned fault of this kind was not injected: the process had ended first, or (a
+// connection cut) no statement came while it was armed.
+std::string missedReason(FaultKind kind);
 // Ends the step's process (the next step resumes it).
 bool endsStep(FaultKind kind);
 
@@ -107,8 +110,8 @@ class PgServer {
   [[nodiscard]] std::string url(const std::string& database = "postgres") const;
   // Through the proxy: what every oe process of a case connects with.
   [[nodiscard]] std::string clientUrl(const std::string& database) const;
-  // kConnectionCut: the next statement any client sends is cut mid-message until disarmCut(),
-  // which says whether one was.
+  // kConnectionCut: the next statement any client sends is cut mid-message (or, `lose_reply`,
+  // runs and loses its reply) until disarmCut(), which says whether one was.
   void armCut(bool lose_reply);
   bool disarmCut();
   bool createDatabase(const std::string& name, std::string* error);

@@ -313,9 +313,7 @@ int main(int argc, char** argv) {
       } else if (f.kind != FaultKind::kBudget) {
         faults << "@" << f.at.count() << "ms";
       }
-      faults << (f.delivered                              ? ""
-                 : f.kind == FaultKind::kConnectionCut ? "(no statement to cut)"
-                                                       : "(ended first)");
+      faults << (f.delivered ? "" : "(missed: " + oe::crash::missedReason(f.kind) + ")");
     }
     const bool ok = report.divergences.empty();
     std::cout << (ok ? "[ok]       " : "[DIVERGED] ") << store_name << " seed " << seed << ": "

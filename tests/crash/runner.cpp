@@ -626,11 +626,7 @@ CaseReport runCase(uint64_t seed, const HarnessEnv& env) {
       if (f.after_finishes > 0) {
         readme << " after its log's node.finished #" << f.after_finishes;
       }
-      readme << (f.delivered ? ""
-                         : f.kind == FaultKind::kConnectionCut
-                             ? " (not delivered: no statement was sent while it was armed)"
-                             : " (not delivered: the process had ended)")
-             << "\n";
+      readme << (f.delivered ? "" : " (not delivered: " + missedReason(f.kind) + ")") << "\n";
     }
     readme << "\ndivergences:\n";
     for (const auto& d : report.divergences) {

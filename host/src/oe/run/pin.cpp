@@ -238,9 +238,8 @@ std::string FileTable::addDataFiles(const Json& args, const spec::NodeSpec& node
       fs::path path;  // the slow way's
       const char* where = nullptr;
       if (plain_dir_ && plainRelative(*text)) {
-        if (text->starts_with(".openexpertise") &&
-            (text->size() == 14 || (*text)[14] == '/')) {
-          continue;
+        if (std::string_view(*text).substr(0, text->find('/')) == ".openexpertise") {
+          continue;  // the store's folder, as insideExperience says
         }
         joined.assign(dir_.native());
         joined += '/';
