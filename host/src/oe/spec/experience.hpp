@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "oe/common/json.hpp"
+#include "oe/spec/policy.hpp"
 
 namespace oe::spec {
 
@@ -118,6 +120,9 @@ struct NodeSpec {
   // "default". `oe worker --queue NAME` serves a queue.
   std::optional<std::string> queue;
   CacheSpec cache;
+  // `policy:` of the node (docs/policy.md); null for the many nodes without one (a pointer keeps
+  // NodeSpec small for 10,000-node graphs).
+  std::shared_ptr<const PolicySpec> policy;
   Json args = Json::object();         // unresolved; may contain `$.path` strings
   Json raw;                           // the whole node as JSON (null once compacted)
   // The whole node as canonical JSON (sorted keys, compact): what the plugin, the cache key and
@@ -183,6 +188,7 @@ struct Experience {
   std::vector<PipelineSpec> pipelines;
   std::vector<LoopSpec> loops;
   RuntimeSpec runtime;
+  std::shared_ptr<const PolicySpec> policy;  // `policy:` (docs/policy.md); null without one
 
   std::filesystem::path file;  // absolute path of the yaml
   std::filesystem::path dir;   // experienceDir: the folder holding the yaml

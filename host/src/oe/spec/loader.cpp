@@ -697,6 +697,9 @@ NodeSpec nodeFrom(const Experience& exp, const Json& n, size_t i) {
   if (auto args = n.find("args"); args != n.end()) {
     node.args = *args;
   }
+  if (auto policy = n.find("policy"); policy != n.end() && policy->is_object()) {
+    node.policy = std::make_shared<const PolicySpec>(policyFrom(*policy));
+  }
   node.mark = exp.markOf(pointer);
   return node;
 }
@@ -827,6 +830,9 @@ bool fill(Experience& exp, const GraphLines* lines = nullptr) {
     }
   }
 
+  if (auto policy = raw.find("policy"); policy != raw.end() && policy->is_object()) {
+    exp.policy = std::make_shared<const PolicySpec>(policyFrom(*policy));
+  }
   if (auto runtime = raw.find("runtime"); runtime != raw.end()) {
     exp.runtime.concurrency = optInt<int>(*runtime, "concurrency");
     if (auto det = runtime->find("deterministic"); det != runtime->end() && det->is_boolean()) {

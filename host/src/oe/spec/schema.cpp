@@ -49,6 +49,7 @@ constexpr const char* kSchemaText = R"json({
         "loops": { "type": "array", "items": { "$ref": "#/definitions/loop" } }
       }
     },
+    "policy": { "$ref": "#/definitions/policy" },
     "runtime": {
       "type": "object",
       "properties": {
@@ -151,7 +152,52 @@ constexpr const char* kSchemaText = R"json({
             "inputs": { "type": "array", "items": { "type": "string", "minLength": 1 } }
           }
         },
-        "args": { "type": "object" }
+        "args": { "type": "object" },
+        "policy": { "$ref": "#/definitions/policy" }
+      }
+    },
+    "policy": {
+      "type": "object",
+      "description": "oe: what the processes a node starts may touch, enforced by the kernel (docs/policy.md); a node's policy can only narrow the experience's",
+      "additionalProperties": false,
+      "properties": {
+        "enforce": { "enum": ["required", "best_effort"] },
+        "fs": {
+          "type": "object",
+          "additionalProperties": false,
+          "properties": {
+            "read": { "type": "array", "items": { "type": "string", "minLength": 1 } },
+            "write": { "type": "array", "items": { "type": "string", "minLength": 1 } }
+          }
+        },
+        "network": {
+          "oneOf": [
+            { "enum": ["none", "loopback", "full"] },
+            {
+              "type": "object",
+              "additionalProperties": false,
+              "required": ["allow"],
+              "properties": {
+                "allow": { "type": "array", "items": { "type": "string", "minLength": 1 } }
+              }
+            }
+          ]
+        },
+        "env": {
+          "type": "array",
+          "items": { "type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]*$" }
+        },
+        "limits": {
+          "type": "object",
+          "additionalProperties": false,
+          "properties": {
+            "cpu_seconds": { "type": "integer", "minimum": 1 },
+            "memory_mb": { "type": "integer", "minimum": 1 },
+            "processes": { "type": "integer", "minimum": 1 },
+            "file_size_mb": { "type": "integer", "minimum": 1 },
+            "open_files": { "type": "integer", "minimum": 1 }
+          }
+        }
       }
     },
     "onError": {

@@ -150,6 +150,7 @@ class Validator {
     checkNodes();
     checkPipelines();
     checkLoops();
+    checkPolicies();
     checkCycles();
     std::stable_sort(out_.begin(), out_.end(), [](const Diagnostic& a, const Diagnostic& b) {
       // Unknown positions last; otherwise file order.
@@ -613,6 +614,56 @@ class Validator {
         std::string rel;
         appendPointerSegment(rel, it.key());
         walkUnknownKeys(it.value(), kind_schema, rel, child);
+      }
+    }
+  }
+
+  // `policy:` (docs/policy.md): well-formed hosts, paths that exist, a node's policy no wider
+  // than the experience's, and a coding CLI that could not reach its provider.
+  void checkPolicy(const PolicySpec& policy, const std::string& pointer) {
+    for (size_t i = 0; i < policy.allow.size(); ++i) {
+      if (std::string problem = allowEntryProblem(policy.allow[i]); !problem.empty()) {
+        error(pointer + "/network/allow/" + std::to_string(i), std::move(problem));
+      }
+    }
+    if (!check_files_ || !policy.fs_read) {
+      return;
+    }
+    for (size_t i = 0; i < policy.fs_read->size(); ++i) {
+      const std::string path = policyPath((*policy.fs_read)[i], exp_.dir);
+      std::error_code ec;
+      if (path != "$TMP" && !std::filesystem::exists(path, ec)) {
+        warning(pointer + "/fs/read/" + std::to_string(i),
+                "\"" + (*policy.fs_read)[i] + "\" does not exist (" + path +
+                    "); nothing can be read there");
+      }
+    }
+  }
+
+  void checkPolicies() {
+    if (exp_.policy) {
+      checkPolicy(*exp_.policy, "/policy");
+    }
+    for (size_t i = 0; i < exp_.nodes.size(); ++i) {
+      const NodeSpec& n = exp_.nodes[i];
+      const std::string pointer = indexed("/graph/nodes/", i) + "/policy";
+      if (n.policy) {
+        checkPolicy(*n.policy, pointer);
+        if (exp_.policy) {
+          for (auto& widening : widerThan(*n.policy, *exp_.policy, exp_.dir)) {
+            error(pointer + "/" + widening.where, "node \"" + n.id + "\": " + widening.message);
+          }
+        }
+      }
+      auto in_force = effectivePolicy(exp_.policy.get(), n.policy.get());
+      if (n.kind == "cli-agent" && in_force && in_force->network &&
+          (*in_force->network == NetworkRule::kNone ||
+           *in_force->network == NetworkRule::kLoopback)) {
+        warning(n.policy ? pointer : std::string("/policy"),
+                "node \"" + n.id + "\" is a cli-agent under network: " +
+                    (*in_force->network == NetworkRule::kNone ? "none" : "loopback") +
+                    ": the coding CLI cannot reach its provider; allow its API host, e.g. "
+                    "network: { allow: [\"api.anthropic.com:443\"] }");
       }
     }
   }
