@@ -1,6 +1,7 @@
 // oe-sandbox end to end: the built executable confines a real program (the probe, or /bin/sh),
 // and each rule is refused by the kernel while the rest of the program still works.
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -11,7 +12,10 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
+#include <atomic>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <functional>
 #include <map>
