@@ -352,8 +352,8 @@ class ConnectProxyTest : public ::testing::Test {
       ASSERT_TRUE(parsed.ok()) << parsed.error().message;
       options.allow.push_back(parsed.value());
     }
-    for (const char* name : {"allowed.test", "denied.test", "api.allowed.test",
-                             "a.b.allowed.test", "evilallowed.test"}) {
+    for (const char* name : {"allowed.test", "denied.test", "api.allowed.test", "a.b.allowed.test",
+                             "evilallowed.test"}) {
       options.resolve_overrides[name] = "127.0.0.1";
     }
     options.on_denied = [this](const ProxyDenial& denial) {
@@ -454,8 +454,7 @@ TEST_F(ConnectProxyTest, ADeniedTargetGets403AndIsNeverConnected) {
   EXPECT_TRUE(clean);
   EXPECT_EQ(statusLine(response), "HTTP/1.1 403 Forbidden");
   const std::string target = "denied.test:" + std::to_string(denied.port());
-  EXPECT_NE(response.find(target + " is not in the node's policy network.allow"),
-            std::string::npos)
+  EXPECT_NE(response.find(target + " is not in the node's policy network.allow"), std::string::npos)
       << response;
 
   // The allowed host on the denied server's port is not allowed either.
@@ -569,7 +568,8 @@ TEST_F(ConnectProxyTest, APlainHttpRequestIsForwardedInOriginForm) {
   startProxy({"allowed.test:" + std::to_string(origin.port())});
   const std::string authority = "allowed.test:" + std::to_string(origin.port());
   Client client(path());
-  ASSERT_TRUE(client.send("POST http://" + authority + "/v1/things?x=1 HTTP/1.1\r\n"
+  ASSERT_TRUE(client.send("POST http://" + authority +
+                          "/v1/things?x=1 HTTP/1.1\r\n"
                           "Host: somewhere.else\r\n"
                           "Proxy-Connection: keep-alive\r\n"
                           "Proxy-Authorization: Basic c2VjcmV0\r\n"
@@ -610,8 +610,14 @@ TEST_F(ConnectProxyTest, APlainHttpRequestWithoutAPathAsksForTheRoot) {
   ASSERT_TRUE(client.send("GET http://allowed.test:" + std::to_string(origin.port()) +
                           " HTTP/1.1\r\n\r\n"));
   EXPECT_EQ(statusLine(client.readToEnd()), "HTTP/1.1 200 OK");
-  ASSERT_EQ(origin.requestCount(), 1U);
-  EXPECT_EQ(origin.requests()[0].path, "/");
+  Client query(path());
+  ASSERT_TRUE(query.send("GET http://allowed.test:" + std::to_string(origin.port()) +
+                         "?q=1 HTTP/1.1\r\n\r\n"));
+  EXPECT_EQ(statusLine(query.readToEnd()), "HTTP/1.1 200 OK");
+  const auto requests = origin.requests();
+  ASSERT_EQ(requests.size(), 2U);
+  EXPECT_EQ(requests[0].path, "/");
+  EXPECT_EQ(requests[1].path, "/?q=1");
 }
 
 TEST_F(ConnectProxyTest, APlainHttpRequestToADeniedHostGets403) {
@@ -650,8 +656,7 @@ TEST_F(ConnectProxyTest, AMalformedRequestGets400) {
       "CONNECT  allowed.test:" + port + " HTTP/1.1\r\n\r\n",
       std::string("\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03\r\n\r\n", 15),
       std::string(9000, 'A'),  // no end of head within 8 KiB
-      "CONNECT allowed.test:" + port + " HTTP/1.1\r\nX-Big: " + std::string(8200, 'b') +
-          "\r\n\r\n",
+      "CONNECT allowed.test:" + port + " HTTP/1.1\r\nX-Big: " + std::string(8200, 'b') + "\r\n\r\n",
   };
   for (const auto& request : bad) {
     Client client(path());
@@ -723,7 +728,8 @@ TEST_F(ConnectProxyTest, StartReplacesAStaleSocketAndRefusesOtherFiles) {
   // A socket file nobody serves any more (a crashed run) is replaced.
   {
     asio::io_context io;
-    asio::local::stream_protocol::acceptor stale(io, asio::local::stream_protocol::endpoint(path()));
+    asio::local::stream_protocol::acceptor stale(io,
+                                                 asio::local::stream_protocol::endpoint(path()));
   }
   ASSERT_TRUE(std::filesystem::exists(path()));
   startProxy({});

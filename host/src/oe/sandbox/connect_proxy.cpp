@@ -28,11 +28,11 @@ using ErrorCode = boost::system::error_code;
 
 namespace {
 
-constexpr size_t kMaxHead = 8 * 1024;
-constexpr size_t kRelayBuffer = 64 * 1024;
+constexpr size_t kMaxHead = size_t{8} * 1024;
+constexpr size_t kRelayBuffer = size_t{64} * 1024;
 // What an error reply's connection may still read of the client's request, and for how long,
 // so that closing it does not reset the connection before the client has read the reply.
-constexpr size_t kMaxLingerBytes = 64 * 1024;
+constexpr size_t kMaxLingerBytes = size_t{64} * 1024;
 constexpr std::chrono::seconds kLinger{1};
 
 std::string lower(std::string_view text) {
@@ -187,8 +187,8 @@ bool isToken(std::string_view text) {
     return false;
   }
   return std::all_of(text.begin(), text.end(), [](unsigned char c) {
-    return std::isalnum(c) != 0 || std::string_view("!#$%&'*+-.^_`|~").find(static_cast<char>(c)) !=
-                                       std::string_view::npos;
+    return std::isalnum(c) != 0 ||
+           std::string_view("!#$%&'*+-.^_`|~").find(static_cast<char>(c)) != std::string_view::npos;
   });
 }
 
@@ -303,9 +303,7 @@ Result<Request> parseRequest(std::string_view head) {
 
   if (!request.tunnel) {
     std::string out = std::string(method) + " ";
-    if (path.empty()) {
-      out += "/";
-    } else if (path.starts_with('?')) {
+    if (path.empty() || path.starts_with('?')) {  // "http://host?q" asks for "/?q"
       out += "/";
     }
     out += std::string(path) + " " + std::string(version) + "\r\n";
@@ -474,9 +472,8 @@ class Session final : public detail::Closable, public std::enable_shared_from_th
 
   void readHead() {
     client_.async_read_some(
-        asio::buffer(up_buf_), [self = shared_from_this()](const ErrorCode& ec, size_t n) {
-          self->onHeadData(ec, n);
-        });
+        asio::buffer(up_buf_),
+        [self = shared_from_this()](const ErrorCode& ec, size_t n) { self->onHeadData(ec, n); });
   }
 
   void onHeadData(const ErrorCode& ec, size_t n) {
@@ -485,7 +482,8 @@ class Session final : public detail::Closable, public std::enable_shared_from_th
     }
     if (ec) {
       if (timed_out_) {
-        refuse(408, "Request Timeout", "oe sandbox proxy: the request head did not arrive in time\n");
+        refuse(408, "Request Timeout",
+               "oe sandbox proxy: the request head did not arrive in time\n");
       } else {
         close();  // the client left before finishing its request
       }
@@ -572,25 +570,24 @@ class Session final : public detail::Closable, public std::enable_shared_from_th
 
   void connect(std::vector<Tcp::endpoint> endpoints) {
     endpoints_ = std::move(endpoints);
-    asio::async_connect(upstream_, endpoints_,
-                        [self = shared_from_this()](const ErrorCode& ec, const Tcp::endpoint&) {
-                          if (self->phase_ != Phase::kConnecting) {
-                            return;
-                          }
-                          if (ec) {
-                            self->upstreamFailed("cannot connect to " + self->target_ + ": " +
-                                                 ec.message());
-                            return;
-                          }
-                          self->connected();
-                        });
+    asio::async_connect(
+        upstream_, endpoints_,
+        [self = shared_from_this()](const ErrorCode& ec, const Tcp::endpoint&) {
+          if (self->phase_ != Phase::kConnecting) {
+            return;
+          }
+          if (ec) {
+            self->upstreamFailed("cannot connect to " + self->target_ + ": " + ec.message());
+            return;
+          }
+          self->connected();
+        });
   }
 
   void upstreamFailed(const std::string& why) {
     proxy_.failed.fetch_add(1, std::memory_order_relaxed);
     if (timed_out_) {
-      refuse(504, "Gateway Timeout",
-             "oe sandbox proxy: " + target_ + " did not answer in time\n");
+      refuse(504, "Gateway Timeout", "oe sandbox proxy: " + target_ + " did not answer in time\n");
     } else {
       refuse(502, "Bad Gateway", "oe sandbox proxy: " + why + "\n");
     }
@@ -741,16 +738,15 @@ class Session final : public detail::Closable, public std::enable_shared_from_th
   }
 
   void drain() {
-    client_.async_read_some(asio::buffer(up_buf_),
-                            [self = shared_from_this()](const ErrorCode& ec, size_t n) {
-                              self->drained_ += n;
-                              if (ec || self->drained_ > kMaxLingerBytes ||
-                                  self->phase_ != Phase::kReplying) {
-                                self->close();
-                                return;
-                              }
-                              self->drain();
-                            });
+    client_.async_read_some(
+        asio::buffer(up_buf_), [self = shared_from_this()](const ErrorCode& ec, size_t n) {
+          self->drained_ += n;
+          if (ec || self->drained_ > kMaxLingerBytes || self->phase_ != Phase::kReplying) {
+            self->close();
+            return;
+          }
+          self->drain();
+        });
   }
 
   ConnectProxy::Impl& proxy_;

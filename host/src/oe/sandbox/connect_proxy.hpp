@@ -64,10 +64,14 @@ struct ProxyOptions {
 class ConnectProxy {
  public:
   struct Counts {
-    uint64_t allowed = 0;    // tunnels and forwarded requests whose upstream connection was made
-    uint64_t denied = 0;     // refused by the policy (403)
-    uint64_t failed = 0;     // allowed, but resolving or connecting upstream failed (502, 504)
-    uint64_t malformed = 0;  // not a request the proxy understands, or too slow to arrive (400, 408)
+    // Tunnels and forwarded requests whose upstream connection was made.
+    uint64_t allowed = 0;
+    // Refused by the policy (403).
+    uint64_t denied = 0;
+    // Allowed, but resolving or connecting upstream failed (502, 504).
+    uint64_t failed = 0;
+    // Not a request the proxy understands, or too slow to arrive (400, 408).
+    uint64_t malformed = 0;
   };
 
   // Fails (as a value) when an override is not an IP literal, the path is too long for a Unix
