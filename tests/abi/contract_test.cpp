@@ -184,9 +184,10 @@ graph:
   // The refusal is logged as the node, saying what is allowed.
   const std::vector<std::string> lines = nodeLog(last_.err, "emit");
   for (const char* refused : {"other.plugin.thing", "run.finished"}) {
-    EXPECT_TRUE(anyIs(lines, std::string("emit_event refused type \"") + refused +
-                                 "\": a plugin emits node.activity, node.tokens or its own "
-                                 "\"dev.oe.fixture.contract.<name>\""))
+    EXPECT_TRUE(
+        anyIs(lines, std::string("emit_event refused type \"") + refused +
+                         "\": a plugin emits node.activity, node.tokens, policy.denied or its own "
+                         "\"dev.oe.fixture.contract.<name>\""))
         << refused << "\n"
         << joined(lines) << last_.describe();
   }

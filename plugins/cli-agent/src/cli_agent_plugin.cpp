@@ -105,8 +105,9 @@ struct CliNodeSpec {
   int64_t timeout_ms = kDefaultTimeoutMs;
   std::optional<int64_t> stall_timeout_ms;
   std::vector<std::string> extra_args;
-  std::vector<std::string> env;              // "NAME=value"
-  std::optional<std::string> path_override;  // env: PATH, used to find the program
+  std::vector<std::string> env;                 // "NAME=value"
+  std::optional<std::string> path_override;     // env: PATH, used to find the program
+  std::optional<prockit::SandboxSpec> sandbox;  // a policy is in force (docs/policy.md)
   std::optional<std::string> stdin_text;
   std::vector<std::string> writes;
 
@@ -264,6 +265,21 @@ Expected<CliNodeSpec> readSpec(std::string_view config_json) {
                   who + ": schema is not a usable JSON Schema: " + compiled.failure().message);
     }
     spec.schema = std::move(*compiled);
+  }
+  if (config->sandbox.is_object()) {
+    prockit::SandboxSpec sandbox;
+    sandbox.exe = config->sandbox.value("exe", std::string());
+    llmkit::Json confinement = config->sandbox.value("confinement", llmkit::Json::object());
+    if (confinement.contains("env") && confinement["env"].is_object()) {
+      // The node's own env: entries are the author's, not the host's: they pass a policy's
+      // env allow-list (which removes what the host's environment carries).
+      for (const auto& entry : spec.env) {
+        const size_t eq = entry.find('=');
+        confinement["env"]["set"][entry.substr(0, eq)] = entry.substr(eq + 1);
+      }
+    }
+    sandbox.confinement = confinement.dump();
+    spec.sandbox = std::move(sandbox);
   }
   return spec;
 }
@@ -656,6 +672,7 @@ Expected<Outcome> CliAgentNode::runLive(const sdk::Call& call, prockit::CancelTo
   request.argv = std::move(argv);
   request.cwd = spec_.workdir;
   request.env = prockit::environmentWith(spec_.env);
+  request.sandbox = spec_.sandbox;
 
   prockit::SuperviseOptions options;
   options.input = input;

@@ -65,6 +65,7 @@ Expected<std::unique_ptr<McpClient>> McpClient::connect(const McpServerLaunch& l
   spawn.argv.insert(spawn.argv.end(), launch.args.begin(), launch.args.end());
   spawn.cwd = launch.cwd;
   spawn.env = prockit::environmentWith(launch.env);
+  spawn.sandbox = launch.sandbox;
   auto session = LineSession::start(std::move(spawn));
   if (!session) {
     return fail(OE_UNAVAILABLE, "cannot run " + launch.command + ": " + session.failure().message);

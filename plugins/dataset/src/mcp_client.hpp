@@ -20,10 +20,11 @@
 namespace oe::dataset {
 
 struct McpServerLaunch {
-  std::string command;            // as declared in mcp.json
-  std::vector<std::string> args;  // argv[1..]
-  std::vector<std::string> env;   // "NAME=value", over the host's environment
-  std::string cwd;                // the server's working directory
+  std::string command;                          // as declared in mcp.json
+  std::vector<std::string> args;                // argv[1..]
+  std::vector<std::string> env;                 // "NAME=value", over the host's environment
+  std::string cwd;                              // the server's working directory
+  std::optional<prockit::SandboxSpec> sandbox;  // a policy is in force (docs/policy.md)
 };
 
 class McpClient {

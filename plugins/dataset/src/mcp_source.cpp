@@ -66,6 +66,9 @@ Expected<Declared> declaredServer(const McpResourceSource& source, const std::st
   Declared out;
   out.launch.command = command->get<std::string>();
   out.launch.cwd = source.experience_dir;
+  if (source.sandbox) {
+    out.launch.sandbox = prockit::SandboxSpec{source.sandbox->first, source.sandbox->second};
+  }
   out.shown = out.launch.command;
   if (auto args = entry->find("args"); args != entry->end() && !args->is_null()) {
     if (!args->is_array()) {

@@ -236,6 +236,10 @@ Expected<DatasetSpec> parseDatasetSpec(std::string_view config_json) {
     spec.mcp.server = std::move(*server);
     spec.mcp.uri = std::move(*uri);
     spec.mcp.experience_dir = resolvePath(experience_dir, ".");
+    if (auto sandbox = config.find("sandbox"); sandbox != config.end() && sandbox->is_object()) {
+      spec.mcp.sandbox.emplace(stringAt(*sandbox, "exe"),
+                               sandbox->value("confinement", Json::object()).dump());
+    }
     auto timeout = timeoutMs(source, who);
     if (!timeout) {
       return std::move(timeout).failure();

@@ -43,6 +43,9 @@ struct McpResourceSource {
   std::string uri;             // the resource's URI
   std::string experience_dir;  // where mcp.json is, and the server's working directory
   int64_t timeout_ms = 60000;  // per exchange (oe extension; the TypeScript SDK's default)
+  // oe-sandbox and the confinement (JSON text) the server runs under when a policy is in force
+  // for the node (docs/policy.md); exe empty and no confinement otherwise.
+  std::optional<std::pair<std::string, std::string>> sandbox;
 };
 
 struct DatasetSpec {

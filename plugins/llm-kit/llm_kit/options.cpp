@@ -55,6 +55,9 @@ Expected<NodeConfig> parseNodeConfig(std::string_view config_json, std::string_v
   if (auto dir = parsed.find("experience_dir"); dir != parsed.end() && dir->is_string()) {
     config.experience_dir = dir->get<std::string>();
   }
+  if (auto sandbox = parsed.find("sandbox"); sandbox != parsed.end() && sandbox->is_object()) {
+    config.sandbox = std::move(*sandbox);
+  }
   if (config.experience_dir.empty()) {
     std::error_code ignored;
     config.experience_dir = std::filesystem::current_path(ignored).string();

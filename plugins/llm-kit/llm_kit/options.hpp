@@ -27,6 +27,9 @@ inline constexpr uint32_t kDefaultRepairAttempts = 1;
 struct NodeConfig {
   Json node;
   std::string experience_dir;  // never empty: the current directory when the host gave none
+  // {"exe":..., "confinement":...} when a policy is in force for the node (docs/policy.md):
+  // what the processes it starts run under. Null otherwise.
+  Json sandbox;
 };
 
 // `label` names the kind in messages ("agent", "skill").

@@ -77,6 +77,21 @@ bool setNonBlocking(int fd) {
 }
 
 Expected<Child> spawnChild(const SpawnRequest& request) {
+  if (request.sandbox) {
+    if (request.sandbox->exe.empty()) {
+      return fail(OE_FAILED_PRECONDITION,
+                  "a policy is in force for this node, but oe-sandbox (which enforces it) was "
+                  "not found next to oe nor in its libexec/oe folder; reinstall oe");
+    }
+    SpawnRequest confined = request;
+    confined.sandbox.reset();
+    confined.path = request.sandbox->exe;
+    confined.argv = {request.sandbox->exe, "--confinement", request.sandbox->confinement, "--",
+                     request.path};
+    confined.argv.insert(confined.argv.end(), request.argv.begin() + (request.argv.empty() ? 0 : 1),
+                         request.argv.end());
+    return spawnChild(confined);
+  }
   std::vector<UniqueFd> high_fds;
   high_fds.reserve(request.fds.size());
   for (const FdMapping& mapping : request.fds) {

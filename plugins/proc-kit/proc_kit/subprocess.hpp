@@ -88,6 +88,12 @@ struct FdMapping {
   int target;
 };
 
+// Where oe-sandbox is and what it enforces: the "sandbox" member of a node's create config.
+struct SandboxSpec {
+  std::string exe;          // empty: oe did not find oe-sandbox (the spawn fails, saying so)
+  std::string confinement;  // JSON text
+};
+
 struct SpawnRequest {
   std::string path;               // absolute path of the program to execute
   std::vector<std::string> argv;  // argv[0] included
@@ -95,6 +101,9 @@ struct SpawnRequest {
   std::string cwd;                // empty: the host's working directory
   // "NAME=value" entries; unset: the host's own environment.
   std::optional<std::vector<std::string>> env;
+  // Set when a policy is in force for the node (docs/policy.md): the program runs under
+  // oe-sandbox, which applies `confinement` (JSON text) and then executes it.
+  std::optional<SandboxSpec> sandbox;
 };
 
 struct Child {

@@ -21,7 +21,8 @@ std::string orNoStderr(const std::string& tail) {
 }  // namespace
 
 Expected<ExecOutcome> runExecutable(const ToolIdentity& who, const std::string& cwd,
-                                    std::string_view input, CancelToken& token) {
+                                    std::string_view input, CancelToken& token,
+                                    const std::optional<SandboxSpec>& sandbox) {
   if (token.requested()) {
     return fail(OE_CANCELLED, "cancelled");
   }
@@ -29,6 +30,7 @@ Expected<ExecOutcome> runExecutable(const ToolIdentity& who, const std::string& 
   request.path = who.path;
   request.argv = {who.path};
   request.cwd = cwd;
+  request.sandbox = sandbox;
   prockit::SuperviseOptions options;
   options.input = input;
   options.stderr_tail = kExecStderrKeep;

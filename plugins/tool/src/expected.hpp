@@ -5,6 +5,6 @@
 
 namespace oe::tool {
 using sdk::Expected;
-using sdk::Failure;
 using sdk::fail;
+using sdk::Failure;
 }  // namespace oe::tool

@@ -26,7 +26,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr std::chrono::seconds kResponsiveGrace{2};   // ping answer after a cancel
+constexpr std::chrono::seconds kResponsiveGrace{2};  // ping answer after a cancel
 constexpr size_t kWorkerStderrKeep = 4096;
 constexpr size_t kCrashLines = 12;
 constexpr size_t kMaxLogLine = 16384;
@@ -136,7 +136,8 @@ struct NodeWorker::Pending {
 class NodeWorker::Process {
  public:
   static Expected<std::shared_ptr<Process>> start(
-      const std::string& node_binary, const std::function<void(std::string_view)>& log_line) {
+      const std::string& node_binary, const std::function<void(std::string_view)>& log_line,
+      const std::optional<SandboxSpec>& sandbox) {
     auto requests = makePipe();
     auto replies = makePipe();
     auto log = makePipe();
@@ -157,6 +158,7 @@ class NodeWorker::Process {
                    {log->write.get(), 2},
                    {requests->read.get(), 3},
                    {replies->write.get(), 4}};
+    request.sandbox = sandbox;
     auto child = spawnChild(request);
     if (!child) {
       return std::move(child).failure();
@@ -436,8 +438,9 @@ class NodeWorker::Process {
   TailBuffer stderr_tail_{kWorkerStderrKeep};  // reader thread only
 };
 
-NodeWorker::NodeWorker(std::function<void(std::string_view)> log_line)
-    : log_line_(std::move(log_line)) {}
+NodeWorker::NodeWorker(std::function<void(std::string_view)> log_line,
+                       std::optional<SandboxSpec> sandbox)
+    : log_line_(std::move(log_line)), sandbox_(std::move(sandbox)) {}
 
 NodeWorker::~NodeWorker() {
   std::lock_guard lock(mutex_);
@@ -475,7 +478,7 @@ Expected<std::shared_ptr<NodeWorker::Process>> NodeWorker::running(const ToolIde
     return std::move(binary).failure();
   }
   retired = std::move(current_);
-  auto started = Process::start(*binary, log_line_);
+  auto started = Process::start(*binary, log_line_, sandbox_);
   if (!started) {
     return fail(started.failure().status, "Tool \"" + who.id +
                                               "\": could not start the Node.js tool worker (" +

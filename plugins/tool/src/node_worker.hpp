@@ -8,11 +8,13 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "cancel_token.hpp"
 #include "expected.hpp"
+#include "subprocess.hpp"
 #include "tool_io.hpp"
 
 namespace oe::tool {
@@ -21,7 +23,10 @@ class NodeWorker {
  public:
   // log_line receives the worker's stderr (and so the tools' console output) line by line, on
   // the worker's reader thread.
-  explicit NodeWorker(std::function<void(std::string_view)> log_line);
+  // `sandbox`: the worker runs under oe-sandbox (a node with a policy in force gets a worker of
+  // its own per call, docs/policy.md).
+  explicit NodeWorker(std::function<void(std::string_view)> log_line,
+                      std::optional<SandboxSpec> sandbox = std::nullopt);
   ~NodeWorker();  // kills the worker process group and joins its reader thread
   NodeWorker(const NodeWorker&) = delete;
   NodeWorker& operator=(const NodeWorker&) = delete;
@@ -44,6 +49,7 @@ class NodeWorker {
   bool responsive(Process& process);
 
   std::function<void(std::string_view)> log_line_;
+  std::optional<SandboxSpec> sandbox_;
   std::mutex mutex_;  // guards current_
   std::shared_ptr<Process> current_;
   std::atomic<uint64_t> next_id_{1};

@@ -6,6 +6,7 @@
 
 namespace oe::tool {
 using prockit::Child;
+using prockit::describeWaitStatus;
 using prockit::FdMapping;
 using prockit::findOnPath;
 using prockit::isExecutableFile;
@@ -13,10 +14,10 @@ using prockit::kPollSlice;
 using prockit::makePipe;
 using prockit::Pipe;
 using prockit::reapChild;
-using prockit::describeWaitStatus;
+using prockit::SandboxSpec;
 using prockit::setNonBlocking;
-using prockit::SigpipeBlock;
 using prockit::signalName;
+using prockit::SigpipeBlock;
 using prockit::spawnChild;
 using prockit::SpawnRequest;
 using prockit::TailBuffer;

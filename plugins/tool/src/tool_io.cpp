@@ -269,6 +269,9 @@ std::optional<NodeConfig> scanNodeConfig(std::string_view config_json) {
       out.experience_dir = dir ? std::move(*dir) : std::string();
       return dir.has_value();
     }
+    if (key == "sandbox") {
+      return false;  // a policy is in force: the general reading takes it (parseNodeConfig)
+    }
     if (key != "node") {
       return true;
     }
@@ -317,8 +320,7 @@ Expected<std::string> buildToolInput(std::string_view request_json, const ToolId
   return buildToolInputParsed(request_json, who);
 }
 
-Expected<std::string> buildToolInputParsed(std::string_view request_json,
-                                           const ToolIdentity& who) {
+Expected<std::string> buildToolInputParsed(std::string_view request_json, const ToolIdentity& who) {
   Json request;
   try {
     request = Json::parse(request_json);

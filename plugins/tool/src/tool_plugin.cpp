@@ -69,7 +69,8 @@ Expected<Flavour> detectFlavour(const ToolIdentity& who) {
 
 // The general reading of the node configuration (scanNodeConfig could not vouch for it): the
 // node's id and impl and the experience directory, or an error for the user.
-void parseNodeConfig(std::string_view config_json, ToolIdentity& who, std::string& experience_dir) {
+void parseNodeConfig(std::string_view config_json, ToolIdentity& who, std::string& experience_dir,
+                     std::optional<SandboxSpec>& sandbox) {
   Json config;
   try {
     config = Json::parse(config_json);
@@ -101,6 +102,50 @@ void parseNodeConfig(std::string_view config_json, ToolIdentity& who, std::strin
   if (auto it = config.find("experience_dir"); it != config.end() && it->is_string()) {
     experience_dir = it->get<std::string>();
   }
+  if (auto it = config.find("sandbox"); it != config.end() && it->is_object()) {
+    SandboxSpec spec;
+    if (auto exe = it->find("exe"); exe != it->end() && exe->is_string()) {
+      spec.exe = exe->get<std::string>();
+    }
+    spec.confinement = it->value("confinement", Json::object()).dump();
+    sandbox = std::move(spec);
+  }
+}
+
+// What a confined tool's failure says about the policy: the rule it ran into, worded for the
+// user, or "" when nothing in `message` points at one. Only the kernel's own words count (an
+// errno text, a signal the limits send), so a tool's unrelated failure is not blamed on policy.
+std::string deniedRule(const std::string& message) {
+  auto has = [&message](std::string_view text) { return message.find(text) != std::string::npos; };
+  if (has("oe-sandbox: cannot enforce")) {
+    return "enforce";
+  }
+  if (has("EACCES") || has("ermission denied") || has("EPERM") || has("Operation not permitted") ||
+      has("EROFS") || has("Read-only file system")) {
+    return "fs";
+  }
+  if (has("ECONNREFUSED") || has("ENETUNREACH") || has("Network is unreachable") ||
+      has("EAI_AGAIN") || has("ENOTFOUND") || has("Connection refused") ||
+      has("Temporary failure in name resolution") || has("403 Forbidden")) {
+    return "network";
+  }
+  if (has("SIGXCPU")) {
+    return "limits.cpu_seconds";
+  }
+  if (has("SIGXFSZ") || has("EFBIG") || has("File too large")) {
+    return "limits.file_size_mb";
+  }
+  if (has("ENOMEM") || has("Cannot allocate memory") || has("out of memory") ||
+      has("heap out of memory")) {
+    return "limits.memory_mb";
+  }
+  if (has("EAGAIN") || has("Resource temporarily unavailable")) {
+    return "limits.processes";
+  }
+  if (has("EMFILE") || has("Too many open files")) {
+    return "limits.open_files";
+  }
+  return "";
 }
 
 }  // namespace
@@ -112,12 +157,13 @@ class ToolPlugin;
 class ToolNode final : public sdk::Node {
  public:
   ToolNode(ToolPlugin& plugin, ToolIdentity who, Flavour flavour, std::string experience_dir,
-           oe_tool_invoke_fn native_entry)
+           oe_tool_invoke_fn native_entry, std::optional<SandboxSpec> sandbox)
       : plugin_(plugin),
         who_(std::move(who)),
         flavour_(flavour),
         experience_dir_(std::move(experience_dir)),
-        native_entry_(native_entry) {}
+        native_entry_(native_entry),
+        sandbox_(std::move(sandbox)) {}
 
   void invoke(sdk::Call& call) override;
 
@@ -125,13 +171,17 @@ class ToolNode final : public sdk::Node {
 
  private:
   Expected<std::string> run(sdk::Call& call, std::string_view input, CancelToken& token);
+  Expected<std::string> runUnchecked(sdk::Call& call, std::string_view input, CancelToken& token);
+  // The policy's part of a confined tool's failure: policy.denied, and the rule in the message.
+  Failure explainDenial(sdk::Call& call, Failure failure) const;
 
   ToolPlugin& plugin_;
   ToolIdentity who_;
   Flavour flavour_;
   std::string experience_dir_;
   oe_tool_invoke_fn native_entry_;
-  prockit::CallRegistry calls_;  // the running invocations, for cancel()
+  std::optional<SandboxSpec> sandbox_;  // set when a policy is in force for the node
+  prockit::CallRegistry calls_;         // the running invocations, for cancel()
 };
 
 // Library-wide state: the one Node.js worker and the loaded native libraries.
@@ -184,11 +234,57 @@ void ToolNode::invoke(sdk::Call& call) {
 }
 
 Expected<std::string> ToolNode::run(sdk::Call& call, std::string_view input, CancelToken& token) {
+  auto response = runUnchecked(call, input, token);
+  if (!response && sandbox_ && response.failure().status != OE_CANCELLED) {
+    return explainDenial(call, std::move(response).failure());
+  }
+  return response;
+}
+
+Failure ToolNode::explainDenial(sdk::Call& call, Failure failure) const {
+  const std::string rule = deniedRule(failure.message);
+  if (rule.empty()) {
+    return failure;
+  }
+  const Json confinement = Json::parse(sandbox_->confinement, nullptr, false);
+  std::string detail;
+  if (rule == "fs" && confinement.contains("fs")) {
+    std::string roots;
+    for (const auto& root : confinement["fs"].value("write", Json::array())) {
+      const std::string path = root.is_string() ? root.get<std::string>() : std::string();
+      if (!path.empty() && path.rfind("/dev/", 0) != 0) {
+        roots += (roots.empty() ? "" : ", ") + path;
+      }
+    }
+    detail = "; it may write only in " + (roots.empty() ? std::string("no folder") : roots) +
+             ", read what fs.read lists, and never change .git or .openexpertise";
+  } else if (rule == "network" && confinement.contains("network")) {
+    detail = "; network mode " + confinement["network"].value("mode", std::string("full"));
+  }
+  Json fields = {{"rule", rule}, {"message", failure.message.substr(0, 512)}};
+  call.emitEvent("policy.denied", fields.dump());
+  failure.message += " [refused by the node's policy: " + rule + detail +
+                     " (docs/policy.md); widen the policy if the tool needs it]";
+  return failure;
+}
+
+Expected<std::string> ToolNode::runUnchecked(sdk::Call& call, std::string_view input,
+                                             CancelToken& token) {
   switch (flavour_) {
     case Flavour::kNodeModule:
+      if (sandbox_) {
+        // A worker of its own per call: its $TMP is the attempt's, and nothing one confined
+        // call leaves in the worker reaches another.
+        NodeWorker confined(
+            [&call](std::string_view line) {
+              call.log(OE_LOG_INFO, "tool worker (node): " + std::string(line));
+            },
+            sandbox_);
+        return confined.call(who_, input, token);
+      }
       return plugin_.nodeWorker().call(who_, input, token);
     case Flavour::kExecutable: {
-      auto outcome = runExecutable(who_, experience_dir_, input, token);
+      auto outcome = runExecutable(who_, experience_dir_, input, token, sandbox_);
       if (!outcome) {
         return std::move(outcome).failure();
       }
@@ -201,6 +297,21 @@ Expected<std::string> ToolNode::run(sdk::Call& call, std::string_view input, Can
       // In-process code is not interrupted: the tool polls is_cancelled on its call context.
       if (token.requested()) {
         return fail(OE_CANCELLED, "cancelled");
+      }
+      if (sandbox_) {
+        // A .so runs inside oe: no kernel mechanism can confine it apart from oe itself.
+        const bool required =
+            Json::parse(sandbox_->confinement, nullptr, false).value("enforce", "required") !=
+            std::string("best_effort");
+        if (required) {
+          return fail(OE_FAILED_PRECONDITION,
+                      "Tool \"" + who_.id + "\" (" + who_.impl +
+                          ") is a native library: it runs inside oe, where its policy cannot be "
+                          "enforced; build it as an executable, or set the node's policy to "
+                          "enforce: best_effort");
+        }
+        call.log(OE_LOG_WARN, "oe-sandbox: not enforced: the whole policy (" + who_.impl +
+                                  " is a native library and runs inside oe)");
       }
       auto response = plugin_.nativeTools().call(native_entry_, who_, call.context(), input);
       if (!response && response.failure().status == OE_CANCELLED && token.requested()) {
@@ -217,12 +328,13 @@ Expected<std::string> ToolNode::run(sdk::Call& call, std::string_view input, Can
 std::unique_ptr<sdk::Node> ToolPlugin::create(ToolPlugin& plugin, std::string_view config_json) {
   ToolIdentity who;
   std::string experience_dir;
+  std::optional<SandboxSpec> sandbox;
   if (auto scanned = scanNodeConfig(config_json)) {
     who.id = std::move(scanned->id);
     who.impl = std::move(scanned->impl);
     experience_dir = std::move(scanned->experience_dir);
   } else {
-    parseNodeConfig(config_json, who, experience_dir);
+    parseNodeConfig(config_json, who, experience_dir, sandbox);
   }
 
   namespace fs = std::filesystem;
@@ -237,11 +349,12 @@ std::unique_ptr<sdk::Node> ToolPlugin::create(ToolPlugin& plugin, std::string_vi
   }
   who.path = resolved->path;
   return std::make_unique<ToolNode>(plugin, std::move(who), resolved->flavour,
-                                    std::move(experience_dir), resolved->native_entry);
+                                    std::move(experience_dir), resolved->native_entry,
+                                    std::move(sandbox));
 }
 
 Expected<ToolPlugin::Resolved> ToolPlugin::resolve(const ToolIdentity& declared,
-                                                    const std::filesystem::path& base) {
+                                                   const std::filesystem::path& base) {
   std::string key = base.string();
   key += '\n';
   key += declared.impl;

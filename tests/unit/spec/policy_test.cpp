@@ -18,7 +18,8 @@ std::string withPolicy(const std::string& experience_policy, const std::string& 
   std::string yaml = "name: t\nversion: 0.1.0\n" + experience_policy +
                      "state:\n  schema: {}\ngraph:\n  nodes:\n    - id: n\n      kind: " + kind +
                      "\n";
-  yaml += kind == "tool" ? "      impl: ./t.mjs\n" : "      provider: claude-code\n      prompt: p\n";
+  yaml +=
+      kind == "tool" ? "      impl: ./t.mjs\n" : "      provider: claude-code\n      prompt: p\n";
   yaml += node_policy;
   yaml += "  edges: []\n";
   return yaml;
@@ -114,24 +115,23 @@ TEST(PolicyValidate, ANodeWiderThanTheExperienceIsAnErrorNamingTheKeyAndTheLine)
 
 TEST(PolicyValidate, ANarrowerNodeAndNoPolicyAtAllAreClean) {
   EXPECT_EQ(joined(diagnosticsOf(withPolicy("", "")), Severity::kError), "");
-  const std::string yaml = withPolicy(
-      "policy:\n  network: { allow: [\"*.github.com\", \"api.anthropic.com:443\"] }\n",
-      "      policy:\n        network: { allow: [\"api.github.com:443\"] }\n");
+  const std::string yaml =
+      withPolicy("policy:\n  network: { allow: [\"*.github.com\", \"api.anthropic.com:443\"] }\n",
+                 "      policy:\n        network: { allow: [\"api.github.com:443\"] }\n");
   EXPECT_EQ(joined(diagnosticsOf(yaml), Severity::kError), "");
 }
 
 TEST(PolicyValidate, MalformedHostsAndUnknownKeysAreErrors) {
-  const std::string errors = joined(
-      diagnosticsOf(withPolicy("policy:\n  network: { allow: [\"api.x.com:0\"] }\n", "")),
-      Severity::kError);
+  const std::string errors =
+      joined(diagnosticsOf(withPolicy("policy:\n  network: { allow: [\"api.x.com:0\"] }\n", "")),
+             Severity::kError);
   EXPECT_NE(errors.find("\"api.x.com:0\" has port \"0\""), std::string::npos) << errors;
   const LoadResult loaded = testing::load(withPolicy("policy:\n  fs: { exec: [\".\"] }\n", ""));
   std::string structure;
   for (const auto& d : loaded.diagnostics) {
     structure += d.format() + "\n";
   }
-  EXPECT_NE(structure.find("policy.fs.exec: unknown key \"exec\""), std::string::npos)
-      << structure;
+  EXPECT_NE(structure.find("policy.fs.exec: unknown key \"exec\""), std::string::npos) << structure;
 }
 
 TEST(PolicyValidate, ACodingCliWithoutNetworkIsWarnedThatItCannotReachItsProvider) {

@@ -59,8 +59,12 @@ bool Call::invoke(const std::string& request) {
   // Its own writers: a retry of the call writes the call's.
   oe_writer answer;
   oe_writer failure;
-  const oe_invocation inv{sizeof(oe_invocation), attempt_number,
-                          oe_str{request.data(), request.size()}, context, &answer, &failure};
+  const oe_invocation inv{sizeof(oe_invocation),
+                          attempt_number,
+                          oe_str{request.data(), request.size()},
+                          context,
+                          &answer,
+                          &failure};
   const oe_status returned = kind->invoke(invoked, &inv);
   {
     std::lock_guard lock(phase_mutex);  // waits for a cancel racing the return
@@ -329,7 +333,9 @@ void Run::logFromNode(const NodeRuntime& node, oe_log_level level, std::string_v
 }
 
 bool pluginEventTypeAllowed(std::string_view type, std::string_view plugin_id) {
-  if (type == "node.activity" || type == "node.tokens") {
+  // policy.denied: a plugin that ran a confined process reports what the kernel refused it
+  // (docs/policy.md); the host's proxy reports the hosts it refused under the same type.
+  if (type == "node.activity" || type == "node.tokens" || type == "policy.denied") {
     return true;
   }
   // The host's namespaces stay the host's, even for a plugin whose id would put its own types
@@ -356,7 +362,7 @@ oe_status Run::emitFromPlugin(const Call& call, std::string_view type, std::stri
   if (!pluginEventTypeAllowed(type, plugin_id)) {
     logFromNode(*call.node, OE_LOG_WARN,
                 "emit_event refused type \"" + std::string(type) +
-                    "\": a plugin emits node.activity, node.tokens or its own \"" +
+                    "\": a plugin emits node.activity, node.tokens, policy.denied or its own \"" +
                     std::string(plugin_id.empty() ? "<plugin-id>" : plugin_id) + ".<name>\"");
     return OE_INVALID_ARGUMENT;
   }

@@ -22,6 +22,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -41,6 +42,7 @@
 #include "oe/run/pin.hpp"
 #include "oe/run/ready_queue.hpp"
 #include "oe/run/run.hpp"
+#include "oe/sandbox/connect_proxy.hpp"
 #include "oe/state/state_store.hpp"
 
 namespace oe::run::engine {
@@ -223,10 +225,17 @@ class Run {
   // A call still in the plugin's invoke after its timeout and grace: failed as timed out, while
   // its thread, its instance and its late answer are left behind (docs/abi.md, "Timeouts").
   void abandon(const std::shared_ptr<Call>& call);
-  // The create config of a node (node.h): {"experience_dir":..., "node":...}.
+  // The create config of a node (node.h): {"experience_dir":..., "node":...}, and "sandbox"
+  // when a policy is in force for it (policy_runtime.cpp).
   std::string createConfig(NodeRuntime& node) {
-    return "{\"experience_dir\":" + experience_dir_json_ + ",\"node\":" + nodeJson(node) + "}";
+    return "{\"experience_dir\":" + experience_dir_json_ + ",\"node\":" + nodeJson(node) +
+           sandboxMember(node) + "}";
   }
+  // `,"sandbox":{"exe":..., "confinement":...}` for a node with a policy in force, else "".
+  // Starts the node's filtering proxy for a network allow-list (once per node and run).
+  std::string sandboxMember(NodeRuntime& node);
+  // Logs policy.applied for an attempt of a node with a policy in force (no-op otherwise).
+  void logPolicyApplied(const NodeRuntime& node, int attempt);
   void reuseFromCache(const std::shared_ptr<Call>& call);
   void invokeDone(const std::shared_ptr<Call>& call);
   void attemptFailed(const std::shared_ptr<Call>& call, std::string message);
@@ -291,13 +300,27 @@ class Run {
   cache::CacheStore* cache_;
   llm::LlmService* llm_;
   const plugins::PluginRegistry* registry_ = nullptr;  // null in unit tests: no nested runs
-  std::thread::id coordinator_;  // the thread running execute()
+  std::thread::id coordinator_;                        // the thread running execute()
   std::once_flag catalog_once_;
   spec::KindCatalog catalog_;
   graph::Dag dag_;
   std::vector<NodeRuntime> nodes_;
   Json run_args_;
   std::string experience_dir_json_;
+  // Per node with a policy in force: its confinement (made once), and the proxies of the nodes
+  // with a network allow-list, alive until the run ends (policy_runtime.cpp).
+  std::mutex policy_mutex_;
+  std::unordered_map<uint32_t, std::string> sandbox_members_;
+  // A private folder (0700) for the proxies' sockets, removed after they stopped.
+  struct PrivateDir {
+    std::string path;
+    PrivateDir() = default;
+    PrivateDir(const PrivateDir&) = delete;
+    PrivateDir& operator=(const PrivateDir&) = delete;
+    ~PrivateDir();
+  };
+  PrivateDir proxy_dir_;
+  std::vector<std::unique_ptr<sandbox::ConnectProxy>> proxies_;
 
   asio::io_context io_;
   std::unique_ptr<InvokePool> pool_;

@@ -225,6 +225,7 @@ void Run::attempt(const std::shared_ptr<Call>& call) {
   call->response.data.clear();
   call->error.data.clear();
   call->timed_out = false;
+  logPolicyApplied(node, call->attempt);
   if (dispatcher_ && node.spec->kind != "experience") {
     // A nested experience needs this process's services (its store, its plugins' registry):
     // it runs here; every other kind goes to the work queue.

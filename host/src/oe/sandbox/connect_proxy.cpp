@@ -29,7 +29,7 @@ using ErrorCode = boost::system::error_code;
 namespace {
 
 constexpr size_t kMaxHead = size_t{8} * 1024;
-constexpr size_t kRelayBuffer = size_t{64} * 1024;
+constexpr size_t kTunnelBuffer = size_t{64} * 1024;
 // What an error reply's connection may still read of the client's request, and for how long,
 // so that closing it does not reset the connection before the client has read the reply.
 constexpr size_t kMaxLingerBytes = size_t{64} * 1024;
@@ -765,8 +765,8 @@ class Session final : public detail::Closable, public std::enable_shared_from_th
   std::string target_;
   Request request_;
   std::vector<Tcp::endpoint> endpoints_;
-  std::array<char, kRelayBuffer> up_buf_{};
-  std::array<char, kRelayBuffer> down_buf_{};
+  std::array<char, kTunnelBuffer> up_buf_{};
+  std::array<char, kTunnelBuffer> down_buf_{};
 };
 
 }  // namespace

@@ -238,9 +238,9 @@ std::string allowEntryProblem(const std::string& entry) {
   const AllowParts parts = splitAllow(entry);
   if (parts.port) {
     const std::string& port = *parts.port;
-    const bool digits = !port.empty() && port.size() <= 5 &&
-                        std::all_of(port.begin(), port.end(),
-                                    [](unsigned char c) { return std::isdigit(c) != 0; });
+    const bool digits =
+        !port.empty() && port.size() <= 5 &&
+        std::all_of(port.begin(), port.end(), [](unsigned char c) { return std::isdigit(c) != 0; });
     if (!digits || std::stoi(port) < 1 || std::stoi(port) > 65535) {
       return "\"" + entry + "\" has port \"" + port + "\"; write host:port with a port 1-65535";
     }
@@ -249,11 +249,10 @@ std::string allowEntryProblem(const std::string& entry) {
   if (host.rfind("*.", 0) == 0) {
     host = host.substr(2);
   }
-  const bool valid =
-      !host.empty() && host.size() <= 253 && host.find('*') == std::string::npos &&
-      std::all_of(host.begin(), host.end(), [](unsigned char c) {
-        return std::isalnum(c) != 0 || c == '-' || c == '.';
-      });
+  const bool valid = !host.empty() && host.size() <= 253 && host.find('*') == std::string::npos &&
+                     std::all_of(host.begin(), host.end(), [](unsigned char c) {
+                       return std::isalnum(c) != 0 || c == '-' || c == '.';
+                     });
   if (!valid) {
     return "\"" + entry +
            "\" is not a host name; write \"api.example.com\", \"api.example.com:443\" or "
@@ -289,12 +288,13 @@ std::vector<PolicyWidening> widerThan(const PolicySpec& node, const PolicySpec& 
     return [&roots, &dir, what](const std::string& written) -> std::string {
       const std::string path = policyPath(written, dir);
       for (const auto& root : *roots) {
-        if (policyPath(root, dir) == path || (path != "$TMP" && within(path, policyPath(root, dir)))) {
+        if (policyPath(root, dir) == path ||
+            (path != "$TMP" && within(path, policyPath(root, dir)))) {
           return "";
         }
       }
-      return "\"" + written + "\" is outside the experience's fs." + what + " (" +
-             joined(*roots) + "); a node's policy can only narrow the experience's";
+      return "\"" + written + "\" is outside the experience's fs." + what + " (" + joined(*roots) +
+             "); a node's policy can only narrow the experience's";
     };
   };
   narrowList(node.fs_read, experience.fs_read, "fs/read", inside(experience.fs_read, "read"), out);
@@ -306,31 +306,33 @@ std::vector<PolicyWidening> widerThan(const PolicySpec& node, const PolicySpec& 
                                     " is wider than the experience's network: " +
                                     networkName(*experience.network) +
                                     "; a node's policy can only narrow the experience's"});
-    } else if (*node.network == NetworkRule::kAllow &&
-               *experience.network == NetworkRule::kAllow) {
+    } else if (*node.network == NetworkRule::kAllow && *experience.network == NetworkRule::kAllow) {
       for (size_t i = 0; i < node.allow.size(); ++i) {
-        const bool covered =
-            std::any_of(experience.allow.begin(), experience.allow.end(),
-                        [&](const std::string& outer) { return allowCovers(outer, node.allow[i]); });
+        const bool covered = std::any_of(
+            experience.allow.begin(), experience.allow.end(),
+            [&](const std::string& outer) { return allowCovers(outer, node.allow[i]); });
         if (!covered) {
           out.push_back({"network/allow/" + std::to_string(i),
-                         "\"" + node.allow[i] + "\" is not allowed by the experience's "
-                         "network.allow (" + joined(experience.allow) +
-                         "); a node's policy can only narrow the experience's"});
+                         "\"" + node.allow[i] +
+                             "\" is not allowed by the experience's "
+                             "network.allow (" +
+                             joined(experience.allow) +
+                             "); a node's policy can only narrow the experience's"});
         }
       }
     }
   }
-  narrowList(node.env, experience.env, "env",
-             [&](const std::string& name) -> std::string {
-               const auto& names = *experience.env;
-               if (std::find(names.begin(), names.end(), name) != names.end()) {
-                 return "";
-               }
-               return "\"" + name + "\" is not in the experience's env (" + joined(names) +
-                      "); a node's policy can only narrow the experience's";
-             },
-             out);
+  narrowList(
+      node.env, experience.env, "env",
+      [&](const std::string& name) -> std::string {
+        const auto& names = *experience.env;
+        if (std::find(names.begin(), names.end(), name) != names.end()) {
+          return "";
+        }
+        return "\"" + name + "\" is not in the experience's env (" + joined(names) +
+               "); a node's policy can only narrow the experience's";
+      },
+      out);
   for (const auto& [key, value] : node.limits) {
     auto outer = experience.limits.find(key);
     if (outer != experience.limits.end() && value > outer->second) {

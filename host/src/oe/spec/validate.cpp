@@ -505,7 +505,8 @@ class Validator {
         appendPointerSegment(at, name);
         warning(at, "property \"" + name + "\" of the node's " + field +
                         " is written to the state (the structured answer is the node's state "
-                        "delta), but it is not in the node's writes (" + quoteList(n.writes) +
+                        "delta), but it is not in the node's writes (" +
+                        quoteList(n.writes) +
                         "); add it to writes, or the run warns about the write (and refuses it "
                         "under runtime.strict_writes)");
       }
@@ -554,8 +555,8 @@ class Validator {
     }
     if (schema != nullptr && schema->is_object()) {
       if (auto nests = schema->find("x-oe-nests"); nests != schema->end() && nests->is_object()) {
-        auto found = checkNested(exp_, n, pointer, *nests, kinds_, strict_, missing_program_,
-                                 trail_);
+        auto found =
+            checkNested(exp_, n, pointer, *nests, kinds_, strict_, missing_program_, trail_);
         out_.insert(out_.end(), std::make_move_iterator(found.begin()),
                     std::make_move_iterator(found.end()));
       }
@@ -633,9 +634,9 @@ class Validator {
       const std::string path = policyPath((*policy.fs_read)[i], exp_.dir);
       std::error_code ec;
       if (path != "$TMP" && !std::filesystem::exists(path, ec)) {
-        warning(pointer + "/fs/read/" + std::to_string(i),
-                "\"" + (*policy.fs_read)[i] + "\" does not exist (" + path +
-                    "); nothing can be read there");
+        warning(pointer + "/fs/read/" + std::to_string(i), "\"" + (*policy.fs_read)[i] +
+                                                               "\" does not exist (" + path +
+                                                               "); nothing can be read there");
       }
     }
   }
@@ -714,9 +715,9 @@ class Validator {
     }
     if (auto rt = exp_.raw.is_object() ? exp_.raw.find("runtime") : exp_.raw.end();
         exp_.raw.is_object() && rt != exp_.raw.end()) {
-      checkClosedKeys(*rt, "/runtime",
-                      {"concurrency", "deterministic", "strict_writes", "limits", "budget",
-                       "prices", "store"});
+      checkClosedKeys(
+          *rt, "/runtime",
+          {"concurrency", "deterministic", "strict_writes", "limits", "budget", "prices", "store"});
       if (auto limits = rt->is_object() ? rt->find("limits") : rt->end();
           rt->is_object() && limits != rt->end() && limits->is_object()) {
         for (const auto& [provider, entry] : limits->items()) {

@@ -16,8 +16,8 @@
 
 #include "oe/expr/interpolate.hpp"
 #include "oe/llm/settings.hpp"
-#include "oe/plugins/event_budget.hpp"
 #include "oe/pg/schema.hpp"
+#include "oe/plugins/event_budget.hpp"
 #include "oe/run/node_executor.hpp"
 #include "oe/spec/loader.hpp"
 
@@ -110,9 +110,10 @@ class WorkerCall final : public oe_host_ctx {
 
   oe_status emitEvent(std::string_view type, std::string_view fields_json) override {
     if (!run::engine::pluginEventTypeAllowed(type, plugin_id_)) {
-      log(OE_LOG_WARN, "emit_event refused type \"" + std::string(type) +
-                           "\": a plugin emits node.activity, node.tokens or its own \"" +
-                           (plugin_id_.empty() ? "<plugin-id>" : plugin_id_) + ".<name>\"");
+      log(OE_LOG_WARN,
+          "emit_event refused type \"" + std::string(type) +
+              "\": a plugin emits node.activity, node.tokens, policy.denied or its own \"" +
+              (plugin_id_.empty() ? "<plugin-id>" : plugin_id_) + ".<name>\"");
       return OE_INVALID_ARGUMENT;
     }
     Json fields = Json::parse(fields_json, nullptr, false);
@@ -276,13 +277,15 @@ Result<std::unique_ptr<Worker>> Worker::start(WorkerOptions options) {
     options.id = defaultId();
   }
   options.concurrency = std::max(1, options.concurrency);
-  auto patience = std::make_shared<pg::Patience>([log = options.log](const std::string& message) {
-    if (log != nullptr) {
-      log->write(OE_LOG_WARN, "worker", message);
-    } else {
-      std::cerr << "oe worker: " << message << '\n';
-    }
-  }, options.report_every);
+  auto patience = std::make_shared<pg::Patience>(
+      [log = options.log](const std::string& message) {
+        if (log != nullptr) {
+          log->write(OE_LOG_WARN, "worker", message);
+        } else {
+          std::cerr << "oe worker: " << message << '\n';
+        }
+      },
+      options.report_every);
   std::unique_ptr<pg::Connection> conns[3];
   for (auto& conn : conns) {
     auto opened = pg::Connection::open(options.url, connectOptions(options, patience));
@@ -351,9 +354,8 @@ pg::ConnectOptions Worker::connectOptions(const WorkerOptions& options,
                                           std::shared_ptr<pg::Patience> patience) {
   // The first connection: tried for a while (a wrong URL is said); a lost one later is tried
   // again by the loops themselves, once at a time, so that a stop is never held up.
-  pg::ConnectOptions connect =
-      pg::retrying(std::max(options.lease, std::chrono::milliseconds(30'000)),
-                   "oe worker " + options.id);
+  pg::ConnectOptions connect = pg::retrying(
+      std::max(options.lease, std::chrono::milliseconds(30'000)), "oe worker " + options.id);
   connect.reconnect_for = std::chrono::milliseconds(0);
   connect.patience = std::move(patience);
   connect.reply_timeout = pg::kReplyTimeout;
@@ -445,8 +447,8 @@ Worker::Folder& Worker::folderFor(const std::string& dir) {
 std::string Worker::chainOf(const std::string& run_id) const {
   // The coordinator recorded the run (oe_runs) before it queued any attempt; a run not found
   // there (a store that lost it) counts on its own.
-  auto conn = pg::Connection::open(options_.url, {.retry_for = std::chrono::seconds(10),
-                                                  .application_name = "oe worker"});
+  auto conn = pg::Connection::open(
+      options_.url, {.retry_for = std::chrono::seconds(10), .application_name = "oe worker"});
   if (conn) {
     auto rows = (*conn)->exec("SELECT chain_id FROM oe_runs WHERE run_id = $1", {run_id});
     if (rows && !rows->empty()) {
@@ -518,11 +520,11 @@ void Worker::execute(const queue::Claimed& attempt) {
                   kind->library ? kind->library->id() : std::string());
   oe_writer create_error;
   oe_node* instance = nullptr;
-  const oe_status created = kind->kind->create(
-      kind->library ? kind->library->self() : nullptr,
-      kind->descriptor != nullptr ? kind->descriptor : kind->kind,
-      oe_str{attempt.config.data(), attempt.config.size()}, call.handle(), &instance,
-      &create_error);
+  const oe_status created =
+      kind->kind->create(kind->library ? kind->library->self() : nullptr,
+                         kind->descriptor != nullptr ? kind->descriptor : kind->kind,
+                         oe_str{attempt.config.data(), attempt.config.size()}, call.handle(),
+                         &instance, &create_error);
   if (created != OE_OK || instance == nullptr) {
     fail(create_error.data.empty()
              ? "the " + attempt.kind + " plugin could not create the node (status " +

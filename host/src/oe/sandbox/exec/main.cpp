@@ -105,7 +105,8 @@ struct Context {
 // run), said and passed over under `best_effort`.
 void shortfall(const Context& ctx, const Shortfall& s) {
   if (ctx.confinement.enforce == Enforce::kRequired) {
-    say("cannot enforce " + s.rule + " (" + s.reason + "); the node's policy says enforce: required");
+    say("cannot enforce " + s.rule + " (" + s.reason +
+        "); the node's policy says enforce: required");
     _exit(kExitRefused);
   }
   say("not enforced: " + s.rule + " (" + s.reason + ")");
@@ -129,8 +130,9 @@ void shortfalls(const Context& ctx, const std::vector<Shortfall>& list) {
       shortfall(ctx, {"fs rules", r.error().message});
     }
   }
-  // Only 0, 1 and 2 go on to the program: nothing the caller left open leaks into it.
-  syscall(SYS_close_range, 3U, ~0U, 4U /* CLOSE_RANGE_CLOEXEC */);
+  // The descriptors the caller handed over go on to the program (a Node.js tool worker talks on
+  // 3 and 4): the caller decides what it passes (proc-kit maps only what the child needs), and
+  // every descriptor oe-sandbox opens itself is close-on-exec.
   std::vector<char*> args;
   for (std::string& a : ctx.argv) {
     args.push_back(a.data());
@@ -327,8 +329,8 @@ int main(int argc, char** argv) {
   ctx.plan = planStart(c, ctx.kernel, ctx.kernel_root, geteuid());
   shortfalls(ctx, ctx.plan.shortfalls);
 
-  if (c.fs && std::find(c.fs->write.begin(), c.fs->write.end(), kTmpPlaceholder) !=
-                  c.fs->write.end()) {
+  if (c.fs &&
+      std::find(c.fs->write.begin(), c.fs->write.end(), kTmpPlaceholder) != c.fs->write.end()) {
     std::string pattern = "/tmp/oe-attempt-XXXXXX";
     if (mkdtemp(pattern.data()) == nullptr) {
       say(std::string("cannot create the attempt's $TMP under /tmp: ") + std::strerror(errno));

@@ -1,0 +1,78 @@
+// A node's policy at run time (docs/policy.md): the sandbox member of its create config, the
+// filtering proxy of a network allow-list, and the policy.applied / policy.denied events.
+#include <stdlib.h>  // NOLINT(modernize-deprecated-headers): mkdtemp
+
+#include <filesystem>
+
+#include "oe/run/engine.hpp"
+#include "oe/run/policy_confinement.hpp"
+#include "oe/spec/policy.hpp"
+
+namespace oe::run::engine {
+
+Run::PrivateDir::~PrivateDir() {
+  if (!path.empty()) {
+    std::error_code ignored;
+    std::filesystem::remove_all(path, ignored);
+  }
+}
+
+std::string Run::sandboxMember(NodeRuntime& node) {
+  if (!exp_.policy && !node.spec->policy) {
+    return {};
+  }
+  std::lock_guard lock(policy_mutex_);
+  if (auto known = sandbox_members_.find(node.index); known != sandbox_members_.end()) {
+    return known->second;
+  }
+  const auto policy = spec::effectivePolicy(exp_.policy.get(), node.spec->policy.get());
+  std::string socket;
+  if (policy->network == spec::NetworkRule::kAllow) {
+    if (proxy_dir_.path.empty()) {
+      std::string pattern = (std::filesystem::temp_directory_path() / "oe-proxy-XXXXXX").string();
+      if (::mkdtemp(pattern.data()) != nullptr) {
+        proxy_dir_.path = pattern;
+      }
+    }
+    sandbox::ProxyOptions options;
+    options.socket_path = proxy_dir_.path + "/" + std::to_string(node.index) + ".sock";
+    for (const auto& entry : policy->allow) {
+      if (auto rule = sandbox::parseProxyRule(entry)) {
+        options.allow.push_back(std::move(rule).value());
+      }
+    }
+    const std::string node_id = node.spec->id;
+    options.on_denied = [this, node_id](const sandbox::ProxyDenial& denial) {
+      const Json fields = {{"rule", "network.allow"},
+                           {"host", denial.host},
+                           {"port", denial.port},
+                           {"reason", denial.reason}};
+      (void)log_.nodeEvent("policy.denied", node_id, fields.dump());
+    };
+    if (auto proxy = sandbox::ConnectProxy::start(std::move(options))) {
+      proxies_.push_back(std::move(proxy).value());
+      socket = proxy_dir_.path + "/" + std::to_string(node.index) + ".sock";
+    }
+    // No proxy: the socket stays empty, oe-sandbox finds nothing to relay to, and the node's
+    // processes reach no host at all (never more than the policy allows).
+  }
+  Json sandbox = Json::object();
+  sandbox["exe"] = sandboxExecutable().value_or("");
+  sandbox["confinement"] = sandbox::toJson(confinementFor(*policy, exp_.dir, socket));
+  std::string member = ",\"sandbox\":" + sandbox.dump();
+  sandbox_members_.emplace(node.index, member);
+  return member;
+}
+
+void Run::logPolicyApplied(const NodeRuntime& node, int attempt) {
+  if (!exp_.policy && !node.spec->policy) {
+    return;
+  }
+  const auto policy = spec::effectivePolicy(exp_.policy.get(), node.spec->policy.get());
+  Json in_force = spec::policyJson(*policy);
+  in_force["enforce"] = policy->required.value_or(true) ? "required" : "best_effort";
+  const Json fields = {{"attempt", attempt}, {"policy", std::move(in_force)}};
+  (void)log_.nodeEvent("policy.applied", node.spec->id, fields.dump());
+}
+
+}  // namespace oe::run::engine
