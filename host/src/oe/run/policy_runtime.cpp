@@ -2,13 +2,38 @@
 // filtering proxy of a network allow-list, and the policy.applied / policy.denied events.
 #include <stdlib.h>  // NOLINT(modernize-deprecated-headers): mkdtemp
 
+#include <cstdlib>
 #include <filesystem>
+#include <map>
+#include <string_view>
 
 #include "oe/run/engine.hpp"
 #include "oe/run/policy_confinement.hpp"
 #include "oe/spec/policy.hpp"
 
 namespace oe::run::engine {
+
+namespace {
+
+// OE_SANDBOX_PROXY_HOSTS="name=10.0.0.5,other.test=127.0.0.1": names the proxy resolves to these
+// addresses before asking DNS, as /etc/hosts lines would. It changes where an allowed name
+// leads, never which names are allowed (the allow-list is matched on the name).
+std::map<std::string, std::string> proxyHostsFromEnvironment() {
+  std::map<std::string, std::string> out;
+  const char* text = std::getenv("OE_SANDBOX_PROXY_HOSTS");  // NOLINT(concurrency-mt-unsafe)
+  std::string_view rest = text != nullptr ? text : "";
+  while (!rest.empty()) {
+    const size_t comma = rest.find(',');
+    const std::string_view entry = rest.substr(0, comma);
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+    if (const size_t eq = entry.find('='); eq != std::string_view::npos && eq > 0) {
+      out.emplace(std::string(entry.substr(0, eq)), std::string(entry.substr(eq + 1)));
+    }
+  }
+  return out;
+}
+
+}  // namespace
 
 Run::PrivateDir::~PrivateDir() {
   if (!path.empty()) {
@@ -41,6 +66,7 @@ std::string Run::sandboxMember(NodeRuntime& node) {
         options.allow.push_back(std::move(rule).value());
       }
     }
+    options.resolve_overrides = proxyHostsFromEnvironment();
     const std::string node_id = node.spec->id;
     options.on_denied = [this, node_id](const sandbox::ProxyDenial& denial) {
       const Json fields = {{"rule", "network.allow"},

@@ -48,6 +48,7 @@ int run(const std::vector<std::string>& a) {
     char* p = static_cast<char*>(std::malloc(bytes));
     if (p == nullptr) {
       std::printf("alloc failed\n");
+      std::fprintf(stderr, "alloc: %s\n", std::strerror(errno));
       return 1;
     }
     std::memset(p, 1, bytes);
@@ -65,6 +66,7 @@ int run(const std::vector<std::string>& a) {
         _exit(0);
       }
       if (pid < 0) {
+        std::fprintf(stderr, "fork: %s\n", std::strerror(errno));
         break;
       }
       kids.push_back(pid);
