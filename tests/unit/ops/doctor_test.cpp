@@ -110,5 +110,34 @@ TEST(RunDoctor, CountsEveryCheckOnceAndReportsThemAsJson) {
   EXPECT_EQ(report.plugin_folders.front().state, "missing");
 }
 
+TEST(SandboxChecks, SayWhatThisKernelEnforcesAndWhatAPolicyLosesWithoutIt) {
+  sandbox::KernelFeatures full;
+  full.landlock_abi = 7;
+  full.user_ns = full.net_ns = full.mount_ns = full.pid_ns = true;
+  auto checks = sandboxChecks(full, true, true, std::string("/usr/libexec/oe/oe-sandbox"));
+  ASSERT_EQ(checks.size(), 5u);
+  for (const Check& check : checks) {
+    EXPECT_EQ(check.status, CheckStatus::kPass) << check.name << ": " << check.detail;
+  }
+  EXPECT_EQ(checks[1].detail, "ABI 7: policy fs rules enforced");
+
+  sandbox::KernelFeatures bare;
+  bare.landlock_note = "Landlock is not enabled in this kernel";
+  checks = sandboxChecks(bare, false, true, std::nullopt);
+  EXPECT_EQ(checks[0].status, CheckStatus::kFail);
+  EXPECT_NE(checks[0].detail.find("reinstall oe"), std::string::npos);
+  EXPECT_EQ(checks[1].status, CheckStatus::kWarn);
+  EXPECT_NE(checks[1].detail.find("Landlock is not enabled in this kernel; a policy with fs: runs "
+                                  "only under enforce: best_effort"),
+            std::string::npos)
+      << checks[1].detail;
+  EXPECT_EQ(checks[2].status, CheckStatus::kWarn);
+  EXPECT_NE(checks[2].detail.find("user, network, mount, pid"), std::string::npos)
+      << checks[2].detail;
+  EXPECT_EQ(checks[3].status, CheckStatus::kWarn);  // root without a per-namespace pid_max
+  // Not root: RLIMIT_NPROC applies whatever the kernel's version.
+  EXPECT_EQ(sandboxChecks(bare, false, false, std::nullopt)[3].status, CheckStatus::kPass);
+}
+
 }  // namespace
 }  // namespace oe::ops

@@ -13,6 +13,7 @@
 
 #include "oe/ops/context.hpp"
 #include "oe/plugins/registry.hpp"
+#include "oe/run/policy_confinement.hpp"
 #include "proc_kit/supervisor.hpp"
 
 namespace oe::ops {
@@ -273,6 +274,62 @@ Check stateFolderCheck(const std::filesystem::path& folder) {
   return check;
 }
 
+std::vector<Check> sandboxChecks(const sandbox::KernelFeatures& kernel, bool per_namespace_pid_max,
+                                 bool kernel_root, const std::optional<std::string>& sandbox_exe) {
+  std::vector<Check> out;
+  if (sandbox_exe) {
+    out.push_back({"oe-sandbox", CheckStatus::kPass, *sandbox_exe});
+  } else {
+    out.push_back({"oe-sandbox", CheckStatus::kFail,
+                   "not found next to oe nor in its libexec/oe folder; nodes with a policy "
+                   "cannot run (reinstall oe)"});
+  }
+  if (kernel.landlock_abi > 0) {
+    out.push_back({"sandbox: Landlock", CheckStatus::kPass,
+                   "ABI " + std::to_string(kernel.landlock_abi) + ": policy fs rules enforced"});
+  } else {
+    out.push_back(
+        {"sandbox: Landlock", CheckStatus::kWarn,
+         (kernel.landlock_note.empty() ? std::string("not available") : kernel.landlock_note) +
+             "; a policy with fs: runs only under enforce: best_effort, unconfined"});
+  }
+  std::string present;
+  std::string missing;
+  for (const auto& [name, has] : {std::pair<const char*, bool>{"user", kernel.user_ns},
+                                  {"network", kernel.net_ns},
+                                  {"mount", kernel.mount_ns},
+                                  {"pid", kernel.pid_ns}}) {
+    std::string& list = has ? present : missing;
+    list += (list.empty() ? "" : ", ") + std::string(name);
+  }
+  if (missing.empty() || (kernel_root && missing == "user")) {
+    out.push_back({"sandbox: namespaces", CheckStatus::kPass,
+                   present + ": network none/loopback/allow-list and read-only .git enforced"});
+  } else {
+    out.push_back({"sandbox: namespaces", CheckStatus::kWarn,
+                   "cannot create " + missing +
+                       " namespaces; policies with network: or a writable .git run only under "
+                       "enforce: best_effort (a container may forbid them: "
+                       "--security-opt seccomp=unconfined, or run oe on the host)"});
+  }
+  if (!kernel_root) {
+    out.push_back({"sandbox: process limit", CheckStatus::kPass, "RLIMIT_NPROC"});
+  } else if (per_namespace_pid_max && kernel.pid_ns) {
+    out.push_back({"sandbox: process limit", CheckStatus::kPass,
+                   "a PID namespace's own pid_max (root is exempt from RLIMIT_NPROC)"});
+  } else {
+    out.push_back({"sandbox: process limit", CheckStatus::kWarn,
+                   "as root, limits.processes needs Linux 6.14 or later (a PID namespace's own "
+                   "pid_max); it runs only under enforce: best_effort here"});
+  }
+  // Not a warning when absent: nothing oe enforces needs it today.
+  out.push_back({"sandbox: cgroup v2", CheckStatus::kPass,
+                 kernel.cgroup_v2 ? std::string("mounted")
+                                  : std::string("not mounted (not needed: limits are rlimits and a "
+                                                "PID namespace's pid_max)")});
+  return out;
+}
+
 std::string pluginFolderOrigin(const std::filesystem::path& dir,
                                const std::filesystem::path& experience_plugins,
                                const char* oe_plugin_path) {
@@ -334,6 +391,10 @@ DoctorReport runDoctor(const std::filesystem::path& folder, std::chrono::millise
   // NOLINTNEXTLINE(concurrency-mt-unsafe): read only
   report.checks.push_back(providerCheck([](const char* name) { return std::getenv(name); }));
   report.checks.push_back(stateFolderCheck(folder));
+  for (Check& check : sandboxChecks(sandbox::probeKernel(), sandbox::hasPerNamespacePidMax(),
+                                    sandbox::isKernelRoot(), run::sandboxExecutable())) {
+    report.checks.push_back(std::move(check));
+  }
   report.plugin_folders = pluginChecks(folder, report.checks);
   for (const Check& check : report.checks) {
     report.passed += check.status == CheckStatus::kPass ? 1 : 0;

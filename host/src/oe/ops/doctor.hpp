@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "oe/common/json.hpp"
+#include "oe/sandbox/kernel.hpp"
 
 namespace oe::ops {
 
@@ -47,6 +48,13 @@ struct VersionProbe {
 [[nodiscard]] Check providerCheck(const std::function<const char*(const char*)>& env);
 // `folder`/.openexpertise/ can be written (or created): a file is made and removed in it.
 [[nodiscard]] Check stateFolderCheck(const std::filesystem::path& folder);
+// What this kernel lets oe-sandbox enforce for a node's policy (docs/policy.md): Landlock and its
+// ABI, the namespaces, the process limit, cgroup v2, and where oe-sandbox is. `sandbox_exe`:
+// sandboxExecutable()'s answer. A mechanism missing is a warning (only policies that need it
+// and say enforce: required are refused); oe-sandbox missing is a failure.
+[[nodiscard]] std::vector<Check> sandboxChecks(const sandbox::KernelFeatures& kernel,
+                                               bool per_namespace_pid_max, bool kernel_root,
+                                               const std::optional<std::string>& sandbox_exe);
 
 // One folder of the plugin search path, as doctor reports it: where it came from and what was
 // found in it, so a user sees why a kind comes from one plugin and not another.
