@@ -157,6 +157,16 @@ TEST_F(Policy, AWriteOutsideFsWriteIsRefusedAndTheRunSaysWhichRule) {
       << error;
   EXPECT_EQ(denials(summary, "outside"), std::vector<std::string>{"fs"});
   EXPECT_EQ(count(events(summary["run_id"]), "policy.applied", "outside"), 1u);
+  // oe inspect and the HTML report show the policy in force and what it refused.
+  const std::string run_id = summary["run_id"];
+  const auto inspect = oe({"inspect", run_id});
+  EXPECT_NE(inspect.out.find("    policy {\"enforce\":\"required\",\"fs\":{\"read\":[\".\"],"
+                             "\"write\":[\"./out\"]}}"),
+            std::string::npos)
+      << inspect.out;
+  EXPECT_NE(inspect.out.find("    denied fs"), std::string::npos) << inspect.out;
+  const auto html = oe({"inspect", run_id, "--html"});
+  EXPECT_NE(html.out.find("denied by policy"), std::string::npos);
 }
 
 TEST_F(Policy, ReadingAKeyOutsideFsReadIsRefused) {

@@ -55,6 +55,12 @@ void printTimeline(const runs::Timeline& timeline, const std::string& indent, bo
     std::cout << indent << "  " << std::left << std::setw(static_cast<int>(width)) << line.id
               << "  " << std::setw(9) << line.status << "  " << std::setw(9) << duration << "  "
               << detail << '\n';
+    if (!line.policy.empty()) {
+      std::cout << indent << "    policy " << line.policy << '\n';
+    }
+    for (const auto& denial : line.denials) {
+      std::cout << indent << "    denied " << denial << '\n';
+    }
     for (const auto& nested : line.nested) {
       if (nested.timeline.empty()) {
         std::cout << indent << "    (nested run: " << nested.error << ")\n";
@@ -146,9 +152,8 @@ void addInspectCommand(CLI::App& app, int& exit_code) {
   cmd->callback([a, &exit_code] {
     // --store or OE_STORE: the run's events from the database (it may have run elsewhere).
     if (const std::string url = resolveStore(a->store, nullptr); pg::isUrl(url)) {
-      exit_code =
-          inspectFromStore(url, a->run_id, a->last, a->experience, a->json, a->expand, a->html,
-                           a->out);
+      exit_code = inspectFromStore(url, a->run_id, a->last, a->experience, a->json, a->expand,
+                                   a->html, a->out);
       return;
     }
     auto run = resolveRun(a->experience, a->run_id, a->last);

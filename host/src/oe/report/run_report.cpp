@@ -397,6 +397,12 @@ std::string nodeDetail(const RunReportInput& input, const NodeSummary& node, siz
   if (!node.skip_reason.empty()) {
     out << row("skipped", htmlEscape(node.skip_reason));
   }
+  if (!node.policy.is_null()) {
+    out << row("policy", pre(jsonText(node.policy)));
+  }
+  for (const std::string& denial : node.denials) {
+    out << row("denied by policy", htmlEscape(denial));
+  }
   for (const Json& retry : node.retries) {
     out << row("retry after attempt " + std::to_string(asInt(member(retry, "attempt"))),
                "waited " + durationText(asInt(member(retry, "delay_ms"))) +

@@ -31,6 +31,20 @@ int64_t asInt(const Json& value) {
 }
 double asDouble(const Json& value) { return value.is_number() ? value.get<double>() : 0.0; }
 
+std::string policyDenial(const Json& event) {
+  const Json& rule = member(event, "rule");
+  std::string out = rule.is_string() ? rule.get<std::string>() : std::string("policy");
+  const Json& host = member(event, "host");
+  if (host.is_string()) {
+    out += " " + host.get<std::string>();
+    const Json& port = member(event, "port");
+    if (port.is_number_integer()) {
+      out += ":" + std::to_string(port.get<int64_t>());
+    }
+  }
+  return out;
+}
+
 namespace {
 
 NodeSummary& nodeOf(RunModel& model, const std::string& id) {
@@ -148,6 +162,10 @@ RunModel analyse(const std::vector<Json>& events) {
     } else if (type == "node.skipped") {
       ++node.skipped;
       node.skip_reason = stringField(event, "reason");
+    } else if (type == "policy.applied") {
+      node.policy = member(event, "policy");
+    } else if (type == "policy.denied") {
+      node.denials.push_back(policyDenial(event));
     } else if (type == "state.write") {
       const std::string field = stringField(event, "field");
       if (std::find(node.writes.begin(), node.writes.end(), field) == node.writes.end()) {

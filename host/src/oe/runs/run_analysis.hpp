@@ -27,6 +27,9 @@ struct Call {
   std::vector<int64_t> retries;  // when each failed attempt before the last one ended
 };
 
+// A policy.denied event in a few words: its rule, and the host and port the proxy refused.
+[[nodiscard]] std::string policyDenial(const Json& event);
+
 struct NodeSummary {
   std::string id;
   std::string phase;
@@ -40,7 +43,9 @@ struct NodeSummary {
   std::vector<Json> retries;  // the node.retry events
   std::vector<std::string> errors;
   std::string skip_reason;
-  std::vector<std::string> writes;  // fields, from state.write, in order
+  Json policy;                       // the last policy.applied's policy (null: none in force)
+  std::vector<std::string> denials;  // each policy.denied: "rule" or "rule host:port"
+  std::vector<std::string> writes;   // fields, from state.write, in order
   int64_t tokens_in = 0;
   int64_t tokens_out = 0;
   double cost_usd = 0;

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "oe/events/event_log.hpp"
+#include "oe/runs/run_analysis.hpp"
 #include "oe/runs/run_history.hpp"
 
 namespace oe::runs {
@@ -69,6 +70,10 @@ Timeline timelineOf(const std::vector<Json>& events, const std::string& run_id, 
     } else if (type == "node.skipped") {
       line.status = "skipped";
       line.detail = stringField(e, "reason");
+    } else if (type == "policy.applied" && e.contains("policy")) {
+      line.policy = e["policy"].dump();
+    } else if (type == "policy.denied") {
+      line.denials.push_back(policyDenial(e));
     } else if (type == "node.activity" && e.contains("sub_event_log") &&
                e["sub_event_log"].is_string()) {
       line.sub_logs.emplace_back(e["sub_event_log"].get<std::string>());

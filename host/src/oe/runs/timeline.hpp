@@ -32,6 +32,8 @@ struct TimelineNode {
   int cancels = 0;   // node.failed with "cancelled": stopped by the run
   bool started = false;
   std::string detail;                           // the last error or skip reason
+  std::string policy;                           // the last policy.applied's policy, compact JSON
+  std::vector<std::string> denials;             // policyDenial() of each policy.denied
   std::vector<std::filesystem::path> sub_logs;  // the nested runs this node started
   std::vector<NestedTimeline> nested;           // theirs, when expanded
 
