@@ -2,7 +2,12 @@
 """Writes an experience with N tool nodes in one of three shapes, for one tool flavour.
 
   gen_experience.py OUT_DIR --nodes N --shape chain|fanout|random --flavour native|exe|mjs
-                    [--native-lib PATH] [--exe-tool PATH] [--seed S]
+                    [--native-lib PATH] [--exe-tool PATH] [--seed S] [--policy]
+
+--policy adds an experience-wide policy (docs/policy.md) that confines every tool: read the
+folder, write only $TMP, no network, PATH only, CPU and open-file limits. A native (.so) tool
+runs inside oe and cannot be confined, so its policy says enforce: best_effort (the run then
+says so per call); the others say required.
 
 Shapes: chain (n0 -> n1 -> ... ), fanout (root -> N-2 leaves -> join), random (each node takes up
 to 3 predecessors among the 50 before it, fixed seed). Every node writes one of 16 last_wins
@@ -26,6 +31,7 @@ def main():
     p.add_argument("--native-lib")
     p.add_argument("--exe-tool")
     p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--policy", action="store_true")
     a = p.parse_args()
 
     n = max(a.nodes, 3)
@@ -53,7 +59,15 @@ def main():
             for j in sorted(set(rng.randrange(lo, i) for _ in range(rng.randint(1, 3)))):
                 edges.append((j, i))
 
-    lines = ["name: bench-%s-%s-%d" % (a.shape, a.flavour, n), "version: 0.1.0", "state:", "  schema:"]
+    lines = ["name: bench-%s-%s-%d" % (a.shape, a.flavour, n), "version: 0.1.0"]
+    if a.policy:
+        lines += ["policy:",
+                  "  enforce: %s" % ("best_effort" if a.flavour == "native" else "required"),
+                  "  fs: { read: [\".\"], write: [\"$TMP\"] }",
+                  "  network: none",
+                  "  env: [PATH]",
+                  "  limits: { cpu_seconds: 60, open_files: 256 }"]
+    lines += ["state:", "  schema:"]
     lines += ["    f%d: { type: number }" % k for k in range(16)]
     lines += ["graph:", "  nodes:"]
     for i in range(n):

@@ -18,6 +18,8 @@ oe and its children) / N, which a busy machine inflates far less than the wall t
 RSS of the re-run and its growth per node over a 3-node run of the same flavour (the process's
 fixed base).
 
+  --policy      every experience confines its tools (gen_experience.py --policy): what a
+                policy costs per node (oe-sandbox per process for exe and mjs tools).
   --store URL   runs with `--store URL` (state, cache, events and run records in PostgreSQL,
                 docs/storage.md); `--store pg` starts a throwaway cluster with
                 tests/support/pg_cluster.sh. Between the two runs the scope's rows and the
@@ -88,10 +90,14 @@ def start_cluster():
                          shutil.rmtree(d, ignore_errors=True))
 
 
+POLICY = False  # --policy: every experience confines its tools (gen_experience.py --policy)
+
+
 def generate(d, n, shape, flavour, native, exe):
     subprocess.check_call([sys.executable, os.path.join(HERE, "gen_experience.py"), d,
                            "--nodes", str(n), "--shape", shape, "--flavour", flavour,
-                           "--native-lib", native, "--exe-tool", exe])
+                           "--native-lib", native, "--exe-tool", exe] +
+                          (["--policy"] if POLICY else []))
 
 
 def main():
@@ -105,8 +111,11 @@ def main():
                    help="cap N for the exe flavour (one process per node)")
     p.add_argument("--store", default="",
                    help="a PostgreSQL URL, or `pg` to start a throwaway cluster")
+    p.add_argument("--policy", action="store_true",
+                   help="give every experience a policy that confines its tools (docs/policy.md)")
     a = p.parse_args()
-    global STORE
+    global STORE, POLICY
+    POLICY = a.policy
     stop = None
     if a.store == "pg":
         STORE, stop = start_cluster()

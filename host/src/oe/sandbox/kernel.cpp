@@ -71,24 +71,30 @@ bool hasPerNamespacePidMax() {
   return major > 6 || (major == 6 && minor >= 14);
 }
 
+int landlockAbi(std::string& note) {
+  const char* no_landlock = std::getenv("OE_SANDBOX_NO_LANDLOCK");  // NOLINT(concurrency-mt-unsafe)
+  if (no_landlock != nullptr && std::string(no_landlock) == "1") {
+    note = "OE_SANDBOX_NO_LANDLOCK=1 hides Landlock";
+    return 0;
+  }
+  const long abi =
+      syscall(SYS_landlock_create_ruleset, nullptr, 0, LANDLOCK_CREATE_RULESET_VERSION);
+  if (abi > 0) {
+    return static_cast<int>(abi);
+  }
+  if (errno == ENOSYS) {
+    note = "the kernel is built without Landlock";
+  } else if (errno == EOPNOTSUPP) {
+    note = "Landlock is not enabled at boot (lsm= does not list it)";
+  } else {
+    note = std::string("landlock_create_ruleset: ") + std::strerror(errno);
+  }
+  return 0;
+}
+
 KernelFeatures probeKernel() {
   KernelFeatures f;
-  const char* no_landlock = std::getenv("OE_SANDBOX_NO_LANDLOCK");
-  if (no_landlock != nullptr && std::string(no_landlock) == "1") {
-    f.landlock_note = "OE_SANDBOX_NO_LANDLOCK=1 hides Landlock";
-  } else {
-    const long abi = syscall(SYS_landlock_create_ruleset, nullptr, 0,
-                             LANDLOCK_CREATE_RULESET_VERSION);
-    if (abi > 0) {
-      f.landlock_abi = static_cast<int>(abi);
-    } else if (errno == ENOSYS) {
-      f.landlock_note = "the kernel is built without Landlock";
-    } else if (errno == EOPNOTSUPP) {
-      f.landlock_note = "Landlock is not enabled at boot (lsm= does not list it)";
-    } else {
-      f.landlock_note = std::string("landlock_create_ruleset: ") + std::strerror(errno);
-    }
-  }
+  f.landlock_abi = landlockAbi(f.landlock_note);
   const int user = geteuid() == 0 ? 0 : CLONE_NEWUSER;
   f.user_ns = canUnshare(CLONE_NEWUSER);
   f.net_ns = canUnshare(user | CLONE_NEWNET);

@@ -21,6 +21,11 @@ struct KernelFeatures {
 // OE_SANDBOX_NO_LANDLOCK=1 in the environment reports landlock_abi 0.
 KernelFeatures probeKernel();
 
+// Landlock's ABI alone (one system call), 0 with the reason in `note` when there is none; the
+// same OE_SANDBOX_NO_LANDLOCK switch. oe-sandbox asks only this: it tries the namespaces it
+// needs and handles a refusal then, rather than create each one twice.
+int landlockAbi(std::string& note);
+
 // True when the kernel keeps pid_max per PID namespace (Linux >= 6.14), so a process with
 // CAP_SYS_ADMIN in a new PID namespace may lower it there without touching the host's. Read from
 // the release: before 6.14 the same write changes the host's pid_max, so this must not guess.

@@ -313,7 +313,10 @@ int main(int argc, char** argv) {
   Context ctx;
   ctx.confinement = std::move(parsed).value();
   const Confinement& c = ctx.confinement;
-  ctx.kernel = probeKernel();
+  // Only Landlock is asked in advance: probing the namespaces would create each of them in a
+  // throwaway child (a network namespace costs milliseconds), and the clone below reports a
+  // refusal just as well.
+  ctx.kernel.landlock_abi = landlockAbi(ctx.kernel.landlock_note);
   ctx.kernel_root = isKernelRoot();
   ctx.uid = geteuid();
   ctx.gid = getegid();
