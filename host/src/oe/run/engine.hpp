@@ -247,6 +247,9 @@ class Run {
   std::string planWorktree(NodeRuntime& node, Call& call);
   bool runInWorktree(Call& call, const std::function<bool()>& invoke);
   void worktreeOutput(Call& call, Json& output);
+  // A cache replay of such a node: its node.diff again (the artifact is the one it captured).
+  void replayedDiff(const Call& call, const Json& edge_output);
+  void logDiff(const Call& call, Json fields);
   static std::string worktreeNote(const Call& call);
   // Logs policy.applied for an attempt of a node with a policy in force (no-op otherwise).
   void logPolicyApplied(const NodeRuntime& node, int attempt);

@@ -119,6 +119,7 @@ void Run::startCall(NodeRuntime& node, Json extra_args, Json edge_inputs,
         const bool has_edge = hit.contains("edge_output");
         if (has_edge) {
           edge_output = hit["edge_output"];
+          replayedDiff(*call, edge_output);
         }
         // Posted, not called: a for_each of cached items must not recurse once per item.
         asio::post(io_, [call, has_edge, edge_output = std::move(edge_output)] {

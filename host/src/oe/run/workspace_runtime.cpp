@@ -110,6 +110,21 @@ void Run::worktreeOutput(Call& call, Json& output) {
   }
   Json fields = summary;
   fields["branch"] = call.worktree ? call.worktree->branch : std::string();
+  logDiff(call, std::move(fields));
+}
+
+void Run::replayedDiff(const Call& call, const Json& edge_output) {
+  if (call.node->worktrees == nullptr || !edge_output.is_object() ||
+      !edge_output.contains("diff") || !edge_output["diff"].is_object()) {
+    return;
+  }
+  Json fields = edge_output["diff"];
+  fields["cached"] = true;
+  logDiff(call, std::move(fields));
+}
+
+void Run::logDiff(const Call& call, Json fields) {
+  fields["repo"] = call.node->worktrees->repo().root.string();  // where `oe apply-diff` applies it
   if (const int64_t item = itemOf(call); item >= 0) {
     fields["item"] = item;
   }
