@@ -144,12 +144,14 @@ TEST_F(WorkspaceTest, ParallelItemsOfACliAgentGetSeparateDiffs) {
                   "touch \"$BARRIER/$f\"\nn=0\nwhile [ $(ls \"$BARRIER\" | wc -l) -lt 2 ] && "
                   "[ $n -lt 400 ]; do sleep 0.05; n=$((n+1)); done\n"
                   "echo \"by $f\" >> \"$f\"\necho done\n");
+  writeExecutable("seed.sh", "#!/bin/sh\ncat >/dev/null\n"
+                             "echo '{\"state_delta\":{\"files\":[\"a.txt\",\"b.txt\"]}}'\n");
   writeExperience(
-      "name: ws\nversion: 0.1.0\nstate:\n  schema:\n    files: { type: array, default: [a.txt, "
-      "b.txt] }\ngraph:\n  nodes:\n"
+      "name: ws\nversion: 0.1.0\nstate:\n  schema:\n    files: { type: array }\ngraph:\n"
+      "  nodes:\n    - { id: seed, kind: tool, impl: ./seed.sh, writes: [files] }\n"
       "    - id: edit\n      kind: cli-agent\n      provider: claude-code\n"
       "      prompt: \"edit {{$item}}\"\n      for_each: { source: $.files, concurrency: 2 }\n"
-      "      workspace: worktree\n  edges: []\n");
+      "      workspace: worktree\n  edges:\n    - { from: seed, to: edit }\n");
   commitAll();
   const char* path = std::getenv("PATH");  // NOLINT(concurrency-mt-unsafe): read only
   auto r = oe({"run", dir_.path().string(), "--json"},
