@@ -32,6 +32,7 @@
 #include "llm_kit/node_setup.hpp"
 #include "llm_kit/options.hpp"
 #include "llm_kit/output_schema.hpp"
+#include "proc_kit/call_workdir.hpp"
 #include "proc_kit/cancel_token.hpp"
 #include "proc_kit/subprocess.hpp"
 #include "proc_kit/supervisor.hpp"
@@ -651,9 +652,16 @@ Expected<Outcome> CliAgentNode::runLive(const sdk::Call& call, prockit::CancelTo
                                         std::vector<std::string> argv, const std::string& input,
                                         const std::function<void(const std::string&)>& on_line,
                                         const std::string& last_activity) const {
+  // `workspace: worktree`: the same folder in the attempt's worktree (a workdir outside the
+  // experience folder, absolute, stays where it is).
+  std::string workdir = spec_.workdir;
+  if (const auto tree = prockit::callWorkdir(call.request());
+      tree && std::filesystem::path(spec_.workdir_relative).is_relative()) {
+    workdir = (std::filesystem::path(*tree) / spec_.workdir_relative).lexically_normal().string();
+  }
   std::error_code ec;
-  if (!std::filesystem::is_directory(spec_.workdir, ec)) {
-    return fail(OE_NOT_FOUND, spec_.whoWithProvider() + ": workdir " + spec_.workdir +
+  if (!std::filesystem::is_directory(workdir, ec)) {
+    return fail(OE_NOT_FOUND, spec_.whoWithProvider() + ": workdir " + workdir +
                                   " is not a directory (declared as \"" + spec_.workdir_declared +
                                   "\"); create it or fix workdir:");
   }
@@ -670,7 +678,7 @@ Expected<Outcome> CliAgentNode::runLive(const sdk::Call& call, prockit::CancelTo
   prockit::SpawnRequest request;
   request.path = *path;
   request.argv = std::move(argv);
-  request.cwd = spec_.workdir;
+  request.cwd = workdir;
   request.env = prockit::environmentWith(spec_.env);
   request.sandbox = spec_.sandbox;
 

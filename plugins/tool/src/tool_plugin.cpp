@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "proc_kit/call_workdir.hpp"
 #include "cancel_token.hpp"
 #include "exec_runner.hpp"
 #include "expected.hpp"
@@ -284,7 +285,9 @@ Expected<std::string> ToolNode::runUnchecked(sdk::Call& call, std::string_view i
       }
       return plugin_.nodeWorker().call(who_, input, token);
     case Flavour::kExecutable: {
-      auto outcome = runExecutable(who_, experience_dir_, input, token, sandbox_);
+      // `workspace: worktree`: the attempt's worktree copy of the experience folder.
+      const auto workdir = prockit::callWorkdir(call.request());
+      auto outcome = runExecutable(who_, workdir.value_or(experience_dir_), input, token, sandbox_);
       if (!outcome) {
         return std::move(outcome).failure();
       }

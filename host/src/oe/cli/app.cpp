@@ -31,6 +31,7 @@ int main(int argc, char** argv, std::string_view build_commit) {
   addStateCommand(app, exit_code);
   addResetStateCommand(app, exit_code);
   addInspectCommand(app, exit_code);
+  addApplyDiffCommand(app, exit_code);
   addSchemaCommand(app, exit_code);
   addRunsCommand(app, exit_code);
   addCacheCommand(app, exit_code);

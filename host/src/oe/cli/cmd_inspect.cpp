@@ -71,6 +71,30 @@ void printTimeline(const runs::Timeline& timeline, const std::string& indent, bo
   }
 }
 
+// What the attempts in worktrees changed (node.diff events, docs/workspaces.md): a line per
+// node or item with its files and +/-, and the artifact `oe apply-diff` applies.
+void printDiffs(const std::vector<Json>& events) {
+  bool first = true;
+  for (const Json& event : events) {
+    if (!event.is_object() || event.value("type", std::string()) != "node.diff") {
+      continue;
+    }
+    if (first) {
+      std::cout << "  diffs (oe apply-diff RUN NODE [--item N]):\n";
+      first = false;
+    }
+    std::string who = event.value("node_id", std::string());
+    if (event.contains("item")) {
+      who += "#" + event["item"].dump();
+    }
+    const Json files = event.value("files", Json::array());
+    std::cout << "    " << who << "  " << files.size() << (files.size() == 1 ? " file" : " files")
+              << "  +" << event.value("insertions", 0) << " -" << event.value("deletions", 0)
+              << "  .openexpertise/artifacts/" << event.value("artifact", std::string())
+              << ".diff\n";
+  }
+}
+
 // The timeline (or, `json`, the events) of a run's log as read from a file or the store.
 int showEvents(const Result<events::LogReadResult>& log, const std::string& run_id, bool json,
                bool expand) {
@@ -90,6 +114,7 @@ int showEvents(const Result<events::LogReadResult>& log, const std::string& run_
     return kExitOk;
   }
   printTimeline(runs::timelineOf(log->events, run_id, expand), "", expand);
+  printDiffs(log->events);
   return kExitOk;
 }
 

@@ -32,5 +32,6 @@ void addUltraReviseCommand(CLI::App& app, int& exit_code);
 void addMcpCommand(CLI::App& app, int& exit_code);
 void addStoreCommand(CLI::App& app, int& exit_code);
 void addWorkerCommand(CLI::App& app, int& exit_code);
+void addApplyDiffCommand(CLI::App& app, int& exit_code);
 
 }  // namespace oe::cli

@@ -49,11 +49,12 @@ std::string_view writeKeyNode(std::string_view write_key) {
 }
 
 std::string invokeRequest(std::string_view node_json, const Call& call, std::string_view run_id,
-                          std::string_view node_id, std::string_view experience_dir_json) {
+                          std::string_view node_id, std::string_view experience_dir_json,
+                          std::string_view context_extra) {
   std::string request;
   request.reserve(node_json.size() + call.args_json.size() + call.state_json.size() +
                   call.edges_json.size() + run_id.size() + node_id.size() +
-                  experience_dir_json.size() + 128);
+                  experience_dir_json.size() + context_extra.size() + 128);
   request += "{\"node\":";
   request += node_json;
   request += ",\"args\":";
@@ -70,6 +71,7 @@ std::string invokeRequest(std::string_view node_json, const Call& call, std::str
   request += experience_dir_json;
   request += ",\"attempt\":";
   request += std::to_string(call.attempt);
+  request += context_extra;
   request += "}}";
   return request;
 }

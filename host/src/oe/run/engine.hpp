@@ -44,6 +44,7 @@
 #include "oe/run/run.hpp"
 #include "oe/sandbox/connect_proxy.hpp"
 #include "oe/state/state_store.hpp"
+#include "oe/workspace/worktree.hpp"
 
 namespace oe::run::engine {
 
@@ -100,6 +101,8 @@ struct NodeRuntime {
   std::vector<oe_node*> idle;
   std::unique_ptr<NodeContext> context;  // made with the first instance
   std::unique_ptr<ForEachRun> each;      // only while a for_each node runs its items
+  // `workspace: worktree`: the worktrees of its repository (owned by the Run); null without.
+  workspace::Worktrees* worktrees = nullptr;
 };
 
 class Run {
@@ -234,6 +237,20 @@ class Run {
   // `,"sandbox":{"exe":..., "confinement":...}` for a node with a policy in force, else "".
   // Starts the node's filtering proxy for a network allow-list (once per node and run).
   std::string sandboxMember(NodeRuntime& node);
+  // `workspace: worktree` (workspace_runtime.cpp). prepareWorkspaces finds each such node's
+  // repository (an error when there is none). planWorktree sets the call's worktree and returns
+  // the request's `,"workdir":"..."` context member ("" for a node without one). runInWorktree
+  // runs `invoke` between making the worktree and capturing and removing it (on the attempt's
+  // thread); worktreeOutput adds the diff to a succeeded attempt's output and logs node.diff;
+  // worktreeNote is what a failed attempt's error says about the worktree it kept.
+  Result<void> prepareWorkspaces();
+  std::string planWorktree(NodeRuntime& node, Call& call);
+  bool runInWorktree(Call& call, const std::function<bool()>& invoke);
+  void worktreeOutput(Call& call, Json& output);
+  // A cache replay of such a node: its node.diff again (the artifact is the one it captured).
+  void replayedDiff(const Call& call, const Json& edge_output);
+  void logDiff(const Call& call, Json fields);
+  static std::string worktreeNote(const Call& call);
   // Logs policy.applied for an attempt of a node with a policy in force (no-op otherwise).
   void logPolicyApplied(const NodeRuntime& node, int attempt);
   void reuseFromCache(const std::shared_ptr<Call>& call);
@@ -320,6 +337,9 @@ class Run {
     ~PrivateDir();
   };
   PrivateDir proxy_dir_;
+  // One per repository that a node's worktrees come from; the chain's id names their folder.
+  std::vector<std::unique_ptr<workspace::Worktrees>> worktrees_;
+  std::string chain_id_;
   std::vector<std::unique_ptr<sandbox::ConnectProxy>> proxies_;
 
   asio::io_context io_;

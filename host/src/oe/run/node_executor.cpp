@@ -119,6 +119,7 @@ void Run::startCall(NodeRuntime& node, Json extra_args, Json edge_inputs,
         const bool has_edge = hit.contains("edge_output");
         if (has_edge) {
           edge_output = hit["edge_output"];
+          replayedDiff(*call, edge_output);
         }
         // Posted, not called: a for_each of cached items must not recurse once per item.
         asio::post(io_, [call, has_edge, edge_output = std::move(edge_output)] {
@@ -226,9 +227,10 @@ void Run::attempt(const std::shared_ptr<Call>& call) {
   call->error.data.clear();
   call->timed_out = false;
   logPolicyApplied(node, call->attempt);
-  if (dispatcher_ && node.spec->kind != "experience") {
-    // A nested experience needs this process's services (its store, its plugins' registry):
-    // it runs here; every other kind goes to the work queue.
+  if (dispatcher_ && node.spec->kind != "experience" && node.worktrees == nullptr) {
+    // A nested experience needs this process's services (its store, its plugins' registry),
+    // and a worktree this machine's repository: they run here; every other kind goes to the
+    // work queue.
     attemptRemote(call, invokeRequest(nodeJson(node), *call, log_.runId(), node.spec->id,
                                       experience_dir_json_));
     return;
@@ -239,13 +241,19 @@ void Run::attempt(const std::shared_ptr<Call>& call) {
     return;
   }
   call->instance = *instance;
-  std::string request =
-      invokeRequest(nodeJson(node), *call, log_.runId(), node.spec->id, experience_dir_json_);
+  const std::string workdir = planWorktree(node, *call);
+  std::string request = invokeRequest(nodeJson(node), *call, log_.runId(), node.spec->id,
+                                      experience_dir_json_, workdir);
   ++calls_in_flight_;
   active_calls_.push_back(call);
 
   call->phase = Call::Phase::kQueued;
-  auto invoke = [call, request = std::move(request)] { return call->invoke(request); };
+  std::function<bool()> invoke = [call, request = std::move(request)] {
+    return call->invoke(request);
+  };
+  if (call->worktree) {
+    invoke = [this, call, plain = std::move(invoke)] { return runInWorktree(*call, plain); };
+  }
   const auto timeout = node.spec->timeout_ms;
   // Inline when nothing else could run meanwhile: saves the thread hand-off (35-70 µs here),
   // which dominates cheap nodes. Ready nodes cannot start while the concurrency limit is
@@ -425,11 +433,13 @@ void Run::invokeDone(const std::shared_ptr<Call>& call) {
   if (call->timed_out) {
     attemptFailed(call, "Node \"" + node.spec->id + "\" timed out after " +
                             std::to_string(*node.spec->timeout_ms) +
-                            " ms (timeout_ms); raise timeout_ms or make the node faster");
+                            " ms (timeout_ms); raise timeout_ms or make the node faster" +
+                            worktreeNote(*call));
     return;
   }
   if (call->status != OE_OK) {
-    attemptFailed(call, invocationError(call->status, call->error.data, node.spec->kind));
+    attemptFailed(call, invocationError(call->status, call->error.data, node.spec->kind) +
+                            worktreeNote(*call));
     return;
   }
   Json output = Json::parse(call->response.data, nullptr, false);
@@ -438,6 +448,7 @@ void Run::invokeDone(const std::shared_ptr<Call>& call) {
     attemptFailed(call, nodeLabel(node) + ": the plugin's response is not JSON: " + head);
     return;
   }
+  worktreeOutput(*call, output);
   if (call->llm_usage.usage.calls > 0 && output.is_object()) {
     // The host's own account of the node's LLM calls fills what the plugin did not report.
     addLlmMetrics(output, call->llm_usage.usage);

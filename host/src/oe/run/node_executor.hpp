@@ -13,6 +13,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,6 +26,7 @@
 #include "oe/plugins/plugin_library.hpp"
 #include "oe/run/run.hpp"
 #include "oe/spec/experience.hpp"
+#include "oe/workspace/worktree.hpp"
 
 namespace oe::run::engine {
 
@@ -86,6 +88,12 @@ struct Call final : oe_host_ctx {
   std::function<void(bool ok, const Json* edge_output)> done;
 
   llm::CallUsage llm_usage;  // written by oe.llm/1 on the worker thread during the attempt
+  // `workspace: worktree` (workspace_runtime.cpp): the attempt's worktree, planned on the
+  // coordinator and made, captured and removed on the attempt's thread around the invoke; the
+  // diff it captured; whether it was kept (a failed attempt) and why it could not be made.
+  std::optional<workspace::Worktree> worktree;
+  std::optional<workspace::DiffSummary> diff;
+  bool worktree_kept = false;
   // The nested runs running in this attempt (oe.subrun/1-draft), under phase_mutex: each adds
   // itself when it starts and goes when it ends; requestCancel stops them. A call that ran one is
   // not stored in the cache (its key does not cover the child's files; the child's own nodes are
@@ -156,9 +164,12 @@ struct Call final : oe_host_ctx {
 [[nodiscard]] std::string_view writeKeyNode(std::string_view write_key);
 
 // The request of one invocation (reference §3.3); every part but the context is already JSON.
+// `context_extra`: members appended to the context, each with its leading comma (the
+// `,"workdir":"..."` of an attempt in a worktree).
 [[nodiscard]] std::string invokeRequest(std::string_view node_json, const Call& call,
                                         std::string_view run_id, std::string_view node_id,
-                                        std::string_view experience_dir_json);
+                                        std::string_view experience_dir_json,
+                                        std::string_view context_extra = {});
 
 // host.h's rule for emit_event: "node.activity", "node.tokens" or "<plugin_id>.<name>", the name
 // of [A-Za-z0-9_.-], and never another type in the host's run., node. or state. namespaces. A

@@ -2,6 +2,7 @@
 // filtering proxy of a network allow-list, and the policy.applied / policy.denied events.
 #include <stdlib.h>  // NOLINT(modernize-deprecated-headers): mkdtemp
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
@@ -84,7 +85,19 @@ std::string Run::sandboxMember(NodeRuntime& node) {
   }
   Json sandbox = Json::object();
   sandbox["exe"] = sandboxExecutable().value_or("");
-  sandbox["confinement"] = sandbox::toJson(confinementFor(*policy, exp_.dir, socket));
+  sandbox::Confinement confinement = confinementFor(*policy, exp_.dir, socket);
+  if (node.worktrees != nullptr && confinement.fs) {
+    // Its attempts run in worktrees made inside this run's folder of them (made by
+    // prepareWorkspaces): writable, while the repository's .git, which holds it, is not
+    // otherwise. docs/workspaces.md, "With a policy".
+    const std::string folder =
+        (workspace::chainFolder(node.worktrees->repo(), chain_id_) / log_.runId()).string();
+    auto& write = confinement.fs->write;
+    if (std::find(write.begin(), write.end(), folder) == write.end()) {
+      write.push_back(folder);
+    }
+  }
+  sandbox["confinement"] = sandbox::toJson(confinement);
   std::string member = ",\"sandbox\":" + sandbox.dump();
   sandbox_members_.emplace(node.index, member);
   return member;

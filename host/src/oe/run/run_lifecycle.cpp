@@ -81,6 +81,9 @@ Result<void> Run::prepare(const std::map<std::string, plugins::LoadedKind, std::
       node.conditions.push_back(std::move(condition).value());
     }
   }
+  if (auto workspaces = prepareWorkspaces(); !workspaces) {
+    return workspaces;
+  }
   for (const auto& pipeline : exp_.pipelines) {
     for (const auto& stage : pipeline.stages) {
       auto it = indexOf(stage);

@@ -103,6 +103,12 @@ struct CacheSpec {
   std::vector<std::string> inputs;
 };
 
+// `workspace:` of a node (docs/workspaces.md). The only mode is worktree.
+struct WorkspaceSpec {
+  std::string repo;  // `repo:` as written, relative to the experience folder; empty: the
+                     // repository that holds the experience folder
+};
+
 struct NodeSpec {
   std::string id;
   std::string kind;
@@ -123,6 +129,9 @@ struct NodeSpec {
   // `policy:` of the node (docs/policy.md); null for the many nodes without one (a pointer keeps
   // NodeSpec small for 10,000-node graphs).
   std::shared_ptr<const PolicySpec> policy;
+  // `workspace: worktree` (docs/workspaces.md): each attempt in a git worktree of its own; null
+  // for the nodes without one (a pointer, as policy).
+  std::shared_ptr<const WorkspaceSpec> workspace;
   Json args = Json::object();         // unresolved; may contain `$.path` strings
   Json raw;                           // the whole node as JSON (null once compacted)
   // The whole node as canonical JSON (sorted keys, compact): what the plugin, the cache key and

@@ -700,6 +700,17 @@ NodeSpec nodeFrom(const Experience& exp, const Json& n, size_t i) {
   if (auto policy = n.find("policy"); policy != n.end() && policy->is_object()) {
     node.policy = std::make_shared<const PolicySpec>(policyFrom(*policy));
   }
+  if (auto ws = n.find("workspace"); ws != n.end()) {
+    if (ws->is_string() && ws->get<std::string>() == "worktree") {
+      node.workspace = std::make_shared<const WorkspaceSpec>();
+    } else if (ws->is_object() && ws->value("mode", Json()) == "worktree") {
+      WorkspaceSpec spec;
+      if (auto repo = ws->find("repo"); repo != ws->end() && repo->is_string()) {
+        spec.repo = repo->get<std::string>();
+      }
+      node.workspace = std::make_shared<const WorkspaceSpec>(std::move(spec));
+    }
+  }
   node.mark = exp.markOf(pointer);
   return node;
 }

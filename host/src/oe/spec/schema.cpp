@@ -153,7 +153,22 @@ constexpr const char* kSchemaText = R"json({
           }
         },
         "args": { "type": "object" },
-        "policy": { "$ref": "#/definitions/policy" }
+        "policy": { "$ref": "#/definitions/policy" },
+        "workspace": {
+          "description": "oe: worktree runs each attempt (each for_each item) of a tool or cli-agent node in a fresh git worktree of the experience's repository and captures its diff (docs/workspaces.md)",
+          "oneOf": [
+            { "const": "worktree" },
+            {
+              "type": "object",
+              "required": ["mode"],
+              "additionalProperties": false,
+              "properties": {
+                "mode": { "const": "worktree" },
+                "repo": { "type": "string", "minLength": 1, "description": "the repository, relative to the experience folder (default: the one holding it)" }
+              }
+            }
+          ]
+        }
       }
     },
     "policy": {

@@ -2,6 +2,7 @@
 #include "oe/spec/validate.hpp"
 
 #include <algorithm>
+#include <filesystem>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -151,6 +152,7 @@ class Validator {
     checkPipelines();
     checkLoops();
     checkPolicies();
+    checkWorkspaces();
     checkCycles();
     std::stable_sort(out_.begin(), out_.end(), [](const Diagnostic& a, const Diagnostic& b) {
       // Unknown positions last; otherwise file order.
@@ -665,6 +667,53 @@ class Validator {
                     (*in_force->network == NetworkRule::kNone ? "none" : "loopback") +
                     ": the coding CLI cannot reach its provider; allow its API host, e.g. "
                     "network: { allow: [\"api.anthropic.com:443\"] }");
+      }
+    }
+  }
+
+  // `workspace: worktree` (docs/workspaces.md): on the kinds that run in a folder, in a git
+  // repository. Whether it is one is a warning here (a repository may be made before the run);
+  // the run refuses to start without it.
+  void checkWorkspaces() {
+    for (size_t i = 0; i < exp_.nodes.size(); ++i) {
+      const NodeSpec& n = exp_.nodes[i];
+      if (!n.workspace) {
+        continue;
+      }
+      const std::string pointer = indexed("/graph/nodes/", i) + "/workspace";
+      if (n.kind != "tool" && n.kind != "cli-agent") {
+        error(pointer, "node \"" + n.id + "\" (kind " + n.kind +
+                           "): workspace: worktree applies to tool and cli-agent nodes only; "
+                           "remove it");
+        continue;
+      }
+      if (!check_files_) {
+        continue;
+      }
+      std::filesystem::path dir = n.workspace->repo.empty()
+                                      ? exp_.dir
+                                      : (exp_.dir / n.workspace->repo).lexically_normal();
+      std::error_code ec;
+      if (!n.workspace->repo.empty() && !std::filesystem::is_directory(dir, ec)) {
+        error(pointer + "/repo", "node \"" + n.id + "\": workspace.repo " + dir.string() +
+                                     " is not a folder");
+        continue;
+      }
+      bool in_repo = false;
+      for (std::filesystem::path at = std::filesystem::absolute(dir, ec); !at.empty();
+           at = at.parent_path()) {
+        if (std::filesystem::exists(at / ".git", ec)) {
+          in_repo = true;
+          break;
+        }
+        if (at == at.parent_path()) {
+          break;
+        }
+      }
+      if (!in_repo) {
+        warning(pointer, "node \"" + n.id + "\": " + dir.string() +
+                             " is not inside a git repository; a run refuses to start until it "
+                             "is (git init and a first commit)");
       }
     }
   }
