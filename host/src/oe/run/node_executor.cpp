@@ -248,12 +248,14 @@ void Run::attempt(const std::shared_ptr<Call>& call) {
   active_calls_.push_back(call);
 
   call->phase = Call::Phase::kQueued;
-  std::function<bool()> invoke = [call, request = std::move(request)] {
+  // One lambda, not a std::function chosen per call: the usual attempt (no worktree) must not pay
+  // a heap allocation for the wrapper on the inline path.
+  auto invoke = [this, call, request = std::move(request)] {
+    if (call->worktree) {
+      return runInWorktree(*call, [&call, &request] { return call->invoke(request); });
+    }
     return call->invoke(request);
   };
-  if (call->worktree) {
-    invoke = [this, call, plain = std::move(invoke)] { return runInWorktree(*call, plain); };
-  }
   const auto timeout = node.spec->timeout_ms;
   // Inline when nothing else could run meanwhile: saves the thread hand-off (35-70 µs here),
   // which dominates cheap nodes. Ready nodes cannot start while the concurrency limit is
