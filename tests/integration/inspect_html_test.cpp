@@ -1,7 +1,7 @@
 // `oe inspect --html` end to end: a real failing run, its report written with --out and opened
 // in Debian's headless Chromium with every host name unresolvable. The rendered DOM shows the
 // failed node, its error (as text, not markup) and its retry; the page fetches nothing and a
-// screenshot of it is produced.
+// screenshot of it is produced. A worktree node's diff is there too, folded, escaped and cut.
 #include <regex>
 
 #include "oe_fixture.hpp"
@@ -153,6 +153,75 @@ TEST_F(InspectHtml, OutNeedsHtmlAndAnUnwritableOutFails) {
   EXPECT_NE(bad.err.find("cannot write"), std::string::npos) << bad.err;
   auto both = oe({"inspect", "--last", "--experience", dir_.path().string(), "--html", "--json"});
   EXPECT_EQ(both.exit_code, 2) << both.err;
+}
+
+TEST_F(InspectHtml, AWorktreeNodesDiffIsFoldedEscapedAndCutInChromium) {
+  ASSERT_FALSE(chromiumPath().empty()) << "chromium is not installed: run .ci/deps (apt chromium)";
+  // A tool in a worktree that adds markup to a.txt and writes a file whose diff is past the
+  // report's 64 KiB of a diff (20000 numbered lines).
+  dir_.write(".gitignore", ".openexpertise/\n");
+  dir_.write("a.txt", "hello\n");
+  writeExecutable("edit.sh",
+                  "#!/bin/sh\ncat >/dev/null\necho '<script>alert(1)</script>' >> a.txt\n"
+                  "seq 1 20000 > big.txt\necho '{\"state_delta\":{}}'\n");
+  writeExperience(
+      "name: diff-report\nversion: 0.1.0\nstate:\n  schema: {}\ngraph:\n  nodes:\n"
+      "    - { id: edit, kind: tool, impl: ./edit.sh, workspace: worktree }\n"
+      "  edges: []\n");
+  const std::map<std::string, std::string> identity = {{"GIT_AUTHOR_NAME", "t"},
+                                                       {"GIT_AUTHOR_EMAIL", "t@t"},
+                                                       {"GIT_COMMITTER_NAME", "t"},
+                                                       {"GIT_COMMITTER_EMAIL", "t@t"}};
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"git", "init", "-q"},
+                                               {"git", "add", "-A"},
+                                               {"git", "commit", "-q", "-m", "init"}}) {
+    ASSERT_EQ(runProcess(args, identity, dir_.path()).exit_code, 0);
+  }
+  const auto run = runJson();
+  ASSERT_EQ(run["status"], "success") << last_stderr_;
+  std::string artifact;
+  for (const auto& event : events(run["run_id"])) {
+    if (event.value("type", "") == "node.diff") {
+      artifact = event.value("artifact", "");
+    }
+  }
+  ASSERT_EQ(artifact.size(), 64U);
+  const auto diff_size = std::filesystem::file_size(dir_.path() / ".openexpertise" / "artifacts" /
+                                                    (artifact + ".diff"));
+  ASSERT_GT(diff_size, 64U * 1024);
+
+  const auto page = dir_.path() / "report.html";
+  auto inspect = oe({"inspect", "--last", "--html", "--out", page.string()});
+  ASSERT_EQ(inspect.exit_code, 0) << inspect.err;
+  const std::string html = readFile(page);
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  // The summary with the artifact; the text from its first line, cut after a whole line with a
+  // note naming the file.
+  EXPECT_NE(html.find("artifact <code>" + artifact + "</code>"), std::string::npos);
+  EXPECT_NE(html.find("<li><code>a.txt</code></li><li><code>big.txt</code></li>"),
+            std::string::npos);
+  EXPECT_NE(html.find("<span class=\"file\">diff --git a/a.txt b/a.txt</span>"), std::string::npos);
+  EXPECT_NE(html.find("<span class=\"add\">+100</span>\n"), std::string::npos);
+  EXPECT_EQ(html.find("<span class=\"add\">+20000</span>"), std::string::npos);
+  EXPECT_NE(html.find("more not shown (a report shows the first 64 KiB of each diff and 1024 KiB "
+                      "in all): the whole diff is .openexpertise/artifacts/" +
+                      artifact + ".diff"),
+            std::string::npos);
+  EXPECT_TRUE(std::regex_search(html, std::regex(R"(\n</pre><p class="note">)")))
+      << "the shown text does not end with a whole line";
+
+  const auto profile = dir_.path() / "chromium-profile";
+  auto dom = runProcess(headlessChromium(profile, page, {"--dump-dom"}));
+  ASSERT_EQ(dom.exit_code, 0) << dom.err;
+  // Folded: the diff's <details> is not open; the node's line carries the summary; the markup
+  // the tool wrote is text.
+  EXPECT_NE(dom.out.find("<details class=\"diff\"><summary>the diff ("), std::string::npos)
+      << dom.out.substr(0, 4000);
+  EXPECT_EQ(dom.out.find("<details class=\"diff\" open"), std::string::npos);
+  EXPECT_TRUE(std::regex_search(dom.out, std::regex("<b>edit</b>[^<]*diff: 2 files \\+20001 ")));
+  EXPECT_NE(dom.out.find("<span class=\"add\">+&lt;script&gt;alert(1)&lt;/script&gt;</span>"),
+            std::string::npos);
+  EXPECT_EQ(dom.out.find("<script"), std::string::npos);
 }
 
 }  // namespace

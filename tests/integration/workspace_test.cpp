@@ -1,5 +1,7 @@
 // `workspace: worktree` end to end (docs/workspaces.md): real git, the real `oe`, real tools and a
 // fake coding CLI (an executable named claude first on PATH).
+#include <signal.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -174,6 +176,88 @@ TEST_F(WorkspaceTest, ParallelItemsOfACliAgentGetSeparateDiffs) {
   ASSERT_EQ(applied.exit_code, 0) << applied.err;
   EXPECT_EQ(readFile(dir_.path() / "b.txt"), "b\nby b.txt\n");
   EXPECT_EQ(readFile(dir_.path() / "a.txt"), "a\n");
+}
+
+TEST_F(WorkspaceTest, AKilledAttemptLeavesNoWorktreeBehindAfterResume) {
+  // The tool's markers live outside the repository, so they are no change of its. Without the
+  // gate (the first attempt) the tool edits a.txt, writes a file only that attempt writes, says
+  // where it runs and blocks; with it (the attempt after the resume) it edits a.txt and ends.
+  TempDir marks;
+  const std::map<std::string, std::string> env = {{"OE_PLUGIN_PATH", ""},
+                                                  {"MARKS", marks.path().string()}};
+  dir_.write("a.txt", "hello\n");
+  writeExecutable("edit.sh", R"(#!/bin/sh
+cat >/dev/null
+echo fresh >> a.txt
+if [ ! -e "$MARKS/gate" ]; then
+  echo killed > killed-only.txt
+  echo $$ > "$MARKS/tool.pid"
+  pwd > "$MARKS/where" && mv "$MARKS/where" "$MARKS/reached"
+  while [ ! -e "$MARKS/gate" ]; do sleep 0.05; done
+fi
+echo '{"state_delta":{}}'
+)");
+  writeExperience(kToolYaml);
+  commitAll();
+
+  BackgroundProcess first({OE_EXE, "run", dir_.path().string(), "-q"}, env, dir_.path(),
+                          marks / "first");
+  ASSERT_TRUE(waitForFile(marks / "reached")) << first.err();
+  std::string where = readFile(marks / "reached");
+  where.erase(where.find_last_not_of('\n') + 1);
+  const fs::path killed = where;
+  // The attempt runs in its worktree, .git/oe-worktrees/<chain>/<run>/edit, and has edited it.
+  const std::string run_id = killed.parent_path().filename().string();
+  EXPECT_EQ(killed, dir_.path() / ".git" / "oe-worktrees" / run_id / run_id / "edit");
+  EXPECT_TRUE(fs::exists(dir_.path() / ".openexpertise" / "runs" / (run_id + ".jsonl")));
+  EXPECT_EQ(readFile(killed / "a.txt"), "hello\nfresh\n");
+
+  first.signal(SIGKILL);
+  EXPECT_EQ(first.wait(), 128 + SIGKILL);
+  // Whatever oe did with its tool, the tool is gone before the resume, as after a reboot.
+  const pid_t tool = pidIn(marks / "tool.pid");
+  ASSERT_GT(tool, 0);
+  ::kill(tool, SIGKILL);
+  ASSERT_TRUE(processGone(tool));
+  // What the killed attempt left: its half-edited worktree and its branch.
+  EXPECT_TRUE(fs::exists(killed / "killed-only.txt"));
+  EXPECT_EQ(worktreeCount(), 2U);
+  EXPECT_NE(oeBranches().find("oe/" + run_id + "/edit"), std::string::npos);
+
+  marks.write("gate", "");
+  auto resumed = oe({"resume", run_id, "--json"}, env);
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.out << resumed.err;
+  const auto summary = nlohmann::json::parse(resumed.out, nullptr, false);
+  ASSERT_EQ(summary.value("status", ""), "success") << resumed.out;
+  const std::string resume_id = summary["run_id"];
+  ASSERT_NE(resume_id, run_id);
+
+  // The diff is a fresh attempt's: one line added to a.txt, nothing of the killed attempt's.
+  auto found = diffs(resume_id);
+  ASSERT_EQ(found.size(), 1U);
+  EXPECT_EQ(found[0]["files"], nlohmann::json({"a.txt"}));
+  EXPECT_EQ(found[0]["insertions"], 1);
+  EXPECT_EQ(found[0]["deletions"], 0);
+  EXPECT_EQ(found[0]["branch"], "oe/" + resume_id + "/edit");
+  const std::string text = readFile(dir_.path() / ".openexpertise" / "artifacts" /
+                                    (found[0]["artifact"].get<std::string>() + ".diff"));
+  EXPECT_NE(text.find(" hello\n+fresh\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("killed-only"), std::string::npos) << text;
+  // Nothing left: the killed worktree, its branch and the resume's own are gone.
+  EXPECT_FALSE(fs::exists(killed));
+  EXPECT_EQ(worktreeCount(), 1U);
+  EXPECT_EQ(oeBranches(), "");
+  EXPECT_EQ(porcelainStatus(), "");
+  auto listed = oe({"inspect", resume_id});
+  EXPECT_NE(listed.out.find("    edit  1 file  +1 -0  .openexpertise/artifacts/" +
+                            found[0]["artifact"].get<std::string>() + ".diff\n"),
+            std::string::npos)
+      << listed.out;
+  // Applied, it makes the one edit of one attempt.
+  auto applied = oe({"apply-diff", resume_id, "edit"});
+  ASSERT_EQ(applied.exit_code, 0) << applied.err;
+  EXPECT_EQ(readFile(dir_.path() / "a.txt"), "hello\nfresh\n");
+  EXPECT_FALSE(fs::exists(dir_.path() / "killed-only.txt"));
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // The HTML run report: every value escaped (script-like ids, errors and outputs are text, never
 // markup), each status coloured in the graph and the legend, the Gantt's calls, retries and
-// nested runs, per-node detail, totals, and long values shortened.
+// nested runs, per-node detail with the diffs of worktree attempts, totals, and long values
+// shortened.
 #include "oe/report/run_report.hpp"
 
 #include <gtest/gtest.h>
@@ -233,6 +234,98 @@ TEST(RunReport, AnUnfinishedRunSaysSoAndCountsFromItsEvents) {
   EXPECT_NE(html.find("<th>nodes</th><td>1 ran, 0 cached, 0 failed, 0 skipped</td>"),
             std::string::npos);
   EXPECT_NE(html.find("class=\"bar bar-running\""), std::string::npos);
+}
+
+// A node.diff event of node `node` (item < 0: none) naming `artifact`.
+Json diffEvent(const std::string& node, const std::string& artifact, Json files, int64_t item,
+               std::string ts) {
+  Json extra = {{"artifact", artifact}, {"files", std::move(files)}, {"insertions", 3},
+                {"deletions", 1},       {"branch", "oe/r5/" + node}, {"repo", "/src/app"}};
+  if (item >= 0) {
+    extra["item"] = item;
+  }
+  return ev("node.diff", node, std::move(ts), extra);
+}
+
+TEST(RunReport, EachAttemptsDiffIsShownEscapedAndFolded) {
+  const std::string sha_a(64, 'a');
+  const std::string sha_b(64, 'b');
+  const std::string sha_c(64, 'c');
+  // A replay from the node cache logs its diff again, marked.
+  Json replayed = diffEvent("each", sha_b, {"b.txt"}, 1, "00.021");
+  replayed["cached"] = true;
+  RunReportInput input;
+  input.run_id = "r5";
+  input.events = {
+      ev("node.ready", "fix", "00.000"),
+      ev("node.started", "fix", "00.000"),
+      diffEvent("fix", sha_a, {"a.txt", std::string(kEvil) + ".txt"}, -1, "00.010"),
+      ev("node.finished", "fix", "00.010"),
+      ev("node.ready", "each", "00.020"),
+      ev("node.finished", "each", "00.021", {{"cached", true}}),
+      replayed,
+      diffEvent("each", sha_c, {"c.txt"}, 0, "00.022"),
+      diffEvent("each", "../../etc/passwd", {"d.txt"}, 2, "00.023"),
+  };
+  const std::string text =
+      "diff --git a/a.txt b/a.txt\n--- a/a.txt\n+++ b/a.txt\n@@ -1 +1,3 @@\n"
+      "-old\n+" +
+      std::string(kEvil) + "\n+new & more\n context\n";
+  input.diffs[sha_a] = runs::DiffText{text, text.size(), ""};
+  input.diffs[sha_b] =
+      runs::DiffText{"", 0, "/x/.openexpertise/artifacts/" + sha_b + ".diff is not here (removed)"};
+  input.diffs[sha_c] = runs::DiffText{"+first line\n", 200 * 1024, ""};
+  const std::string html = runReportHtml(input);
+  const std::string escaped = "&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;";
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  EXPECT_EQ(html.find("<img"), std::string::npos);
+  // The summary, in the node's line and its row: files, +/-, the artifact, the files by name.
+  EXPECT_NE(html.find("<b>fix</b> \xC2\xB7 10 ms \xC2\xB7 diff: 2 files +3 \xE2\x88\x92"
+                      "1</summary>"),
+            std::string::npos)
+      << html;
+  EXPECT_NE(html.find("<th>diff</th><td><span class=\"diff-stat\">2 files, <span class=\"add\">+3"
+                      "</span> <span class=\"del\">\xE2\x88\x92"
+                      "1</span></span> \xC2\xB7 "
+                      "artifact <code>" +
+                      sha_a +
+                      "</code><ul class=\"diff-files\"><li><code>"
+                      "a.txt</code></li><li><code>" +
+                      escaped + ".txt</code></li></ul>"),
+            std::string::npos)
+      << html;
+  // The text folded (a <details> without `open`), escaped, its lines classed for colour.
+  EXPECT_NE(html.find("<details class=\"diff\"><summary>the diff (" + std::to_string(text.size()) +
+                      " bytes)</summary><pre class=\"diff\">"
+                      "<span class=\"file\">diff --git a/a.txt b/a.txt</span>\n"),
+            std::string::npos)
+      << html;
+  EXPECT_NE(html.find("<span class=\"hunk\">@@ -1 +1,3 @@</span>\n<span class=\"del\">-old"
+                      "</span>\n<span class=\"add\">+" +
+                      escaped +
+                      "</span>\n"
+                      "<span class=\"add\">+new &amp; more</span>\n context\n</pre>"),
+            std::string::npos)
+      << html;
+  EXPECT_EQ(html.find("<details class=\"diff\" open"), std::string::npos);
+  // Items: one row each, a replay says so, a missing file and a cut diff say where the whole is.
+  EXPECT_NE(html.find("\xC2\xB7 3 diffs</summary>"), std::string::npos);
+  EXPECT_NE(html.find("<th>diff of item 1</th>"), std::string::npos);
+  EXPECT_NE(html.find("(replayed from the node cache)"), std::string::npos);
+  EXPECT_NE(html.find("The diff text is not shown: /x/.openexpertise/artifacts/" + sha_b +
+                      ".diff is not here (removed).</p>"),
+            std::string::npos);
+  EXPECT_NE(html.find("<th>diff of item 0</th>"), std::string::npos);
+  EXPECT_NE(html.find("the diff (200.0 KiB)"), std::string::npos);
+  EXPECT_NE(html.find("\xE2\x80\xA6 200.0 KiB more not shown (a report shows the first 64 KiB of "
+                      "each diff and 1024 KiB in all): the whole diff is "
+                      ".openexpertise/artifacts/" +
+                      sha_c + ".diff</p></details>"),
+            std::string::npos)
+      << html;
+  // An artifact id that is no sha256 (an edited log) is shown, escaped, and names no file.
+  EXPECT_NE(html.find("<th>diff of item 2</th>"), std::string::npos);
+  EXPECT_NE(html.find("No diff text: the event names no artifact."), std::string::npos);
 }
 
 }  // namespace

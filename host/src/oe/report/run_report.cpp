@@ -360,6 +360,102 @@ std::string legend() {
          "failed and was retried (Gantt)</li></ul>\n";
 }
 
+// Files of a diff listed by name; the rest are counted (the diff text names them all).
+constexpr size_t kMaxDiffFilesListed = 100;
+
+std::string bytesText(uint64_t bytes) {
+  if (bytes < 1024) {
+    return std::to_string(bytes) + (bytes == 1 ? " byte" : " bytes");
+  }
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(1) << static_cast<double>(bytes) / 1024.0 << " KiB";
+  return out.str();
+}
+
+// A diff's text, escaped, a line at a time: added, removed, hunk and file header lines in
+// classes of their own, for their colours.
+std::string diffLines(std::string_view text) {
+  std::string out;
+  size_t at = 0;
+  while (at < text.size()) {
+    size_t end = text.find('\n', at);
+    end = end == std::string_view::npos ? text.size() : end;
+    const std::string_view line = text.substr(at, end - at);
+    std::string_view cls;
+    if (line.rfind("diff --git ", 0) == 0 || line.rfind("+++ ", 0) == 0 ||
+        line.rfind("--- ", 0) == 0) {
+      cls = "file";
+    } else if (line.rfind("@@", 0) == 0) {
+      cls = "hunk";
+    } else if (!line.empty() && line[0] == '+') {
+      cls = "add";
+    } else if (!line.empty() && line[0] == '-') {
+      cls = "del";
+    }
+    if (cls.empty()) {
+      out += htmlEscape(line);
+    } else {
+      out += "<span class=\"" + std::string(cls) + "\">" + htmlEscape(line) + "</span>";
+    }
+    if (end < text.size()) {
+      out += '\n';
+    }
+    at = end + 1;
+  }
+  return out;
+}
+
+// What one attempt in a worktree changed (its node.diff event): files, +/-, the artifact, the
+// files by name and, folded, the diff itself as far as the report carries it.
+std::string diffDetail(const RunReportInput& input, const Json& event) {
+  const Json& files = member(event, "files");
+  const size_t count = files.is_array() ? files.size() : 0;
+  const std::string id = stringField(event, "artifact");
+  std::string out = "<span class=\"diff-stat\">" + std::to_string(count) +
+                    (count == 1 ? " file" : " files") + ", <span class=\"add\">+" +
+                    std::to_string(asInt(member(event, "insertions"))) +
+                    "</span> <span class=\"del\">\xE2\x88\x92" +
+                    std::to_string(asInt(member(event, "deletions"))) +
+                    "</span></span> \xC2\xB7 artifact <code>" + htmlEscape(id) + "</code>";
+  if (member(event, "cached") == Json(true)) {
+    out += " (replayed from the node cache)";
+  }
+  if (count > 0) {
+    out += "<ul class=\"diff-files\">";
+    for (size_t i = 0; i < std::min(count, kMaxDiffFilesListed); ++i) {
+      out += "<li><code>" + htmlEscape(jsonText(files[i])) + "</code></li>";
+    }
+    out += "</ul>";
+    if (count > kMaxDiffFilesListed) {
+      out += "<p class=\"note\">\xE2\x80\xA6 and " + std::to_string(count - kMaxDiffFilesListed) +
+             " more files</p>";
+    }
+  }
+  const std::string file = ".openexpertise/artifacts/" + id + ".diff";
+  auto it = input.diffs.find(id);
+  if (it == input.diffs.end()) {
+    return out + "<p class=\"note\">No diff text: the event names no artifact.</p>";
+  }
+  const runs::DiffText& diff = it->second;
+  if (!diff.error.empty()) {
+    return out + "<p class=\"note\">The diff text is not shown: " + htmlEscape(diff.error) +
+           ".</p>";
+  }
+  if (diff.size == 0) {
+    return out;  // nothing changed: nothing to unfold
+  }
+  out += "<details class=\"diff\"><summary>the diff (" + bytesText(diff.size) +
+         ")</summary><pre class=\"diff\">" + diffLines(diff.text) + "</pre>";
+  if (diff.text.size() < diff.size) {
+    out += "<p class=\"note\">\xE2\x80\xA6 " + bytesText(diff.size - diff.text.size()) +
+           " more not shown (a report shows the first " +
+           std::to_string(runs::kReportDiffBytes / 1024) + " KiB of each diff and " +
+           std::to_string(runs::kReportDiffBudget / 1024) + " KiB in all): the whole diff is " +
+           htmlEscape(file) + "</p>";
+  }
+  return out + "</details>";
+}
+
 std::string nodeDetail(const RunReportInput& input, const NodeSummary& node, size_t n) {
   const std::string status = node.status();
   const spec::NodeSpec* spec = input.experience ? input.experience->findNode(node.id) : nullptr;
@@ -376,6 +472,15 @@ std::string nodeDetail(const RunReportInput& input, const NodeSummary& node, siz
   if (!node.retries.empty()) {
     out << " \xC2\xB7 " << node.retries.size()
         << (node.retries.size() == 1 ? " retry" : " retries");
+  }
+  if (node.diffs.size() == 1) {
+    const Json& files = member(node.diffs[0], "files");
+    const size_t count = files.is_array() ? files.size() : 0;
+    out << " \xC2\xB7 diff: " << count << (count == 1 ? " file" : " files") << " +"
+        << asInt(member(node.diffs[0], "insertions")) << " \xE2\x88\x92"
+        << asInt(member(node.diffs[0], "deletions"));
+  } else if (node.diffs.size() > 1) {
+    out << " \xC2\xB7 " << node.diffs.size() << " diffs";
   }
   out << "</summary>\n<table>\n";
   if (spec != nullptr) {
@@ -426,6 +531,11 @@ std::string nodeDetail(const RunReportInput& input, const NodeSummary& node, siz
   if (auto edge = input.edge_outputs.find(node.id); edge != input.edge_outputs.end()) {
     out << row("edge output", pre(jsonText(edge->second)));
   }
+  for (const Json& diff : node.diffs) {
+    const Json& item = member(diff, "item");
+    out << row(item.is_number_integer() ? "diff of item " + std::to_string(asInt(item)) : "diff",
+               diffDetail(input, diff));
+  }
   if (node.has_usage) {
     out << row("tokens",
                std::to_string(node.tokens_in) + " in, " + std::to_string(node.tokens_out) + " out");
@@ -473,7 +583,16 @@ constexpr std::string_view kCss =
     "details.node-detail.status-failed { border-color: #c62828; }\n"
     "details.node-detail summary { cursor: pointer; }\n"
     "details.node-detail table { margin: 6px 0; width: 100%; }\n"
-    ".note { color: #8a6d00; }\n";
+    ".note { color: #8a6d00; }\n"
+    ".diff-stat .add { color: #2e7d32; }\n"
+    ".diff-stat .del { color: #c62828; }\n"
+    "ul.diff-files { margin: 4px 0; padding-left: 20px; font-size: 13px; }\n"
+    "details.diff summary { cursor: pointer; color: #555; }\n"
+    "pre.diff { max-height: 640px; white-space: pre; }\n"
+    "pre.diff .add { background: #e6ffed; }\n"
+    "pre.diff .del { background: #ffeef0; }\n"
+    "pre.diff .hunk { color: #6f42c1; }\n"
+    "pre.diff .file { font-weight: bold; }\n";
 
 }  // namespace
 

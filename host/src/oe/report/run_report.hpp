@@ -1,6 +1,7 @@
 // `oe inspect <run> --html`: a run's report as one self-contained HTML page (no script, nothing
 // fetched): totals, the graph coloured by node status, a Gantt of the node calls and per-node
-// detail. runReportHtml is a pure function of what runs::loadRunReport reads from the files.
+// detail (with the diffs of worktree attempts). runReportHtml is a pure function of what
+// runs::loadRunReport reads from the files.
 #pragma once
 
 #include <filesystem>

@@ -1,6 +1,8 @@
 // A run report's input, from the files or from PostgreSQL (see report_input.hpp).
 #include "oe/runs/report_input.hpp"
 
+#include <algorithm>
+#include <fstream>
 #include <utility>
 
 #include "oe/cache/cache_store.hpp"
@@ -39,14 +41,62 @@ void readNested(const std::vector<Json>& events, int depth, RunReportInput& inpu
   }
 }
 
-// The run's events (and its nested runs' logs, the notes of what could not be read), then the
-// experience as it is now; false when it does not load (a note says so).
+// A sha256 in hex, as an artifact id is: anything else (an edited log) names no file.
+bool isArtifactId(std::string_view id) {
+  return id.size() == 64 && std::all_of(id.begin(), id.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
+}
+
+// The diffs the run's node.diff events name, from the artifacts of the experience folder
+// (where the engine writes them), each cut to kReportDiffBytes and kReportDiffBudget in all.
+void readDiffs(const std::filesystem::path& experience_dir, RunReportInput& input) {
+  const std::filesystem::path dir = experience_dir / ".openexpertise" / "artifacts";
+  size_t budget = kReportDiffBudget;
+  for (const Json& event : input.events) {
+    const std::string id = stringField(event, "artifact");
+    if (stringField(event, "type") != "node.diff" || !isArtifactId(id) ||
+        input.diffs.count(id) != 0) {
+      continue;
+    }
+    DiffText& diff = input.diffs[id];
+    const std::filesystem::path file = dir / (id + ".diff");
+    std::error_code ec;
+    diff.size = std::filesystem::file_size(file, ec);
+    if (ec) {
+      diff.size = 0;
+      diff.error = file.string() + " is not here (removed, or the run was on another machine)";
+      continue;
+    }
+    const auto want =
+        static_cast<size_t>(std::min<uint64_t>({diff.size, kReportDiffBytes, budget}));
+    std::ifstream in(file, std::ios::binary);
+    diff.text.resize(want);
+    in.read(diff.text.data(), static_cast<std::streamsize>(want));
+    diff.text.resize(static_cast<size_t>(std::max<std::streamsize>(in.gcount(), 0)));
+    if (diff.text.size() < diff.size) {
+      // Cut after a whole line: half a line of a diff reads as a change that is not there.
+      const size_t line_end = diff.text.rfind('\n');
+      diff.text.resize(line_end == std::string::npos ? 0 : line_end + 1);
+      if (diff.text.empty()) {
+        diff.error = "not shown: the report carries " + std::to_string(kReportDiffBudget / 1024) +
+                     " KiB of diffs in all, and the diffs above used them";
+      }
+    }
+    budget -= diff.text.size();
+  }
+}
+
+// The run's events (and its nested runs' logs, the notes of what could not be read, the diffs
+// its events name), then the experience as it is now; false when it does not load (a note says
+// so).
 bool startReport(RunReportInput& input, Result<events::LogReadResult> log,
                  const std::filesystem::path& experience_path) {
   input.events = std::move(log->events);
   input.notes = std::move(log->warnings);
   readNested(input.events, 0, input);
   const auto yaml = spec::resolveExperiencePath(experience_path);
+  readDiffs(yaml.parent_path(), input);
   auto loaded = spec::loadExperience(yaml);
   if (!loaded.experience || hasErrors(loaded.diagnostics)) {
     input.notes.push_back(yaml.string() +

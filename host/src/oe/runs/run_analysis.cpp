@@ -166,6 +166,8 @@ RunModel analyse(const std::vector<Json>& events) {
       node.policy = member(event, "policy");
     } else if (type == "policy.denied") {
       node.denials.push_back(policyDenial(event));
+    } else if (type == "node.diff") {
+      node.diffs.push_back(event);
     } else if (type == "state.write") {
       const std::string field = stringField(event, "field");
       if (std::find(node.writes.begin(), node.writes.end(), field) == node.writes.end()) {

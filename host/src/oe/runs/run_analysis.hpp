@@ -46,6 +46,7 @@ struct NodeSummary {
   Json policy;                       // the last policy.applied's policy (null: none in force)
   std::vector<std::string> denials;  // each policy.denied: "rule" or "rule host:port"
   std::vector<std::string> writes;   // fields, from state.write, in order
+  std::vector<Json> diffs;           // the node.diff events (workspace: worktree), one per item
   int64_t tokens_in = 0;
   int64_t tokens_out = 0;
   double cost_usd = 0;

@@ -58,9 +58,14 @@ Result<Repo> Worktrees::findRepo(const fs::path& dir) {
   auto top = vcs::runGit(*git, {"rev-parse", "--show-toplevel", "--git-common-dir"}, dir,
                          kFindDeadline);
   if (!top.ok) {
+    // git's own words (its stderr follows the command line): why it found no repository.
+    const size_t tail = top.error.find(":\n");
+    const std::string_view why = tail == std::string::npos
+                                     ? std::string_view(top.error)
+                                     : std::string_view(top.error).substr(tail + 2);
     return makeError(dir.string() + " is not inside a git repository (workspace: worktree "
                      "makes a worktree of the repository that holds the experience, or of "
-                     "workspace.repo): " + vcs::firstLineOf(top.error));
+                     "workspace.repo): " + vcs::firstLineOf(why));
   }
   Repo repo;
   const std::string out = top.out;
@@ -120,10 +125,14 @@ Result<void> Worktrees::removeStale(std::string_view chain_id, std::string_view 
   }
   for (const auto& run : fs::directory_iterator(chain, ec)) {
     const fs::path left = run.path() / std::string(key);
-    if (!fs::exists(left, ec)) {
+    const std::string branch = branchName(run.path().filename().string(), key);
+    // An attempt killed inside a removal leaves the branch without its folder: the same run's
+    // next attempt could not make the branch again, so it goes too.
+    if (!fs::exists(left, ec) &&
+        !git({"rev-parse", "--verify", "--quiet", "refs/heads/" + branch}, repo_.root)) {
       continue;
     }
-    auto removed = removeLocked(left, branchName(run.path().filename().string(), key));
+    auto removed = removeLocked(left, branch);
     if (!removed) {
       return removed;
     }
@@ -140,7 +149,9 @@ Worktree Worktrees::plan(std::string_view chain_id, std::string_view run_id,
   const fs::path canonical_dir = fs::weakly_canonical(experience_dir, ec);
   const fs::path root = fs::weakly_canonical(repo_.root, ec);
   const fs::path relative = canonical_dir.lexically_relative(root);
-  const bool inside = !relative.empty() && *relative.begin() != "..";
+  // The experience at the top level ("."): the top level itself, not "<path>/." normalised to
+  // "<path>/", which would name the same folder as a different path.
+  const bool inside = !relative.empty() && *relative.begin() != ".." && relative != ".";
   tree.workdir = inside ? (tree.path / relative).lexically_normal() : tree.path;
   return tree;
 }
