@@ -202,7 +202,16 @@ RunRecord::RunRecord(std::unique_ptr<pg::Connection> conn, RunInfo info, int64_t
       fence_(std::make_shared<ScopeFence>(info_.scope, epoch, std::move(patience))),
       locked_pid_(conn_->backendPid()) {}
 
-RunRecord::~RunRecord() { stopGuard(); }
+RunRecord::~RunRecord() {
+  stopGuard();
+  // Let go of the lock before the connection closes: the server ends a closed session (and so
+  // releases its locks) after the client has gone, so without this a coordinator started right
+  // after this one ends (a script's next `oe run`) could still find the scope held.
+  if (conn_ && conn_->healthy() && conn_->backendPid() == locked_pid_) {
+    (void)conn_->exec("SELECT pg_advisory_unlock(hashtextextended($1, 0))",
+                      {lockKey(info_.scope)});
+  }
+}
 
 void RunRecord::guard(std::chrono::milliseconds every, std::function<void(std::string)> lost) {
   // A write the fence refused stops the run as the guard would (whichever comes first).
