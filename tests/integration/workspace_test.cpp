@@ -99,6 +99,46 @@ TEST_F(WorkspaceTest, ToolNodeDiffIsCapturedTheWorktreeRemovedAndApplyDiffApplie
   EXPECT_EQ(readFile(dir_.path() / "a.txt"), "hello\nedited\n");
 }
 
+// A Node.js tool runs in a worker of its own per worktree attempt, with the worktree as its cwd:
+// its relative writes land in the worktree's diff, never in the main checkout, and the shared
+// worker of the run's other .mjs tools keeps its own cwd.
+TEST_F(WorkspaceTest, AnMjsToolWritesInItsWorktreeNotTheMainCheckout) {
+  dir_.write("a.txt", "hello\n");
+  dir_.write("edit.mjs",
+             "import { appendFileSync } from 'node:fs';\n"
+             "export default async function () {\n"
+             "  appendFileSync('a.txt', 'from node\\n');\n"
+             "  return { state_delta: { edit_cwd: process.cwd() } };\n"
+             "}\n");
+  dir_.write("plain.mjs",
+             "export default async function () {\n"
+             "  return { state_delta: { plain_cwd: process.cwd() } };\n"
+             "}\n");
+  writeExperience(
+      "name: ws\nversion: 0.1.0\nstate:\n  schema: { edit_cwd: { type: string }, plain_cwd: "
+      "{ type: string } }\ngraph:\n  nodes:\n"
+      "    - { id: edit, kind: tool, impl: ./edit.mjs, workspace: worktree, writes: [edit_cwd] }\n"
+      "    - { id: plain, kind: tool, impl: ./plain.mjs, writes: [plain_cwd] }\n  edges: []\n");
+  commitAll();
+  auto run = runJson();
+  ASSERT_EQ(run.value("status", ""), "success") << last_stderr_;
+  const std::string run_id = run["run_id"];
+  auto found = diffs(run_id);
+  ASSERT_EQ(found.size(), 1U);
+  EXPECT_EQ(found[0]["files"], nlohmann::json({"a.txt"}));
+  EXPECT_EQ(found[0]["insertions"], 1);
+  const fs::path artifact = dir_.path() / ".openexpertise" / "artifacts" /
+                            (found[0]["artifact"].get<std::string>() + ".diff");
+  EXPECT_NE(readFile(artifact).find("+from node"), std::string::npos) << readFile(artifact);
+  EXPECT_EQ(readFile(dir_.path() / "a.txt"), "hello\n");
+  EXPECT_EQ(porcelainStatus(), "");
+  EXPECT_EQ(worktreeCount(), 1U);
+  const std::string edit_cwd = run["final_state"].value("edit_cwd", "");
+  const std::string plain_cwd = run["final_state"].value("plain_cwd", "");
+  EXPECT_NE(edit_cwd.find("oe-worktrees"), std::string::npos) << edit_cwd;
+  EXPECT_EQ(plain_cwd.find("oe-worktrees"), std::string::npos) << plain_cwd;
+}
+
 TEST_F(WorkspaceTest, AFailedAttemptKeepsItsWorktreeAndSaysWhere) {
   dir_.write("a.txt", "hello\n");
   writeExecutable("edit.sh", "#!/bin/sh\ncat >/dev/null\necho half >> a.txt\nexit 3\n");

@@ -137,7 +137,7 @@ class NodeWorker::Process {
  public:
   static Expected<std::shared_ptr<Process>> start(
       const std::string& node_binary, const std::function<void(std::string_view)>& log_line,
-      const std::optional<SandboxSpec>& sandbox) {
+      const std::optional<SandboxSpec>& sandbox, const std::string& cwd) {
     auto requests = makePipe();
     auto replies = makePipe();
     auto log = makePipe();
@@ -159,6 +159,7 @@ class NodeWorker::Process {
                    {requests->read.get(), 3},
                    {replies->write.get(), 4}};
     request.sandbox = sandbox;
+    request.cwd = cwd;
     auto child = spawnChild(request);
     if (!child) {
       return std::move(child).failure();
@@ -439,8 +440,8 @@ class NodeWorker::Process {
 };
 
 NodeWorker::NodeWorker(std::function<void(std::string_view)> log_line,
-                       std::optional<SandboxSpec> sandbox)
-    : log_line_(std::move(log_line)), sandbox_(std::move(sandbox)) {}
+                       std::optional<SandboxSpec> sandbox, std::string cwd)
+    : log_line_(std::move(log_line)), sandbox_(std::move(sandbox)), cwd_(std::move(cwd)) {}
 
 NodeWorker::~NodeWorker() {
   std::lock_guard lock(mutex_);
@@ -478,7 +479,7 @@ Expected<std::shared_ptr<NodeWorker::Process>> NodeWorker::running(const ToolIde
     return std::move(binary).failure();
   }
   retired = std::move(current_);
-  auto started = Process::start(*binary, log_line_, sandbox_);
+  auto started = Process::start(*binary, log_line_, sandbox_, cwd_);
   if (!started) {
     return fail(started.failure().status, "Tool \"" + who.id +
                                               "\": could not start the Node.js tool worker (" +

@@ -24,9 +24,10 @@ class NodeWorker {
   // log_line receives the worker's stderr (and so the tools' console output) line by line, on
   // the worker's reader thread.
   // `sandbox`: the worker runs under oe-sandbox (a node with a policy in force gets a worker of
-  // its own per call, docs/policy.md).
+  // its own per call, docs/policy.md). `cwd`: the worker's working directory (a `workspace:
+  // worktree` attempt's worktree, docs/workspaces.md); empty: oe's own.
   explicit NodeWorker(std::function<void(std::string_view)> log_line,
-                      std::optional<SandboxSpec> sandbox = std::nullopt);
+                      std::optional<SandboxSpec> sandbox = std::nullopt, std::string cwd = {});
   ~NodeWorker();  // kills the worker process group and joins its reader thread
   NodeWorker(const NodeWorker&) = delete;
   NodeWorker& operator=(const NodeWorker&) = delete;
@@ -50,6 +51,7 @@ class NodeWorker {
 
   std::function<void(std::string_view)> log_line_;
   std::optional<SandboxSpec> sandbox_;
+  std::string cwd_;
   std::mutex mutex_;  // guards current_
   std::shared_ptr<Process> current_;
   std::atomic<uint64_t> next_id_{1};

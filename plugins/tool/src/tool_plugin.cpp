@@ -272,18 +272,22 @@ Failure ToolNode::explainDenial(sdk::Call& call, Failure failure) const {
 Expected<std::string> ToolNode::runUnchecked(sdk::Call& call, std::string_view input,
                                              CancelToken& token) {
   switch (flavour_) {
-    case Flavour::kNodeModule:
-      if (sandbox_) {
-        // A worker of its own per call: its $TMP is the attempt's, and nothing one confined
-        // call leaves in the worker reaches another.
-        NodeWorker confined(
+    case Flavour::kNodeModule: {
+      // `workspace: worktree`: the attempt's worktree copy of the experience folder.
+      auto workdir = prockit::callWorkdir(call.request());
+      if (sandbox_ || workdir) {
+        // A worker of its own per call: its $TMP is the attempt's, its cwd the attempt's
+        // worktree, and nothing one call leaves in the worker (a chdir, a global) reaches
+        // another.
+        NodeWorker own(
             [&call](std::string_view line) {
               call.log(OE_LOG_INFO, "tool worker (node): " + std::string(line));
             },
-            sandbox_);
-        return confined.call(who_, input, token);
+            sandbox_, workdir.value_or(std::string()));
+        return own.call(who_, input, token);
       }
       return plugin_.nodeWorker().call(who_, input, token);
+    }
     case Flavour::kExecutable: {
       // `workspace: worktree`: the attempt's worktree copy of the experience folder.
       const auto workdir = prockit::callWorkdir(call.request());
