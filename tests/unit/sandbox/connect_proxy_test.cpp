@@ -93,6 +93,13 @@ TEST(ParseProxyRule, RefusesBadEntriesNamingThem) {
   }
 }
 
+// inet_pton stops at a NUL: "[::<NUL> x]" was taken for the address ::, with the rest kept in
+// the rule's host. Found by the proxy_request fuzz target (its corpus keeps the input).
+TEST(ParseProxyRule, RefusesAnAddressWithANulInside) {
+  EXPECT_FALSE(parseProxyRule(std::string("[::\0 x]:443", 11)));
+  EXPECT_FALSE(parseProxyRule(std::string("127.0.0.1\0x", 11)));
+}
+
 TEST(RuleAllows, ExactHostsIgnoreCaseAndATrailingDot) {
   const ProxyRule r = rule("api.anthropic.com");
   EXPECT_TRUE(ruleAllows(r, "api.anthropic.com", 443));
@@ -140,6 +147,40 @@ TEST(RuleAllows, IpLiteralsMatchAsTextAndNeverByWildcard) {
   EXPECT_TRUE(rulesAllow({rule("a.test"), rule("b.test:8080")}, "b.test", 8080));
   EXPECT_FALSE(rulesAllow({rule("a.test"), rule("b.test:8080")}, "a.test", 8080));
   EXPECT_FALSE(rulesAllow({}, "a.test", 443));
+}
+
+TEST(ParseProxyRequest, ReadsATunnelAndAPlainRequestInOriginForm) {
+  auto tunnel = parseProxyRequest("CONNECT API.Example.test.:8443 HTTP/1.1\r\nHost: x");
+  ASSERT_TRUE(tunnel) << tunnel.error().message;
+  EXPECT_TRUE(tunnel->tunnel);
+  EXPECT_EQ(tunnel->host, "api.example.test");
+  EXPECT_EQ(tunnel->port, 8443);
+  EXPECT_TRUE(tunnel->origin_head.empty());
+
+  auto plain = parseProxyRequest(
+      "GET http://a.test/p?q HTTP/1.1\r\nHost: evil.test\r\nConnection: x-drop\r\n"
+      "X-Drop: 1\r\nAccept: */*");
+  ASSERT_TRUE(plain) << plain.error().message;
+  EXPECT_FALSE(plain->tunnel);
+  EXPECT_EQ(plain->port, 80);
+  EXPECT_EQ(plain->origin_head,
+            "GET /p?q HTTP/1.1\r\nHost: a.test\r\nAccept: */*\r\nConnection: close\r\n\r\n");
+}
+
+// A bare LF inside a header line would reach the origin as a line break of its own: a header
+// (here a second Host) smuggled past the proxy's parser. Seen while writing the proxy_request
+// fuzz target, whose invariant (CRLF line ends only in the origin head) now guards it.
+TEST(ParseProxyRequest, RefusesABareCrLfOrNulInsideALine) {
+  for (const std::string& head :
+       {std::string("GET http://a.test/ HTTP/1.1\r\nX-A: 1\nHost: evil.test"),
+        std::string("GET http://a.test/ HTTP/1.1\r\nX-A: 1\rHost: evil.test"),
+        std::string("GET http://a.test/ HTTP/1.1\r\nX-A: 1\0x", 37),
+        std::string("CONNECT a.test:443\nHTTP/1.1 HTTP/1.1")}) {
+    auto parsed = parseProxyRequest(head);
+    ASSERT_FALSE(parsed) << head;
+    EXPECT_NE(parsed.error().message.find("bare CR, LF or NUL"), std::string::npos)
+        << parsed.error().message;
+  }
 }
 
 // ---- Servers and a client ----------------------------------------------------------------

@@ -42,14 +42,15 @@ std::string lower(std::string_view text) {
   return out;
 }
 
+// inet_pton reads a C string: a NUL inside `text` would let "::1<NUL>anything" pass as ::1.
 bool isIpv4(const std::string& text) {
   in_addr addr{};
-  return inet_pton(AF_INET, text.c_str(), &addr) == 1;
+  return text.find('\0') == std::string::npos && inet_pton(AF_INET, text.c_str(), &addr) == 1;
 }
 
 bool isIpv6(const std::string& text) {
   in6_addr addr{};
-  return inet_pton(AF_INET6, text.c_str(), &addr) == 1;
+  return text.find('\0') == std::string::npos && inet_pton(AF_INET6, text.c_str(), &addr) == 1;
 }
 
 struct NormalHost {
@@ -192,15 +193,6 @@ bool isToken(std::string_view text) {
   });
 }
 
-// One parsed request head: where it goes and, for plain HTTP, the head to send the origin.
-struct Request {
-  bool tunnel = false;  // CONNECT
-  std::string host;
-  uint16_t port = 0;
-  bool ip_literal = false;
-  std::string origin_head;  // plain HTTP only: the rewritten head, blank line included
-};
-
 // Hop-by-hop headers (RFC 9110 7.6.1) a proxy must not pass on, besides those Connection names.
 bool hopByHop(const std::string& name) {
   return name == "connection" || name == "proxy-connection" || name == "keep-alive" ||
@@ -208,7 +200,9 @@ bool hopByHop(const std::string& name) {
          name == "trailer" || name == "upgrade" || name == "host";
 }
 
-Result<Request> parseRequest(std::string_view head) {
+}  // namespace
+
+Result<ProxyRequest> parseProxyRequest(std::string_view head) {
   std::vector<std::string_view> lines;
   size_t start = 0;
   while (start < head.size()) {
@@ -221,6 +215,13 @@ Result<Request> parseRequest(std::string_view head) {
   }
   if (lines.empty()) {
     return makeError("the request is empty");
+  }
+  // A bare CR or LF inside a line would reach the origin as a line break of its own (a header
+  // smuggled past this parser), and a NUL ends a line early for some servers: refuse them all.
+  for (const std::string_view each : lines) {
+    if (each.find_first_of(std::string_view("\r\n\0", 3)) != std::string_view::npos) {
+      return makeError("a line holds a bare CR, LF or NUL");
+    }
   }
   const std::string_view line = lines[0];
   const size_t sp1 = line.find(' ');
@@ -253,7 +254,7 @@ Result<Request> parseRequest(std::string_view head) {
     headers.emplace_back(std::move(name), lines[i]);
   }
 
-  Request request;
+  ProxyRequest request;
   std::string_view authority;
   std::string_view path;
   if (method == "CONNECT") {
@@ -320,8 +321,6 @@ Result<Request> parseRequest(std::string_view head) {
   }
   return request;
 }
-
-}  // namespace
 
 Result<ProxyRule> parseProxyRule(std::string_view text) {
   const std::string_view entry = trim(text);
@@ -501,7 +500,7 @@ class Session final : public detail::Closable, public std::enable_shared_from_th
     }
     deadline_.cancel();
     leftover_ = head_.substr(end + 4);
-    auto request = parseRequest(std::string_view(head_).substr(0, end));
+    auto request = parseProxyRequest(std::string_view(head_).substr(0, end));
     if (!request) {
       refuse(400, "Bad Request", "oe sandbox proxy: " + request.error().message + "\n");
       return;
@@ -763,7 +762,7 @@ class Session final : public detail::Closable, public std::enable_shared_from_th
   std::string leftover_;
   std::string out_;
   std::string target_;
-  Request request_;
+  ProxyRequest request_;
   std::vector<Tcp::endpoint> endpoints_;
   std::array<char, kTunnelBuffer> up_buf_{};
   std::array<char, kTunnelBuffer> down_buf_{};

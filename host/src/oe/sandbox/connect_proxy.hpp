@@ -36,6 +36,22 @@ bool ruleAllows(const ProxyRule& rule, std::string_view host, uint16_t port);
 // Whether any of `rules` does.
 bool rulesAllow(const std::vector<ProxyRule>& rules, std::string_view host, uint16_t port);
 
+// One request head a client sent the proxy (up to and without the blank line): where it goes
+// and, for plain HTTP, the head to send the origin.
+struct ProxyRequest {
+  bool tunnel = false;  // CONNECT
+  std::string host;     // normalized as the rules are
+  uint16_t port = 0;
+  bool ip_literal = false;
+  // Plain HTTP only: the head for the origin, origin-form target, the client's end-to-end
+  // headers, "Host" and "Connection: close", blank line included.
+  std::string origin_head;
+};
+
+// Reads "CONNECT host:port HTTP/1.x" or "METHOD http://host[:port]/path HTTP/1.x" with its
+// header lines, CRLF-separated. The error says what is wrong, for the client's 400.
+Result<ProxyRequest> parseProxyRequest(std::string_view head);
+
 struct ProxyDenial {
   std::string host;  // normalized as the rules are
   uint16_t port = 0;
