@@ -43,6 +43,16 @@ class WorkspaceTest : public OeTest {
     std::ifstream in(path, std::ios::binary);
     return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
   }
+  // Commits the folder, runs it (it must succeed: `run` gets its summary) and returns its one
+  // node.diff event.
+  nlohmann::json commitRunAndTakeTheDiff(nlohmann::json& run) {
+    commitAll();
+    run = runJson();
+    EXPECT_EQ(run.value("status", ""), "success") << last_stderr_;
+    auto found = diffs(run.value("run_id", ""));
+    EXPECT_EQ(found.size(), 1U);
+    return found.empty() ? nlohmann::json::object() : found[0];
+  }
   std::vector<nlohmann::json> diffs(const std::string& run_id) {
     std::vector<nlohmann::json> out;
     for (auto& e : events(run_id)) {
@@ -64,13 +74,10 @@ TEST_F(WorkspaceTest, ToolNodeDiffIsCapturedTheWorktreeRemovedAndApplyDiffApplie
                   "#!/bin/sh\ncat >/dev/null\necho edited >> a.txt\nprintf 'x\\0y' > new.bin\n"
                   "echo '{\"state_delta\":{},\"edge_output\":{\"cwd\":\"'\"$PWD\"'\"}}'\n");
   writeExperience(kToolYaml);
-  commitAll();
-  auto run = runJson();
-  ASSERT_EQ(run.value("status", ""), "success") << last_stderr_;
+  nlohmann::json run;
+  const auto diff = commitRunAndTakeTheDiff(run);
+  ASSERT_FALSE(HasFailure());
   const std::string run_id = run["run_id"];
-  auto found = diffs(run_id);
-  ASSERT_EQ(found.size(), 1U);
-  const auto& diff = found[0];
   EXPECT_EQ(diff["files"], nlohmann::json({"a.txt", "new.bin"}));
   EXPECT_EQ(diff["insertions"], 1);
   EXPECT_EQ(diff["branch"], "oe/" + run_id + "/edit");
@@ -119,16 +126,13 @@ TEST_F(WorkspaceTest, AnMjsToolWritesInItsWorktreeNotTheMainCheckout) {
       "{ type: string } }\ngraph:\n  nodes:\n"
       "    - { id: edit, kind: tool, impl: ./edit.mjs, workspace: worktree, writes: [edit_cwd] }\n"
       "    - { id: plain, kind: tool, impl: ./plain.mjs, writes: [plain_cwd] }\n  edges: []\n");
-  commitAll();
-  auto run = runJson();
-  ASSERT_EQ(run.value("status", ""), "success") << last_stderr_;
-  const std::string run_id = run["run_id"];
-  auto found = diffs(run_id);
-  ASSERT_EQ(found.size(), 1U);
-  EXPECT_EQ(found[0]["files"], nlohmann::json({"a.txt"}));
-  EXPECT_EQ(found[0]["insertions"], 1);
+  nlohmann::json run;
+  const auto diff = commitRunAndTakeTheDiff(run);
+  ASSERT_FALSE(HasFailure());
+  EXPECT_EQ(diff["files"], nlohmann::json({"a.txt"}));
+  EXPECT_EQ(diff["insertions"], 1);
   const fs::path artifact = dir_.path() / ".openexpertise" / "artifacts" /
-                            (found[0]["artifact"].get<std::string>() + ".diff");
+                            (diff["artifact"].get<std::string>() + ".diff");
   EXPECT_NE(readFile(artifact).find("+from node"), std::string::npos) << readFile(artifact);
   EXPECT_EQ(readFile(dir_.path() / "a.txt"), "hello\n");
   EXPECT_EQ(porcelainStatus(), "");
