@@ -243,6 +243,10 @@ TEST_F(InstalledSdk, StrictCPluginBuildsWithPkgConfigAndRuns) {
   const std::vector<std::string> plugindir = words(pkgConfig("--variable=plugindir"));
   ASSERT_EQ(plugindir.size(), 1u);
   EXPECT_TRUE(fs::equivalent(plugindir[0], prefix / OE_INSTALL_LIBDIR / "oe" / "plugins"));
+  // What writes a manifest for a plugin built without CMake (docs/trust.md).
+  const std::vector<std::string> manifest_tool = words(pkgConfig("--variable=manifest_tool"));
+  ASSERT_EQ(manifest_tool.size(), 1u);
+  EXPECT_TRUE(fs::equivalent(manifest_tool[0], prefix / "bin" / "oe-plugin-manifest"));
 
   const fs::path library = tmp_.path() / "strict_c.so";
   std::vector<std::string> compile = {OE_C_COMPILER};
