@@ -64,6 +64,16 @@ TEST(OutOfTree, CPluginBuildsAgainstInstalledSdk) {
       << plugins.describe();
   EXPECT_NE(plugins.out.find("kinds: text-upper"), std::string::npos) << plugins.describe();
 
+  // Listed from its manifest; run once trusted, as the plugin of a third party.
+  const ProcessResult untrusted =
+      runProcess({oe.string(), "run", experience.string()}, run_options);
+  EXPECT_EQ(untrusted.exit_code, 1) << untrusted.describe();
+  EXPECT_NE(untrusted.err.find("review it, then run: oe trust " +
+                               fs::canonical(library).string()),
+            std::string::npos)
+      << untrusted.describe();
+  const ProcessResult trusted = runProcess({oe.string(), "trust", build.string()}, run_options);
+  ASSERT_EQ(trusted.exit_code, 0) << trusted.describe();
   const ProcessResult run = runProcess({oe.string(), "run", experience.string()}, run_options);
   ASSERT_TRUE(run.exited) << run.describe();
   EXPECT_EQ(run.exit_code, 0) << run.describe();

@@ -115,6 +115,10 @@ class Packaging : public ::testing::Test {
           "OPENAI_API_KEY", "OPENAI_BASE_URL"}) {
       options_.env[name] = std::nullopt;
     }
+    // The user's trust store (docs/trust.md) is this test's: a plugin built here runs once
+    // `oe trust` says so.
+    options_.env["XDG_CONFIG_HOME"] = std::nullopt;
+    options_.env["OE_TRUST_FILE"] = (tmp_.path() / "home" / "trust.json").string();
     options_.timeout = std::chrono::seconds(600);
   }
 
@@ -418,12 +422,29 @@ TEST_F(Packaging, TheCPluginExampleBuildsAgainstTheInstalledSdk) {
   EXPECT_EQ(abi_test::exportedSymbols(pc_build / "c_upper.so"),
             std::vector<std::string>{"oe_plugin_entry_v1"});
 
-  // Each build of the plugin runs under the installed oe.
+  // Built without CMake, it gets its manifest from the tool pkg-config names (docs/trust.md).
+  const ProcessResult tool =
+      runProcess({"pkg-config", "--variable=manifest_tool", "openexpertise-sdk"}, pc_options);
+  ASSERT_EQ(tool.exit_code, 0) << tool.describe();
+  std::string manifest_tool = tool.out;
+  manifest_tool.erase(manifest_tool.find_last_not_of(" \n") + 1);
+  const ProcessResult manifest =
+      runProcess({manifest_tool, (pc_build / "c_upper.so").string()}, options_);
+  ASSERT_EQ(manifest.exit_code, 0) << manifest.describe();
+  EXPECT_TRUE(fs::exists(build / "c_upper.so.oe-manifest.json")) << "oe_add_plugin writes one";
+
+  // Each build of the plugin is listed from its manifest and runs under the installed oe once
+  // trusted.
   for (const fs::path& plugins : {build, pc_build}) {
     const fs::path experience = tmp_.path() / ("run-" + plugins.filename().string());
     fs::copy(source / "experience", experience, fs::copy_options::recursive);
     ProcessOptions run_options = options_;
     run_options.env["OE_PLUGIN_PATH"] = plugins.string();
+    const ProcessResult listed = oe({"plugins"}, run_options);
+    EXPECT_NE(listed.out.find("kinds: text-upper  [not trusted]"), std::string::npos)
+        << plugins << "\n"
+        << listed.describe();
+    ASSERT_EQ(oe({"trust", plugins.string()}, run_options).exit_code, 0);
     const ProcessResult run = oe({"run", experience.string(), "--no-tui"}, run_options);
     EXPECT_EQ(run.exit_code, 0) << plugins << "\n" << run.describe();
     EXPECT_NE(run.out.find("HELLO FROM A PLUGIN WRITTEN IN C!"), std::string::npos)
