@@ -1,4 +1,4 @@
-# oe_add_plugin(<name> SOURCES <src>... [OUTPUT_DIRECTORY <dir>] [NO_INSTALL]
+# oe_add_plugin(<name> SOURCES <src>... [OUTPUT_DIRECTORY <dir>] [NO_INSTALL] [NO_MANIFEST]
 #               [INSTALL_DESTINATION <dir>] [COMPONENT <component>])
 #
 # Builds an oe node-kind plugin: a MODULE library with hidden visibility that exports only
@@ -6,6 +6,13 @@
 # OpenExpertise::sdk_cpp (the C++ glue, compiled as C++20), one in C only OpenExpertise::sdk.
 # Installed with the SDK package, so the same function builds plugins inside the oe tree and out
 # of it (find_package(OpenExpertiseSDK)).
+#
+# After each build, oe-plugin-manifest (OpenExpertise::plugin_manifest) loads the library just
+# built and writes <library>.oe-manifest.json beside it: what `oe validate`, `oe plugins` and
+# the other commands that run nothing read instead of loading a plugin that is not built in
+# (docs/trust.md). A library the host would refuse fails the build there, with the host's reason.
+# The manifest is installed beside the library, its hash made that of the installed file (which
+# `--strip` changes). NO_MANIFEST: none (a test fixture the host must refuse).
 function(oe_add_plugin name)
   _oe_add_module(oe_add_plugin ${name} oe_plugin.version ${ARGN})
 endfunction()
@@ -33,8 +40,8 @@ function(_oe_add_module caller name version_script)
   # here rather than from a variable so the function also works in directories other than the
   # one that called find_package().
   set(_dir "${CMAKE_CURRENT_FUNCTION_LIST_DIR}")
-  cmake_parse_arguments(ARG "NO_INSTALL" "OUTPUT_DIRECTORY;INSTALL_DESTINATION;COMPONENT" "SOURCES"
-                        ${ARGN})
+  cmake_parse_arguments(ARG "NO_INSTALL;NO_MANIFEST" "OUTPUT_DIRECTORY;INSTALL_DESTINATION;COMPONENT"
+                        "SOURCES" ${ARGN})
   if(NOT ARG_SOURCES)
     message(FATAL_ERROR "${caller}(${name}): SOURCES is required")
   endif()
@@ -75,6 +82,37 @@ function(_oe_add_module caller name version_script)
       "LINKER:-z,defs")
     set_property(TARGET ${name} APPEND PROPERTY LINK_DEPENDS "${_dir}/${version_script}")
   endif()
+  if(ARG_NO_MANIFEST AND NOT caller STREQUAL "oe_add_plugin")
+    message(FATAL_ERROR "${caller}(${name}): NO_MANIFEST is for plugins; a native tool has none")
+  endif()
+  set(_manifest_tool "")
+  if(caller STREQUAL "oe_add_plugin" AND NOT ARG_NO_MANIFEST)
+    # In oe's own tree the tool is a target of this build; out of tree, the installed package's.
+    if(TARGET oe_plugin_manifest)
+      set(_manifest_tool oe_plugin_manifest)
+    elseif(TARGET OpenExpertise::plugin_manifest)
+      set(_manifest_tool OpenExpertise::plugin_manifest)
+    endif()
+    if(CMAKE_CROSSCOMPILING)
+      message(WARNING "${caller}(${name}): cross-compiling, so no manifest is written (the library "
+                      "cannot be loaded here); run oe-plugin-manifest on the target machine")
+      set(_manifest_tool "")
+    elseif(NOT _manifest_tool)
+      message(FATAL_ERROR "${caller}(${name}): the OpenExpertise::plugin_manifest tool is not "
+                          "visible here; call find_package(OpenExpertiseSDK) in this directory or "
+                          "a parent one (or pass NO_MANIFEST)")
+    endif()
+  endif()
+  if(_manifest_tool)
+    add_custom_command(TARGET ${name} POST_BUILD
+      COMMAND $<TARGET_FILE:${_manifest_tool}> $<TARGET_FILE:${name}>
+      COMMENT "Writing the manifest of plugin ${name}"
+      VERBATIM)
+    get_target_property(_imported ${_manifest_tool} IMPORTED)
+    if(NOT _imported)
+      add_dependencies(${name} ${_manifest_tool})
+    endif()
+  endif()
   if(caller STREQUAL "oe_add_plugin")
     set(_build_dir_var OE_PLUGIN_BUILD_DIR)  # the oe build's own plugin folder
     set(_install_dir_var OE_PLUGIN_INSTALL_DIR)
@@ -108,5 +146,22 @@ function(_oe_add_module caller name version_script)
       set(_component COMPONENT "${${_component_var}}")
     endif()
     install(TARGETS ${name} LIBRARY DESTINATION "${_dest}" ${_component})
+    if(_manifest_tool)
+      # The manifest describes the library as built; the installed file may differ by its
+      # symbols alone (cmake --install --strip, CPack), so its hash is made the installed one's.
+      # Nothing of the plugin runs here.
+      install(CODE "
+        set(_lib \"${_dest}/$<TARGET_FILE_NAME:${name}>\")
+        if(NOT IS_ABSOLUTE \"\${_lib}\")
+          set(_lib \"\${CMAKE_INSTALL_PREFIX}/\${_lib}\")
+        endif()
+        set(_lib \"\$ENV{DESTDIR}\${_lib}\")
+        file(READ \"$<TARGET_FILE:${name}>.oe-manifest.json\" _manifest)
+        file(SHA256 \"\${_lib}\" _sha)
+        string(JSON _manifest SET \"\${_manifest}\" sha256 \"\\\"\${_sha}\\\"\")
+        message(STATUS \"Installing: \${_lib}.oe-manifest.json\")
+        file(WRITE \"\${_lib}.oe-manifest.json\" \"\${_manifest}\\n\")
+        " ${_component})
+    endif()
   endif()
 endfunction()

@@ -91,14 +91,19 @@ templates and prompts it uses, and runnable examples in /usr/share/oe/examples."
 set(CPACK_DEBIAN_DEV_PACKAGE_NAME oe-dev)
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
 set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS "oe (= ${CPACK_PACKAGE_VERSION})")
-# The SDK is headers only (C11, and header-only C++20 glue): building a plugin needs a compiler
-# and either CMake (find_package(OpenExpertiseSDK)) or pkg-config (openexpertise-sdk).
+# The SDK is headers (C11, and header-only C++20 glue) and one program, oe-plugin-manifest, which
+# writes a built plugin's manifest (docs/trust.md): its shared libraries come from
+# dpkg-shlibdeps. Building a plugin needs a compiler and either CMake
+# (find_package(OpenExpertiseSDK)) or pkg-config (openexpertise-sdk).
+set(CPACK_DEBIAN_DEV_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_DEV_PACKAGE_RECOMMENDS "gcc | c-compiler, cmake (>= 3.25) | pkg-config")
 set(CPACK_DEBIAN_DEV_DESCRIPTION "plugin SDK for oe, the runtime for AI workflows in YAML
 oe's node kinds are plugins: shared libraries built against a stable C ABI.
 This package holds what a third party builds its own node kinds and native
 tools with: the C11 ABI headers, the header-only C++20 glue, the CMake package
 (find_package(OpenExpertiseSDK) and oe_add_plugin), the pkg-config file
-openexpertise-sdk, and the ABI documentation in /usr/share/doc/oe.")
+openexpertise-sdk, oe-plugin-manifest (which writes the manifest oe reads
+instead of loading a plugin that is not built in), and the ABI documentation
+in /usr/share/doc/oe.")
 
 include(CPack)

@@ -94,6 +94,7 @@ class Contract : public OeBinary {
   const ProcessResult& run(std::string_view yaml, const std::string& fixture) {
     fixture_ = fixture;
     writeFile(experience_.path() / "experience.yaml", std::string(yaml));
+    trust({fixture_});
     last_ = oe({"run", experience_.path().string()}, {fixture_});
     return last_;
   }
@@ -236,10 +237,12 @@ graph:
 )" + c.timeout + R"(      writes: [out]
   edges: []
 )");
-  oe::test::BackgroundProcess run(
-      {OE_EXE, "run", experience_.path().string()},
-      {{"OE_PLUGIN_PATH", pluginPath({c.fixture})}, {"HOME", home_.path().string()}}, home_.path(),
-      home_.path() / "oe");
+  trust({c.fixture});
+  oe::test::BackgroundProcess run({OE_EXE, "run", experience_.path().string()},
+                                  {{"OE_PLUGIN_PATH", pluginPath({c.fixture})},
+                                   {"HOME", home_.path().string()},
+                                   {"OE_TRUST_FILE", trustFile().string()}},
+                                  home_.path(), home_.path() / "oe");
   // The fixture creates `reached` inside invoke: the signal arrives while invoke runs.
   ASSERT_TRUE(oe::test::waitForFile(reached)) << run.err();
   run.signal(SIGINT);

@@ -69,16 +69,19 @@ TEST(Fixtures, BogusSoIsNotALibrary) {
 }
 
 TEST(Fixtures, EachCaseFolderHoldsOnlyItsOwnFiles) {
-  // A stray file in a case folder would change what `oe plugins` reports for that case.
+  // A stray file in a case folder would change what `oe plugins` reports for that case. A
+  // plugin the host loads has its manifest beside it; one it refuses has none (oe_add_plugin's
+  // NO_MANIFEST).
   const std::vector<std::pair<std::string, std::vector<std::string>>> expected = {
-      {"good", {"good.so"}},
+      {"good", {"good.so", "good.so.oe-manifest.json"}},
       {"wrong_major", {"wrong_major.so"}},
       {"wrong_minor", {"wrong_minor.so"}},
       {"entry_returns_null", {"entry_returns_null.so"}},
       {"struct_too_small", {"struct_too_small.so"}},
       {"init_fails", {"init_fails.so"}},
-      {"duplicate_kind", {"dup_a.so", "dup_b.so"}},
-      {"throws_in_invoke", {"throws_in_invoke.so"}},
+      {"duplicate_kind",
+       {"dup_a.so", "dup_a.so.oe-manifest.json", "dup_b.so", "dup_b.so.oe-manifest.json"}},
+      {"throws_in_invoke", {"throws_in_invoke.so", "throws_in_invoke.so.oe-manifest.json"}},
       {"missing_entry", {"not_a_plugin.so"}},
       {"not_a_library", {"bogus.so"}},
   };

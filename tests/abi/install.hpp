@@ -11,13 +11,16 @@
 
 namespace oe::abi_test {
 
-// A HOME of its own (no user package registry, no user plugins) and none of the caller's
-// CMAKE_PREFIX_PATH or OE_PLUGIN_PATH, so only the prefix the test installed is found.
+// A HOME of its own (no user package registry, no user plugins, no user trust store) and none
+// of the caller's CMAKE_PREFIX_PATH or OE_PLUGIN_PATH, so only the prefix the test installed is
+// found. The trust store is <home>/trust.json: a plugin built there runs once `oe trust` says so.
 inline ProcessOptions isolatedOptions(const std::filesystem::path& home) {
   ProcessOptions options;
   options.env["HOME"] = home.string();
   options.env["CMAKE_PREFIX_PATH"] = std::nullopt;
   options.env["OE_PLUGIN_PATH"] = std::nullopt;
+  options.env["XDG_CONFIG_HOME"] = std::nullopt;
+  options.env["OE_TRUST_FILE"] = (home / "trust.json").string();
   options.timeout = std::chrono::seconds(120);
   return options;
 }

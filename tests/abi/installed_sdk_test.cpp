@@ -96,6 +96,8 @@ class InstalledSdk : public ::testing::Test {
     options_.env["HOME"] = tmp_.path().string();  // no user package registry, no user plugins
     options_.env["CMAKE_PREFIX_PATH"] = std::nullopt;
     options_.env["OE_PLUGIN_PATH"] = std::nullopt;
+    options_.env["XDG_CONFIG_HOME"] = std::nullopt;
+    options_.env["OE_TRUST_FILE"] = (tmp_.path() / "trust.json").string();
     options_.env["PKG_CONFIG_PATH"] = std::nullopt;
     options_.env["PKG_CONFIG_LIBDIR"] = std::nullopt;
     options_.timeout = std::chrono::seconds(120);
@@ -243,6 +245,10 @@ TEST_F(InstalledSdk, StrictCPluginBuildsWithPkgConfigAndRuns) {
   const std::vector<std::string> plugindir = words(pkgConfig("--variable=plugindir"));
   ASSERT_EQ(plugindir.size(), 1u);
   EXPECT_TRUE(fs::equivalent(plugindir[0], prefix / OE_INSTALL_LIBDIR / "oe" / "plugins"));
+  // What writes a manifest for a plugin built without CMake (docs/trust.md).
+  const std::vector<std::string> manifest_tool = words(pkgConfig("--variable=manifest_tool"));
+  ASSERT_EQ(manifest_tool.size(), 1u);
+  EXPECT_TRUE(fs::equivalent(manifest_tool[0], prefix / "bin" / "oe-plugin-manifest"));
 
   const fs::path library = tmp_.path() / "strict_c.so";
   std::vector<std::string> compile = {OE_C_COMPILER};
@@ -292,6 +298,7 @@ TEST_F(InstalledSdk, CppPluginAskingForCxx17GetsCxx20FromTheSdkTargetAndRuns) {
   EXPECT_EQ(plugins.exit_code, 0) << plugins.describe();
   EXPECT_NE(plugins.out.find("dev.oe.fixture.cpp-greet  0.0.1  abi "), std::string::npos)
       << plugins.describe();
+  ASSERT_EQ(runProcess({oe.string(), "trust", library.string()}, run_options).exit_code, 0);
   const ProcessResult run = runProcess({oe.string(), "run", experience.string()}, run_options);
   EXPECT_EQ(run.exit_code, 0) << run.describe();
   EXPECT_NE((run.out + run.err).find("Hello, installed SDK!"), std::string::npos) << run.describe();

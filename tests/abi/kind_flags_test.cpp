@@ -22,6 +22,7 @@ nlohmann::json nodesOf(const ProcessResult& r) {
 }
 
 TEST_F(OeBinary, ANotCacheableKindRunsOnEveryRun) {
+  trust({"not_cacheable", "good"});
   TempDir experience;
   writeOneNode(experience.path(), "abi-volatile");
   const std::vector<std::string> run = {"run", experience.path().string(), "--json"};

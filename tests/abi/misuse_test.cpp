@@ -43,6 +43,7 @@ TEST_F(OeBinary, ACallContextUsedAfterItsInvokeReturnedIsRefusedAndReported) {
   TempDir experience;
   writeMisuseExperience(experience.path(), {{"keeper", R"({ mode: keep })"},
                                             {"user", R"({ mode: stale })"}});
+  trust({"misuse"});
   const ProcessResult r = oe({"run", experience.path().string(), "--json"}, {"misuse"});
   ASSERT_TRUE(r.exited) << r.describe();
   ASSERT_EQ(r.exit_code, 0) << r.describe();
@@ -71,6 +72,7 @@ TEST_F(OeBinary, ACallThatFloodsTheRunLogIsCappedWithOneWarning) {
   TempDir experience;
   writeMisuseExperience(experience.path(), {{"flood", R"({ mode: flood })"}});
   // Without --json: the node's warnings (node.log) are what `oe run` shows, with the final state.
+  trust({"misuse"});
   const ProcessResult r = oe({"run", experience.path().string()}, {"misuse"});
   ASSERT_TRUE(r.exited) << r.describe();
   ASSERT_EQ(r.exit_code, 0) << r.describe();

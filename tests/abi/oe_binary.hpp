@@ -1,6 +1,7 @@
-// The real `oe` binary as the ABI suite runs it: OE_PLUGIN_PATH set to chosen fixture folders and
-// HOME in a temp dir, so nothing from the developer's machine leaks in; plus what the tests read
-// back (a line of `oe plugins`, a run's event log).
+// The real `oe` binary as the ABI suite runs it: OE_PLUGIN_PATH set to chosen fixture folders,
+// HOME and the trust store (OE_TRUST_FILE) in a temp dir, so nothing from the developer's machine
+// leaks in; plus what the tests read back (a line of `oe plugins`, a run's event log). A fixture
+// is not built in: a test that runs one trusts its folder first (trust()), as a user would.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -42,9 +43,22 @@ class OeBinary : public ::testing::Test {
     options.env = env;
     options.env["OE_PLUGIN_PATH"] = pluginPath(cases);
     options.env["HOME"] = home_.path().string();
+    options.env["OE_TRUST_FILE"] = trustFile().string();
     options.cwd = home_.path();
     return runProcess(argv, options);
   }
+
+  // `oe trust` of the fixture folders `cases` (every library in each) into this test's store.
+  void trust(const std::vector<std::string>& cases) {
+    std::vector<std::string> args{"trust"};
+    for (const std::string& name : cases) {
+      args.push_back(fixtureDir(name).string());
+    }
+    const ProcessResult r = oe(args, {});
+    ASSERT_EQ(r.exit_code, 0) << r.describe();
+  }
+
+  [[nodiscard]] std::filesystem::path trustFile() const { return home_.path() / "trust.json"; }
 
   static std::string canonical(const std::string& dir, const std::string& file) {
     return std::filesystem::canonical(fixtureFile(dir, file)).string();

@@ -28,6 +28,7 @@ TEST(OutOfTree, CPluginBuildsAgainstInstalledSdk) {
   ASSERT_TRUE(fs::exists(prefix / "include" / "oe" / "oe.h"));
   ASSERT_TRUE(fs::exists(prefix / "include" / "oe" / "cpp" / "plugin.hpp"));
   ASSERT_TRUE(fs::exists(prefix / "bin" / "oe"));
+  ASSERT_TRUE(fs::exists(prefix / "bin" / "oe-plugin-manifest"));
 
   const fs::path source = fs::path(OE_SOURCE_DIR) / "examples" / "c-plugin";
   const ProcessResult configure = runProcess(
@@ -48,6 +49,8 @@ TEST(OutOfTree, CPluginBuildsAgainstInstalledSdk) {
   const fs::path library = build / "c_upper.so";
   ASSERT_TRUE(fs::exists(library)) << compile.describe();
   EXPECT_EQ(exportedSymbols(library), std::vector<std::string>{"oe_plugin_entry_v1"});
+  // The installed package's oe_add_plugin ran the installed manifest tool after the build.
+  EXPECT_TRUE(fs::exists(build / "c_upper.so.oe-manifest.json")) << compile.describe();
 
   // Run the example's experience from a copy, so no .openexpertise/ lands in the source tree.
   const fs::path experience = tmp.path() / "experience";
@@ -61,6 +64,16 @@ TEST(OutOfTree, CPluginBuildsAgainstInstalledSdk) {
       << plugins.describe();
   EXPECT_NE(plugins.out.find("kinds: text-upper"), std::string::npos) << plugins.describe();
 
+  // Listed from its manifest; run once trusted, as the plugin of a third party.
+  const ProcessResult untrusted =
+      runProcess({oe.string(), "run", experience.string()}, run_options);
+  EXPECT_EQ(untrusted.exit_code, 1) << untrusted.describe();
+  EXPECT_NE(untrusted.err.find("review it, then run: oe trust " +
+                               fs::canonical(library).string()),
+            std::string::npos)
+      << untrusted.describe();
+  const ProcessResult trusted = runProcess({oe.string(), "trust", build.string()}, run_options);
+  ASSERT_EQ(trusted.exit_code, 0) << trusted.describe();
   const ProcessResult run = runProcess({oe.string(), "run", experience.string()}, run_options);
   ASSERT_TRUE(run.exited) << run.describe();
   EXPECT_EQ(run.exit_code, 0) << run.describe();

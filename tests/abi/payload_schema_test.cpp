@@ -61,8 +61,20 @@ class PayloadSchemas : public ::testing::Test {
     }
     options.env["OE_PLUGIN_PATH"] = path;
     options.env["HOME"] = tmp_.path().string();
+    options.env["OE_TRUST_FILE"] = (tmp_.path() / "trust.json").string();
     options.cwd = tmp_.path();
     return runProcess(argv, options);
+  }
+
+  // The taps are not built in: a run loads them once trusted (`oe trust`, into this test's
+  // store), and takes the built-in names they wrap only where the experience overrides them.
+  void trust(const std::vector<fs::path>& plugin_dirs) {
+    std::vector<std::string> args{"trust"};
+    for (const fs::path& dir : plugin_dirs) {
+      args.push_back(dir.string());
+    }
+    const ProcessResult r = oe(args, {});
+    ASSERT_EQ(r.exit_code, 0) << r.describe();
   }
 
   // Every payload the taps logged, in order.
@@ -111,6 +123,7 @@ TEST_F(PayloadSchemas, TheToolKindAndItsNativeToolExchangeWhatTheSchemasSay) {
   const fs::path experience = tmp_.path() / "exp";
   writeFile(experience / "experience.yaml", R"(name: payloads
 version: 0.1.0
+plugins: { override: [tool] }
 state:
   schema:
     input: { type: object }
@@ -131,7 +144,9 @@ graph:
   edges:
     - { from: first, to: second }
 )");
-  const ProcessResult r = oe({"run", experience.string(), "--json"}, {tapFor("tool")});
+  const fs::path tap = tapFor("tool");
+  trust({tap});
+  const ProcessResult r = oe({"run", experience.string(), "--json"}, {tap});
   ASSERT_TRUE(r.exited) << r.describe();
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   expectFit(logged(), {{"create.config", "create-config.schema.json"},
@@ -151,6 +166,7 @@ TEST_F(PayloadSchemas, AnAgentTheLlmServiceAndTheProviderExchangeWhatTheSchemasS
   writeFile(experience / "prompts" / "echo.md", "Greet {{name}} in one short sentence.\n");
   writeFile(experience / "experience.yaml", R"(name: payloads
 version: 0.1.0
+plugins: { override: [agent, openai] }
 state:
   schema:
     greeting: { type: string }
@@ -164,9 +180,10 @@ graph:
       writes: [greeting]
   edges: []
 )");
-  const ProcessResult r = oe({"run", experience.string(), "--json"},
-                             {tapFor("agent"), tapFor("openai_llm")},
-                             test::openAiServerEnv(server));
+  const std::vector<fs::path> taps = {tapFor("agent"), tapFor("openai_llm")};
+  trust(taps);
+  const ProcessResult r =
+      oe({"run", experience.string(), "--json"}, taps, test::openAiServerEnv(server));
   ASSERT_TRUE(r.exited) << r.describe();
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   EXPECT_EQ(json::parse(r.out)["final_state"]["greeting"], "Hello, World!");

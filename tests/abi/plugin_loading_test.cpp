@@ -1,6 +1,8 @@
-// The host's side of the ABI, through the real `oe` binary: `oe plugins` lists what loads and
-// refuses what must not, with a reason a user can act on; a run uses a fixture kind, and a
-// plugin that throws fails its node, not the process.
+// The host's side of the ABI, through the real `oe` binary: `oe plugins` lists what is found
+// (from manifests, for plugins that are not built in) and refuses what must not load, with a
+// reason a user can act on, where the plugin is loaded (the manifest tool at build time, a run
+// once trusted); a run uses a fixture kind, and a plugin that throws fails its node, not the
+// process.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -59,21 +61,47 @@ void PrintTo(const RefusalCase& c, std::ostream* os) { *os << c.dir << "/" << c.
 
 class Refusal : public OeBinary, public ::testing::WithParamInterface<RefusalCase> {};
 
-TEST_P(Refusal, IsReportedOnStderrAndFailsTheListing) {
+// A one-node experience using a fixture kind, in a temp dir (its .openexpertise/ lands there).
+std::filesystem::path writeExperience(const std::filesystem::path& dir, const std::string& kind);
+
+// The loader's refusals: where a plugin is loaded, which for one that is not built in is at
+// build time (oe-plugin-manifest, run by oe_add_plugin) and in a run once it is trusted. Either
+// says why, in the same words; the commands that only describe plugins say it has no manifest.
+TEST_P(Refusal, IsReportedWhereThePluginIsLoaded) {
   const RefusalCase& c = GetParam();
-  const ProcessResult r = oe({"plugins"}, {c.dir});
-  ASSERT_TRUE(r.exited) << "oe must not crash on a bad plugin: " << r.describe();
-  EXPECT_EQ(r.exit_code, 1) << r.describe();
   const std::string path = canonical(c.dir, c.file);
-  const std::string prefix = "oe: refused plugin " + path + ": ";
-  const size_t at = r.err.find(prefix);
-  ASSERT_NE(at, std::string::npos) << "expected `" << prefix << "...` in\n" << r.describe();
-  const std::string line = r.err.substr(at, r.err.find('\n', at) - at);
-  for (const std::string& reason : c.reasons) {
-    EXPECT_NE(line.find(reason), std::string::npos) << "`" << reason << "` not in: " << line;
-  }
-  EXPECT_EQ(r.out.find(path), std::string::npos) << "a refused plugin is not listed\n"
-                                                 << r.describe();
+  const auto expectReasons = [&](const std::string& err, const std::string& prefix) {
+    const size_t at = err.find(prefix);
+    ASSERT_NE(at, std::string::npos) << "expected `" << prefix << "...` in\n" << err;
+    const std::string line = err.substr(at, err.find('\n', at) - at);
+    for (const std::string& reason : c.reasons) {
+      EXPECT_NE(line.find(reason), std::string::npos) << "`" << reason << "` not in: " << line;
+    }
+  };
+
+  ProcessOptions options;
+  options.env["HOME"] = home_.path().string();
+  const ProcessResult built = runProcess({OE_PLUGIN_MANIFEST_EXE, path}, options);
+  ASSERT_TRUE(built.exited) << "the manifest tool must not crash on a bad plugin: "
+                            << built.describe();
+  EXPECT_EQ(built.exit_code, 1) << built.describe();
+  expectReasons(built.err, "oe-plugin-manifest: refused plugin " + path + ": ");
+  EXPECT_FALSE(std::filesystem::exists(path + ".oe-manifest.json"));
+
+  trust({c.dir});
+  TempDir experience;
+  writeExperience(experience.path(), "abi-good");
+  const ProcessResult r = oe({"run", experience.path().string()}, {c.dir});
+  ASSERT_TRUE(r.exited) << "oe must not crash on a bad plugin: " << r.describe();
+  EXPECT_EQ(r.exit_code, 1) << "the graph's kind is gone with its plugin: " << r.describe();
+  expectReasons(r.err, "oe: warning: refused plugin " + path + ": ");
+
+  const ProcessResult listed = oe({"plugins"}, {c.dir});
+  EXPECT_EQ(listed.exit_code, 1) << listed.describe();
+  EXPECT_NE(listed.err.find("oe: refused plugin " + path + ": no manifest"), std::string::npos)
+      << listed.describe();
+  EXPECT_EQ(listed.out.find(path), std::string::npos) << "a refused plugin is not listed\n"
+                                                      << listed.describe();
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -173,12 +201,51 @@ graph:
   return dir;
 }
 
-// A kind schema that would crash what applies it: every command that loads plugins refuses the
-// plugin, names it and its kind, and goes on without it (the kind is then unknown).
-class UnusableKindSchema : public OeBinary, public ::testing::WithParamInterface<const char*> {};
+// A kind schema that would crash what applies it, in a manifest (written by hand: the manifest
+// tool refuses to write one) and in the library: every command refuses the plugin, names it and
+// its kind, and goes on without it (the kind is then unknown). The commands that describe read
+// the manifest; `oe run` loads the (trusted) library.
+struct UnusableSchema {
+  const char* fixture;
+  std::string schema;  // what the fixture's kind returns as spec_schema_json
+};
+
+void PrintTo(const UnusableSchema& c, std::ostream* os) { *os << c.fixture; }
+
+class UnusableKindSchema : public OeBinary, public ::testing::WithParamInterface<UnusableSchema> {};
+
+std::string sha256Of(const std::filesystem::path& file) {
+  const ProcessResult r = runProcess({"sha256sum", file.string()});
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  return r.out.substr(0, 64);
+}
 
 TEST_P(UnusableKindSchema, IsRefusedByValidateRunAndSchema) {
-  const std::string fixture = GetParam();
+  const UnusableSchema& c = GetParam();
+  const std::string fixture = c.fixture;
+  TempDir plugins;
+  const std::filesystem::path library =
+      std::filesystem::canonical(plugins.path()) / (fixture + ".so");
+  std::filesystem::copy_file(fixtureFile(fixture, fixture + ".so"), library);
+  const nlohmann::json manifest = {
+      {"oe_plugin_manifest", 1},
+      {"sha256", sha256Of(library)},
+      {"plugin", {{"id", "dev.oe.fixture." + fixture}, {"version", "0.0.1"}}},
+      {"abi", {{"version", kThisAbi}, {"min_host", kThisAbi}}},
+      {"kinds", {{{"kind", "abi-good"}, {"flags", nlohmann::json::array()},
+                  {"spec_schema_json", c.schema}}}}};
+  writeFile(library.string() + ".oe-manifest.json", manifest.dump());
+  const auto oe_here = [&](const std::vector<std::string>& args) {
+    ProcessOptions options;
+    options.env["OE_PLUGIN_PATH"] = plugins.path().string();
+    options.env["HOME"] = home_.path().string();
+    options.env["OE_TRUST_FILE"] = trustFile().string();
+    options.cwd = home_.path();
+    std::vector<std::string> argv{OE_EXE};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return runProcess(argv, options);
+  };
+  ASSERT_EQ(oe_here({"trust", library.string()}).exit_code, 0);
   TempDir experience;
   writeExperience(experience.path(), "abi-good");
   const std::vector<std::vector<std::string>> commands = {
@@ -186,11 +253,10 @@ TEST_P(UnusableKindSchema, IsRefusedByValidateRunAndSchema) {
       {"run", experience.path().string()},
       {"schema", "--experience", experience.path().string()}};
   for (const auto& command : commands) {
-    const ProcessResult r = oe(command, {fixture});
+    const ProcessResult r = oe_here(command);
     ASSERT_TRUE(r.exited) << "oe " << command[0] << " crashed: " << r.describe();
     EXPECT_LT(r.exit_code, 128) << r.describe();
-    EXPECT_NE(r.err.find("refused plugin " + canonical(fixture, fixture + ".so")),
-              std::string::npos)
+    EXPECT_NE(r.err.find("refused plugin " + library.string()), std::string::npos)
         << "oe " << command[0] << ": " << r.describe();
     EXPECT_NE(r.err.find("plugin \"dev.oe.fixture." + fixture + "\", node kind #0 (\"abi-good\")"),
               std::string::npos)
@@ -201,12 +267,34 @@ TEST_P(UnusableKindSchema, IsRefusedByValidateRunAndSchema) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, UnusableKindSchema,
-                         ::testing::Values("schema_not_json", "schema_ref_cycle", "schema_deep"));
+// FIXTURE_DEEP_SCHEMA=100000: {"items": ... {} ...} 100000 levels deep.
+std::string deepSchema() {
+  constexpr int kDepth = 100000;
+  std::string text;
+  for (int i = 0; i < kDepth; ++i) {
+    text += "{\"items\":";
+  }
+  text += "{}";
+  text += std::string(kDepth, '}');
+  return text;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Fixtures, UnusableKindSchema,
+    ::testing::Values(
+        UnusableSchema{"schema_not_json", "{type: object, properties: {text: {type: string}}}"},
+        UnusableSchema{"schema_ref_cycle",
+                       "{\"$ref\": \"#/definitions/a\", \"definitions\": {\"a\": {\"$ref\": "
+                       "\"#/definitions/b\"}, \"b\": {\"allOf\": [{\"$ref\": \"#/definitions/a\"}]}}}"},
+        UnusableSchema{"schema_deep", deepSchema()}),
+    [](const ::testing::TestParamInfo<UnusableSchema>& param_info) {
+      return std::string(param_info.param.fixture);
+    });
 
 TEST_F(OeBinary, RunUsesTheGoodFixtureKind) {
   TempDir experience;
   writeExperience(experience.path(), "abi-good");
+  trust({"good"});
   const ProcessResult r = oe({"run", experience.path().string()}, {"good"});
   ASSERT_TRUE(r.exited) << r.describe();
   EXPECT_EQ(r.exit_code, 0) << r.describe();
@@ -218,6 +306,7 @@ TEST_F(OeBinary, RunUsesTheGoodFixtureKind) {
 TEST_F(OeBinary, ExceptionInInvokeFailsTheNodeNotTheProcess) {
   TempDir experience;
   writeExperience(experience.path(), "abi-throws");
+  trust({"throws_in_invoke"});
   const ProcessResult r = oe({"run", experience.path().string()}, {"throws_in_invoke"});
   ASSERT_TRUE(r.exited) << "oe crashed: " << r.describe();
   EXPECT_LT(r.exit_code, 128) << r.describe();

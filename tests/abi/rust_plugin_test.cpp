@@ -119,6 +119,13 @@ TEST(RustPlugin, BuildsWithBindgenAndCargoAgainstInstalledSdk) {
   const fs::path plugins = tmp.path() / "plugins";
   fs::create_directories(plugins);
   fs::copy_file(built, plugins / built.filename());
+  // Built without CMake, so its manifest is written by hand (examples/rust-plugin/README.md):
+  // the installed oe-plugin-manifest, on the library where oe will find it.
+  const fs::path library = plugins / built.filename();
+  const ProcessResult manifest =
+      runProcess({(prefix / "bin" / "oe-plugin-manifest").string(), library.string()}, options);
+  ASSERT_EQ(manifest.exit_code, 0) << manifest.describe();
+  EXPECT_TRUE(fs::exists(library.string() + ".oe-manifest.json")) << manifest.describe();
 
   // Run the example's experience from a copy, so no .openexpertise/ lands in the source tree.
   const fs::path experience = tmp.path() / "experience";
@@ -134,6 +141,8 @@ TEST(RustPlugin, BuildsWithBindgenAndCargoAgainstInstalledSdk) {
   EXPECT_NE(listed.out.find("kinds: text-reverse,word-count"), std::string::npos)
       << listed.describe();
 
+  const ProcessResult trusted = runProcess({oe.string(), "trust", plugins.string()}, run_options);
+  ASSERT_EQ(trusted.exit_code, 0) << trusted.describe();
   const ProcessResult run = runProcess({oe.string(), "run", experience.string()}, run_options);
   ASSERT_TRUE(run.exited) << run.describe();
   EXPECT_EQ(run.exit_code, 0) << run.describe();

@@ -270,6 +270,7 @@ graph:
   std::filesystem::create_directories(exp / "plugins");
   const auto plugin = exp / "plugins" / "c_upper.so";
   std::filesystem::copy_file(so, plugin);
+  trust(exp.path());
   auto run = [&](std::vector<std::string> args) {
     args.insert(args.end(), {"--json", "--experience", exp.path().string()});
     auto r = oe(std::move(args));
@@ -287,6 +288,7 @@ graph:
   // Rebuilt, same version: bytes appended to an ELF library leave it loadable.
   std::string bytes = readFile(plugin);
   exp.write("plugins/c_upper.so", bytes + "rebuilt");
+  trust(plugin);  // other bytes: trusted anew (docs/trust.md)
   json rebuilt = runExp();
   EXPECT_EQ(rebuilt["nodes"]["ran"], 1) << rebuilt.dump();
   EXPECT_EQ(rebuilt["nodes"]["cached"], 1);
@@ -300,6 +302,11 @@ graph:
   const json last = run({"runs"});
   ASSERT_FALSE(last.empty());
   exp.write("plugins/c_upper.so", bytes);
+  trust(plugin);
+  // `oe plugins` reads its manifest (the builder's tool writes it from the library).
+  ASSERT_EQ(runProcess({std::string(OE_BINARY_DIR) + "/bin/oe-plugin-manifest", plugin.string()})
+                .exit_code,
+            0);
   auto plugins = oe({"plugins", "--json"}, {{"OE_PLUGIN_PATH", (exp / "plugins").string()}});
   EXPECT_NE(plugins.out.find("0.2.0"), std::string::npos) << plugins.out;
   const json resumed = run({"resume", last[0]["run_id"].get<std::string>()});

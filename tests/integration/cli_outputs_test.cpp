@@ -249,6 +249,9 @@ TEST_F(CliOutputs, SchemaCoreHasNoKindsAndExperienceAddsTheFoldersPlugins) {
   ASSERT_TRUE(std::filesystem::exists(so)) << so;
   std::filesystem::create_directories(dir_.path() / "exp" / "plugins");
   std::filesystem::copy_file(so, dir_.path() / "exp" / "plugins" / "c_upper.so");
+  // With its manifest: `oe schema` reads that, never the library (docs/trust.md).
+  std::filesystem::copy_file(so.string() + ".oe-manifest.json",
+                             dir_.path() / "exp" / "plugins" / "c_upper.so.oe-manifest.json");
   auto has_upper = [](const json& schema) {
     const json& kinds = schema["definitions"]["node"]["properties"]["kind"]["enum"];
     return std::find(kinds.begin(), kinds.end(), "text-upper") != kinds.end();

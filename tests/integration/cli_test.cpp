@@ -335,6 +335,7 @@ graph: {nodes: [{id: write, kind: tool, impl: ./tools/big.mjs, writes: [big, sma
 TEST_F(CliTest, RefusedPluginSaysWhyTheLoaderRefusedIt) {
   writeTools();
   dir_.write("plugins/broken.so", "this is not a shared library");
+  trust(dir_.path());  // else the run refuses it before the loader sees it (docs/trust.md)
   auto r = oe({"run", dir_.path().string(), "-q"});
   EXPECT_NE(r.err.find("broken.so: not a loadable shared library"), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find("Bad file descriptor"), std::string::npos) << r.err;

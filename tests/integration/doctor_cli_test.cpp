@@ -1,6 +1,8 @@
 // `oe doctor` through the binary, with stand-in programs first on PATH: an old `node` fails,
 // CLIs that hang are warned about once their deadline passes, a folder where .openexpertise/
-// cannot be written fails, a plugin that does not load fails with the loader's reason.
+// cannot be written fails, a plugin without a manifest fails naming the command that writes one,
+// and the plugin folders are shown as a run would use them (built-in kinds kept unless
+// overridden).
 #include <unistd.h>
 
 #include <regex>
@@ -162,7 +164,9 @@ TEST_F(DoctorCli, StateFolderThatIsAFileFails) {
             std::string::npos);
 }
 
-TEST_F(DoctorCli, ARefusedPluginFailsWithTheLoadersReason) {
+// doctor loads no plugin that is not built in (docs/trust.md): one without a manifest fails,
+// naming the command that writes one. (What the loader says of such a file: tests/abi.)
+TEST_F(DoctorCli, APluginWithoutAManifestFailsNamingTheCommandThatWritesOne) {
   dir_.write("exp/plugins/broken.so", "this is not a shared library");
   auto r = doctor(fakeBin("v20.0.0", false), {"--json"});
   EXPECT_EQ(r.exit_code, 1);
@@ -170,19 +174,24 @@ TEST_F(DoctorCli, ARefusedPluginFailsWithTheLoadersReason) {
   const json& broken = check(report, "plugin broken.so");
   EXPECT_EQ(broken["status"], "fail");
   const std::string detail = broken["detail"].get<std::string>();
-  EXPECT_NE(detail.find("broken.so"), std::string::npos) << detail;
-  // dlerror's words for a file that is not ELF.
-  EXPECT_TRUE(detail.find("ELF") != std::string::npos ||
-              detail.find("too short") != std::string::npos)
+  EXPECT_NE(detail.find("broken.so: no manifest"), std::string::npos) << detail;
+  EXPECT_NE(detail.find("oe-plugin-manifest " +
+                        std::filesystem::canonical(dir_.path() / "exp" / "plugins").string() +
+                        "/broken.so"),
+            std::string::npos)
       << detail;
 }
 
 TEST_F(DoctorCli, PluginFoldersAreListedInSearchOrderWithWhatEachHolds) {
-  // The experience vendors a copy of the tool plugin (so the built-in one's kind is shadowed);
-  // OE_PLUGIN_PATH names a folder that is not there and one holding a file that does not load.
+  // The experience vendors a copy of the tool plugin, with its manifest (so it is described
+  // without being loaded); the built-in one keeps the kind, as in a run, since the experience
+  // says no plugins.override. OE_PLUGIN_PATH names a folder that is not there and one holding a
+  // file that is not a plugin.
   std::filesystem::create_directories(dir_.path() / "exp" / "plugins");
-  std::filesystem::copy_file(std::filesystem::path(OE_TEST_PLUGIN_DIR) / "tool.so",
-                             dir_.path() / "exp" / "plugins" / "tool.so");
+  for (const char* file : {"tool.so", "tool.so.oe-manifest.json"}) {
+    std::filesystem::copy_file(std::filesystem::path(OE_TEST_PLUGIN_DIR) / file,
+                               dir_.path() / "exp" / "plugins" / file);
+  }
   dir_.write("extra/broken.so", "this is not a shared library");
   const std::string missing = (dir_.path() / "nowhere").string();
   const std::string extra = (dir_.path() / "extra").string();
@@ -199,7 +208,9 @@ TEST_F(DoctorCli, PluginFoldersAreListedInSearchOrderWithWhatEachHolds) {
   EXPECT_EQ(dirs[0]["plugins"][0]["id"], "dev.oe.tool");
   EXPECT_EQ(dirs[0]["plugins"][0]["file"], "tool.so");
   EXPECT_EQ(dirs[0]["plugins"][0]["kinds"], json::array({"tool"}));
-  EXPECT_EQ(dirs[0]["plugins"][0]["shadowed"], json::array());
+  EXPECT_EQ(dirs[0]["plugins"][0]["shadowed"], json::array({"tool"}));
+  EXPECT_EQ(dirs[0]["plugins"][0]["built_in"], false);
+  EXPECT_EQ(dirs[0]["plugins"][0]["trust"], "not trusted");
   EXPECT_FALSE(dirs[0]["plugins"][0]["version"].get<std::string>().empty());
 
   EXPECT_EQ(dirs[1]["path"], missing);
@@ -212,20 +223,48 @@ TEST_F(DoctorCli, PluginFoldersAreListedInSearchOrderWithWhatEachHolds) {
   ASSERT_EQ(dirs[2]["refused"].size(), 1u) << dirs[2].dump(2);
   EXPECT_EQ(dirs[2]["refused"][0]["file"], "broken.so");
 
-  // Last, the folder beside the oe binary: every built-in plugin, the tool's kind shadowed.
+  // Last, the folder beside the oe binary: every built-in plugin, each keeping its kinds.
   EXPECT_EQ(std::filesystem::canonical(dirs[3]["path"].get<std::string>()),
             std::filesystem::canonical(OE_TEST_PLUGIN_DIR));
   EXPECT_EQ(dirs[3]["origin"], "beside this oe binary");
   bool saw_tool = false;
   for (const json& plugin : dirs[3]["plugins"]) {
-    if (plugin["id"] == "dev.oe.tool") {
-      saw_tool = true;
-      EXPECT_EQ(plugin["shadowed"], json::array({"tool"}));
-    } else {
-      EXPECT_EQ(plugin["shadowed"], json::array()) << plugin.dump();
-    }
+    saw_tool = saw_tool || plugin["id"] == "dev.oe.tool";
+    EXPECT_EQ(plugin["shadowed"], json::array()) << plugin.dump();
+    EXPECT_EQ(plugin["built_in"], true) << plugin.dump();
+    EXPECT_EQ(plugin["trust"], "built in") << plugin.dump();
   }
   EXPECT_TRUE(saw_tool) << dirs[3].dump(2);
+  // The vendored copy is a warning that names the override that would make it serve the kind.
+  bool warned = false;
+  const json report = json::parse(r.out);
+  for (const json& item : report["checks"]) {
+    if (item["name"] == "plugin names") {
+      warned = true;
+      EXPECT_EQ(item["status"], "warn");
+      EXPECT_NE(item["detail"].get<std::string>().find("plugins: { override: [tool] }"),
+                std::string::npos)
+          << item.dump();
+    }
+  }
+  EXPECT_TRUE(warned) << r.out;
+
+  // With the override, the vendored one serves the kind and the built-in one is shadowed.
+  dir_.write("exp/experience.yaml", R"(name: vendors-tool
+version: 0.1.0
+plugins: { override: [tool] }
+state: { schema: {} }
+graph: { nodes: [{ id: t, kind: tool, impl: ./t.sh }], edges: [] }
+)");
+  const json overridden =
+      json::parse(doctor(fakeBin("v20.0.0", false), {"--json"}, env).out)["plugin_dirs"];
+  EXPECT_EQ(overridden[0]["plugins"][0]["shadowed"], json::array());
+  for (const json& plugin : overridden[3]["plugins"]) {
+    EXPECT_EQ(plugin["shadowed"],
+              plugin["id"] == "dev.oe.tool" ? json::array({"tool"}) : json::array())
+        << plugin.dump();
+  }
+  std::filesystem::remove(dir_.path() / "exp" / "experience.yaml");
 
   // The same in the text report, numbered in that order.
   auto text = doctor(fakeBin("v20.0.0", false), {}, env);
@@ -241,8 +280,11 @@ TEST_F(DoctorCli, PluginFoldersAreListedInSearchOrderWithWhatEachHolds) {
   const size_t fourth = out.find("  4. ", section);
   EXPECT_TRUE(first != std::string::npos && first < second && second < third && third < fourth)
       << out;
+  EXPECT_NE(out.find("kinds: tool (shadowed)  [not trusted]  (tool.so)", first), std::string::npos)
+      << out;
+  EXPECT_LT(out.find("kinds: tool (shadowed)", first), second) << out;
   EXPECT_NE(out.find("dev.oe.tool ", fourth), std::string::npos) << out;
-  EXPECT_NE(out.find("kinds: tool (shadowed)", fourth), std::string::npos) << out;
+  EXPECT_NE(out.find("kinds: tool  [built in]  (tool.so)", fourth), std::string::npos) << out;
   EXPECT_NE(out.find("refused broken.so", third), std::string::npos) << out;
 }
 

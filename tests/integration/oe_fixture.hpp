@@ -62,7 +62,9 @@ inline void expectOnTheBackend(const std::filesystem::path& dir, const nlohmann:
 
 class OeTest : public ::testing::Test {
  protected:
-  // Runs `oe <args...>` with OE_PLUGIN_PATH unset, in the temp dir.
+  // Runs `oe <args...>` with OE_PLUGIN_PATH unset, in the temp dir, with a trust store of its
+  // own (OE_TRUST_FILE, outside the experience folder): a plugin that is not built in runs only
+  // after trust() (docs/trust.md), and nothing is written to the user's store.
   ProcessResult oe(std::vector<std::string> args, std::map<std::string, std::string> env = {}) {
     // A new vector rather than insert() at the front: GCC 12 at -O2 reports a false
     // -Warray-bounds on moving the strings up inside the old one.
@@ -73,8 +75,15 @@ class OeTest : public ::testing::Test {
       argv.push_back(std::move(arg));
     }
     env.emplace("OE_PLUGIN_PATH", "");
+    env.emplace("OE_TRUST_FILE", trustFile().string());
     return runProcess(argv, env, dir_.path());
   }
+  // `oe trust <path>` (a library, a folder of them, an experience folder) into this test's store.
+  void trust(const std::filesystem::path& path) {
+    const ProcessResult r = oe({"trust", path.string()});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  [[nodiscard]] std::filesystem::path trustFile() const { return trust_dir_.path() / "trust.json"; }
   // `oe run <dir> --json ...` parsed.
   nlohmann::json runJson(std::vector<std::string> extra = {}, int* exit_code = nullptr) {
     std::vector<std::string> args = {"run", dir_.path().string(), "--json"};
@@ -120,6 +129,7 @@ class OeTest : public ::testing::Test {
   }
 
   TempDir dir_;
+  TempDir trust_dir_;
   std::string last_stderr_;
 };
 

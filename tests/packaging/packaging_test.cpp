@@ -115,6 +115,10 @@ class Packaging : public ::testing::Test {
           "OPENAI_API_KEY", "OPENAI_BASE_URL"}) {
       options_.env[name] = std::nullopt;
     }
+    // The user's trust store (docs/trust.md) is this test's: a plugin built here runs once
+    // `oe trust` says so.
+    options_.env["XDG_CONFIG_HOME"] = std::nullopt;
+    options_.env["OE_TRUST_FILE"] = (tmp_.path() / "home" / "trust.json").string();
     options_.timeout = std::chrono::seconds(600);
   }
 
@@ -219,13 +223,20 @@ TEST_F(Packaging, ControlFieldsNameTheLibrariesAndTheRuntimeTheToolsNeed) {
   EXPECT_EQ(debField(oe_deb_, "Section"), "utils");
   EXPECT_FALSE(debField(oe_deb_, "Maintainer").empty());
   EXPECT_EQ(debField(dev_deb_, "Package"), "oe-dev");
-  EXPECT_EQ(debField(dev_deb_, "Depends"), "oe (= " OE_PROJECT_VERSION ")");
+  // oe-dev: the same oe, and the libraries of oe-plugin-manifest (dpkg-shlibdeps), which are
+  // among oe's own.
+  const std::string dev_depends = debField(dev_deb_, "Depends");
+  EXPECT_TRUE(dev_depends.starts_with("oe (= " OE_PROJECT_VERSION ")")) << dev_depends;
 
   // dpkg-shlibdeps's Depends: the package of every library oe links directly (its NEEDED
   // entries, found where this machine's loader finds them), libc6 and libstdc++6 among them.
   const std::string depends = debField(oe_deb_, "Depends");
   const std::set<std::string> depended = packageNames(depends);
   EXPECT_TRUE(depended.count("libc6") && depended.count("libstdc++6")) << depends;
+  for (const std::string& package : packageNames(dev_depends)) {
+    EXPECT_TRUE(package == "oe" || depended.count(package))
+        << "oe-dev depends on " << package << ", which oe does not: " << dev_depends;
+  }
   const std::string oe_binary = std::string(OE_BINARY_DIR) + "/bin/oe";
   const ProcessResult dynamic = runProcess({OE_READELF, "--dynamic", oe_binary});
   ASSERT_EQ(dynamic.exit_code, 0) << dynamic.describe();
@@ -272,6 +283,13 @@ TEST_F(Packaging, BothInstallIntoACleanRootWhereOeRunsTheShippedExample) {
   // Where the host looks: <exe>/../lib/oe/plugins and <exe>/../share/oe.
   for (const std::string& plugin : kBuiltInPlugins) {
     EXPECT_TRUE(fs::is_regular_file(usr / "lib" / "oe" / "plugins" / plugin)) << plugin;
+    // Its manifest describes the installed (stripped) file, so a copy of it vendored into an
+    // experience is described without loading it.
+    const ProcessResult current = runProcess(
+        {(usr / "bin" / "oe-plugin-manifest").string(), "--check",
+         (usr / "lib" / "oe" / "plugins" / plugin).string()},
+        options_);
+    EXPECT_EQ(current.exit_code, 0) << plugin << ": " << current.describe();
   }
   for (const char* file :
        {"share/oe/registry.json", "share/oe/evolution/proposal.md", "share/man/man1/oe.1.gz",
@@ -404,12 +422,29 @@ TEST_F(Packaging, TheCPluginExampleBuildsAgainstTheInstalledSdk) {
   EXPECT_EQ(abi_test::exportedSymbols(pc_build / "c_upper.so"),
             std::vector<std::string>{"oe_plugin_entry_v1"});
 
-  // Each build of the plugin runs under the installed oe.
+  // Built without CMake, it gets its manifest from the tool pkg-config names (docs/trust.md).
+  const ProcessResult tool =
+      runProcess({"pkg-config", "--variable=manifest_tool", "openexpertise-sdk"}, pc_options);
+  ASSERT_EQ(tool.exit_code, 0) << tool.describe();
+  std::string manifest_tool = tool.out;
+  manifest_tool.erase(manifest_tool.find_last_not_of(" \n") + 1);
+  const ProcessResult manifest =
+      runProcess({manifest_tool, (pc_build / "c_upper.so").string()}, options_);
+  ASSERT_EQ(manifest.exit_code, 0) << manifest.describe();
+  EXPECT_TRUE(fs::exists(build / "c_upper.so.oe-manifest.json")) << "oe_add_plugin writes one";
+
+  // Each build of the plugin is listed from its manifest and runs under the installed oe once
+  // trusted.
   for (const fs::path& plugins : {build, pc_build}) {
     const fs::path experience = tmp_.path() / ("run-" + plugins.filename().string());
     fs::copy(source / "experience", experience, fs::copy_options::recursive);
     ProcessOptions run_options = options_;
     run_options.env["OE_PLUGIN_PATH"] = plugins.string();
+    const ProcessResult listed = oe({"plugins"}, run_options);
+    EXPECT_NE(listed.out.find("kinds: text-upper  [not trusted]"), std::string::npos)
+        << plugins << "\n"
+        << listed.describe();
+    ASSERT_EQ(oe({"trust", plugins.string()}, run_options).exit_code, 0);
     const ProcessResult run = oe({"run", experience.string(), "--no-tui"}, run_options);
     EXPECT_EQ(run.exit_code, 0) << plugins << "\n" << run.describe();
     EXPECT_NE(run.out.find("HELLO FROM A PLUGIN WRITTEN IN C!"), std::string::npos)

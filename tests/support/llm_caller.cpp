@@ -76,7 +76,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   oe::plugins::initHostServices();
-  oe::plugins::PluginRegistry registry(nullptr);
+  oe::plugins::PluginRegistry registry(nullptr, oe::plugins::Access::kExecute);
   registry.loadFrom({OE_TEST_PLUGIN_DIR});
   oe::llm::Settings settings;
   settings.provider_flag = "openai";

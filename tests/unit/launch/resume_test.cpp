@@ -77,7 +77,7 @@ TEST(DefinitionChanges, ComparesThePinWithTheExperienceAsItIsNow) {
   auto old = spec::loadExperienceText(before, dir / "experience.yaml");
   ASSERT_TRUE(old.experience);
   NullLog log;
-  plugins::PluginRegistry plugins(&log);
+  plugins::PluginRegistry plugins(&log, plugins::Access::kExecute);
   const Json pin = run::definitionPin(*old.experience, &plugins);
 
   auto now = spec::loadExperienceText(

@@ -52,7 +52,7 @@ std::unique_ptr<LlmService> service(Settings settings, plugins::PluginRegistry& 
 TEST(LlmServiceCli, ALiveRunIsAccountedAndRecordedThenReplayed) {
   test::TempDir dir;
   const auto file = dir.path() / "rec.jsonl";
-  plugins::PluginRegistry registry(nullptr);
+  plugins::PluginRegistry registry(nullptr, plugins::Access::kExecute);
   {
     Settings settings;
     settings.record_file = file;
@@ -103,7 +103,7 @@ TEST(LlmServiceCli, ALiveRunIsAccountedAndRecordedThenReplayed) {
 }
 
 TEST(LlmServiceCli, ACliMayNotStartOnceTheBudgetIsSpent) {
-  plugins::PluginRegistry registry(nullptr);
+  plugins::PluginRegistry registry(nullptr, plugins::Access::kExecute);
   Settings settings;
   settings.budget.max_tokens = 100;
   auto run = service(settings, registry);
@@ -125,7 +125,7 @@ TEST(LlmServiceCli, ACliMayNotStartOnceTheBudgetIsSpent) {
 }
 
 TEST(LlmServiceCli, MalformedRequestsAreRefused) {
-  plugins::PluginRegistry registry(nullptr);
+  plugins::PluginRegistry registry(nullptr, plugins::Access::kExecute);
   auto run = service(Settings{}, registry);
   ASSERT_NE(run, nullptr);
   CapturingCtx ctx;

@@ -45,7 +45,7 @@ TEST(LlmServiceEvents, ARefusedTokensEventIsAWarningNamingTheNode) {
                         << "\n";
   Settings settings;
   settings.replay_file = replay;
-  plugins::PluginRegistry registry(nullptr);
+  plugins::PluginRegistry registry(nullptr, plugins::Access::kExecute);
   auto service = LlmService::create(settings, registry, Usage{});
   ASSERT_TRUE(service.ok()) << service.error().message;
 

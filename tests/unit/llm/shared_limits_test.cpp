@@ -88,7 +88,7 @@ class SharedLimitsTest : public ::testing::Test {
   SharedLimitsTest()
       : base_url_("OPENAI_BASE_URL", server_.baseUrl() + "/v1"),
         api_key_("OPENAI_API_KEY", "sk-test"),
-        registry_(nullptr) {
+        registry_(nullptr, plugins::Access::kExecute) {
     plugins::initHostServices();
     registry_.loadFrom({OE_TEST_PLUGIN_DIR});
   }

@@ -18,7 +18,7 @@ TEST(LoadValidated, AYamlErrorIsADiagnosticWithoutAModel) {
   test::TempDir dir;
   dir.write("experience.yaml", "name: [unclosed\n");
   NullLog log;
-  plugins::PluginRegistry registry(&log);
+  plugins::PluginRegistry registry(&log, plugins::Access::kExecute);
   const Validated v = loadValidated(dir.path(), registry, /*strict=*/false, /*for_run=*/true);
   EXPECT_FALSE(v.experience);
   ASSERT_FALSE(v.diagnostics.empty());
@@ -33,7 +33,7 @@ TEST(LoadValidated, AReferenceErrorNamesTheFileOfTheModel) {
             "  nodes:\n    - id: n\n      kind: no-plugin-provides-this\n      writes: [a]\n"
             "  edges: []\n");
   NullLog log;
-  plugins::PluginRegistry registry(&log);
+  plugins::PluginRegistry registry(&log, plugins::Access::kExecute);
   const Validated v = loadValidated(dir.path(), registry, /*strict=*/false, /*for_run=*/true);
   EXPECT_FALSE(v.experience);
   ASSERT_TRUE(hasErrors(v.diagnostics));

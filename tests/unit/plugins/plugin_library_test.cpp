@@ -13,7 +13,10 @@
 #include <thread>
 #include <vector>
 
+#include "oe/cache/cache_store.hpp"
 #include "oe/plugins/registry.hpp"
+#include "oe/plugins/trust_store.hpp"
+#include "support/temp_dir.hpp"
 
 namespace oe::plugins {
 namespace {
@@ -112,12 +115,23 @@ TEST(PluginLibraryShare, RegistriesInParallelShareTheLibraryAndLetItGoTogether) 
   const int inits = count.inits();
   const int deinits = count.deinits();
   const std::filesystem::path dir = std::filesystem::path(OE_COUNTING_FIXTURE).parent_path();
+  // The fixture is not built in: the registries load it because a trust store holds it.
+  test::TempDir home;
+  const std::filesystem::path store = home / "trust.json";
+  const std::filesystem::path library = std::filesystem::canonical(OE_COUNTING_FIXTURE);
+  auto digest = cache::fileDigest(library);
+  ASSERT_TRUE(digest);
+  ASSERT_TRUE(updateTrustStore(store, [&](std::vector<TrustRecord>& records) {
+    records.push_back(trustRecordNow(library, *digest, "dev.oe.fixture.counting"));
+  }));
+  TrustGate gate(store, {});
   {
     std::vector<std::unique_ptr<RecordingSink>> sinks;
     std::vector<std::unique_ptr<PluginRegistry>> registries;
     for (int i = 0; i < 4; ++i) {
       sinks.push_back(std::make_unique<RecordingSink>());
-      registries.push_back(std::make_unique<PluginRegistry>(sinks.back().get()));
+      registries.push_back(
+          std::make_unique<PluginRegistry>(sinks.back().get(), Access::kExecute, &gate));
     }
     std::vector<std::thread> threads;
     for (auto& registry : registries) {

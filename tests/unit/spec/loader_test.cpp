@@ -430,6 +430,29 @@ graph:
       << bad.diagnostics[0].message;
 }
 
+// `plugins: { override: [...] }` (docs/trust.md): the names reach the model, from a snapshot's
+// raw document as from the YAML; anything but a list of distinct names is refused at its line.
+TEST(LoadExperience, PluginOverridesAreAListOfDistinctNames) {
+  Experience exp = loadOk(R"(name: p
+version: 0.1.0
+plugins: {override: [tool, anthropic]}
+state: {schema: {}}
+graph: {nodes: [{id: a, kind: tool}], edges: []}
+)");
+  EXPECT_EQ(exp.plugin_overrides, (std::vector<std::string>{"tool", "anthropic"}));
+  EXPECT_TRUE(loadOk(kMinimal).plugin_overrides.empty());
+
+  for (const char* bad : {"plugins: {override: tool}\n", "plugins: {override: [tool, tool]}\n",
+                          "plugins: {override: [\"\"]}\n", "plugins: {overide: [tool]}\n",
+                          "plugins: [tool]\n"}) {
+    LoadResult r = load(std::string("name: p\nversion: 0.1.0\n") + bad +
+                        "state: {schema: {}}\ngraph: {nodes: [{id: a, kind: tool}], edges: []}\n");
+    EXPECT_FALSE(r.experience) << bad;
+    ASSERT_FALSE(r.diagnostics.empty()) << bad;
+    EXPECT_EQ(r.diagnostics[0].line, 3) << bad << dump(r.diagnostics);
+  }
+}
+
 TEST(LoadExperience, ANodesCacheSettings) {
   Experience exp = loadOk(R"(name: c
 version: 0.1.0

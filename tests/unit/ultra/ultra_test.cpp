@@ -17,7 +17,7 @@ class NullLog final : public plugins::LogSink {
 
 class UltraApi : public ::testing::Test {
  protected:
-  UltraApi() : registry_(&log_) {
+  UltraApi() : registry_(&log_, plugins::Access::kExecute) {
     llm::Settings settings;
     settings.stand_in = true;
     service_ = std::move(llm::LlmService::create(settings, registry_, {})).value();

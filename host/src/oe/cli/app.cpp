@@ -28,6 +28,7 @@ int main(int argc, char** argv, std::string_view build_commit) {
   addResumeCommand(app, exit_code);
   addValidateCommand(app, exit_code);
   addPluginsCommand(app, exit_code);
+  addTrustCommand(app, exit_code);
   addStateCommand(app, exit_code);
   addResetStateCommand(app, exit_code);
   addInspectCommand(app, exit_code);

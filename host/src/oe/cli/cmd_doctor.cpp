@@ -1,6 +1,7 @@
 // `oe doctor [--json]`: what this oe needs on this machine, checked (ops/doctor): Node.js for
 // .mjs/.js tools, the coding CLIs, an LLM provider, a writable .openexpertise/, and every plugin
-// loading, with the plugin folders searched (in order) and what each held.
+// readable (the built-in ones loaded, the others described by their manifests, as `oe validate`
+// sees them) and trusted, with the plugin folders searched (in order) and what each held.
 #include <algorithm>
 #include <iostream>
 #include <memory>
@@ -28,8 +29,9 @@ std::string_view statusMark(CheckStatus status) {
 }
 
 void printPluginFolders(const std::vector<ops::PluginFolder>& folders) {
-  std::cout << "\nPlugin folders, in search order (a kind comes from the first plugin that "
-               "provides it):\n";
+  std::cout << "\nPlugin folders, in search order (a kind comes from the built-in plugin that "
+               "provides it, unless the experience's plugins.override names it; else from the "
+               "first plugin that provides it):\n";
   int index = 0;
   for (const ops::PluginFolder& f : folders) {
     std::cout << "  " << ++index << ". " << f.path.string() << " (" << f.origin << "): ";
@@ -55,9 +57,19 @@ void printPluginFolders(const std::vector<ops::PluginFolder>& folders) {
         kinds +=
             (kinds.empty() ? "" : ",") + kind.get<std::string>() + (shadowed ? " (shadowed)" : "");
       }
+      std::string providers;
+      for (const Json& name : p["llm_providers"]) {
+        const auto& shadowed_names = p["shadowed_llm_providers"];
+        const bool shadowed =
+            std::find(shadowed_names.begin(), shadowed_names.end(), name) != shadowed_names.end();
+        providers += (providers.empty() ? "" : ",") + name.get<std::string>() +
+                     (shadowed ? " (shadowed)" : "");
+      }
       std::cout << "       " << p["id"].get<std::string>() << ' ' << p["version"].get<std::string>()
-                << "  kinds: " << (kinds.empty() ? "-" : kinds) << "  ("
-                << p["file"].get<std::string>() << ")\n";
+                << "  kinds: " << (kinds.empty() ? "-" : kinds)
+                << (providers.empty() ? "" : "  llm providers: " + providers) << "  ["
+                << p["trust"].get<std::string>() << "]  (" << p["file"].get<std::string>()
+                << ")\n";
     }
     for (const Json& r : f.refused) {
       std::cout << "       refused " << r["file"].get<std::string>() << '\n';

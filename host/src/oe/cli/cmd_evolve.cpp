@@ -44,8 +44,12 @@ int applyProposal(const fs::path& yaml, const std::string& run_id, int number, s
     return kExitUsage;
   }
   StderrLog sink;
-  plugins::PluginRegistry registry(&sink);
+  // Only the kinds' schemas, for the gate's validation: nothing of a plugin runs.
+  plugins::PluginRegistry registry(&sink, plugins::Access::kDescribe);
   loadPlugins(registry, dir);
+  if (auto loaded = spec::loadExperience(yaml); loaded.experience) {
+    registry.setOverrides(loaded.experience->plugin_overrides);  // as a run resolves its kinds
+  }
   auto applied =
       evolve::applyProposal(yaml, run_id, std::move(*sidecar), number, kindCatalog(registry));
   if (printedError(applied)) {
@@ -82,7 +86,9 @@ int evolve(const EvolveOptions& options, std::ostream& out) {
     out << "  evaluated " << number << ": " << line << '\n';
   };
   StderrLog sink;
-  plugins::PluginRegistry registry(&sink);
+  // The advisor and --evaluate's runs call plugins: those not built in load once trusted.
+  const auto gate = ops::trustGate();
+  plugins::PluginRegistry registry(&sink, plugins::Access::kExecute, gate.get());
   auto outcome = evolve::proposeImprovements(request, registry, sink, hooks);
   if (printedError(outcome)) {
     return kExitFailed;

@@ -30,7 +30,7 @@ void addGraphCommand(CLI::App& app, int& exit_code) {
   cmd->add_option("-o,--out", a->out, "Write to this file instead of stdout");
   cmd->callback([a, &exit_code] {
     StderrLog sink;
-    plugins::PluginRegistry registry(&sink);
+    plugins::PluginRegistry registry(&sink, plugins::Access::kDescribe);
     // The same loading and messages as `oe validate`: a graph is only drawn for a valid file.
     const auto experience = loadValidated(a->path, registry, /*strict=*/false);
     if (!experience) {

@@ -18,7 +18,7 @@ namespace fs = std::filesystem;
 // `oe validate`'s check of `dir`, with the plugins it would load, printing nothing.
 registry::Validation quietValidation(const fs::path& dir) {
   StderrLog sink;
-  plugins::PluginRegistry registry(&sink);
+  plugins::PluginRegistry registry(&sink, plugins::Access::kDescribe);
   Checked checked = checkExperience(dir, registry, /*strict=*/false, /*report_problems=*/false);
   return {checked.loaded.experience.has_value(), std::move(checked.diagnostics)};
 }

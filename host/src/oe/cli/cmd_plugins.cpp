@@ -1,4 +1,5 @@
-// `oe plugins`: what is installed, where it came from, and what was refused and why.
+// `oe plugins`: what is installed, where it came from, and what was refused and why. Nothing that
+// is not built in is loaded: such plugins are listed from their manifests (docs/trust.md).
 #include <iostream>
 #include <memory>
 
@@ -19,40 +20,68 @@ void addPluginsCommand(CLI::App& app, int& exit_code) {
   cmd->add_option("--experience", a->experience, "Also search <dir>/plugins");
   cmd->callback([a, &exit_code] {
     StderrLog sink;
-    plugins::PluginRegistry registry(&sink);
+    plugins::PluginRegistry registry(&sink, plugins::Access::kDescribe);
     std::optional<std::filesystem::path> dir;
     if (!a->experience.empty()) {
       dir = spec::resolveExperiencePath(a->experience).parent_path();
     }
     loadPlugins(registry, dir);
+    if (dir) {
+      // Who keeps a name also depends on the experience's plugins.override.
+      auto loaded = spec::loadExperience(spec::resolveExperiencePath(a->experience));
+      if (const auto* model = loaded.experience ? &*loaded.experience
+                              : loaded.partial  ? &*loaded.partial
+                                                : nullptr) {
+        registry.setOverrides(model->plugin_overrides);
+      }
+    }
+    // What a run would do with each: the built-in plugins load, the others only when trusted.
+    const std::vector<plugins::TrustRecord> trust = ops::userTrustRecords();
     Json list = Json::array();
-    for (const auto& lib : registry.libraries()) {
+    for (const plugins::PluginEntry& entry : registry.plugins()) {
+      const plugins::PluginManifest& m = entry.manifest;
       Json kinds = Json::array();
       std::string kinds_text;
-      for (const plugins::KindTable& entry : lib->kinds()) {
-        const oe_node_kind* kind = &entry.table;
-        kinds.push_back(kind->kind);
+      for (const plugins::KindManifest& kind : m.kinds) {
+        kinds.push_back(kind.kind);
         if (!kinds_text.empty()) {
           kinds_text.push_back(',');
         }
-        kinds_text.append(kind->kind);
-        const plugins::LoadedKind* served = registry.find(kind->kind);
-        if (served != nullptr && served->library != lib) {
-          // Another plugin earlier on the search path provides this kind; say so.
+        kinds_text.append(kind.kind);
+        const plugins::LoadedKind* served = registry.find(kind.kind);
+        if (served != nullptr && served->plugin != &entry) {
+          // Another plugin keeps this kind (a built-in one, or an earlier one); say so.
           kinds_text.append(" (shadowed)");
         }
       }
-      const std::string abi = plugins::abiVersionString(lib->abiVersion());
-      list.push_back({{"id", lib->id()}, {"version", lib->version()}, {"abi", abi},
-                      {"kinds", kinds}, {"path", lib->path().string()}});
+      std::string providers_text;
+      for (const std::string& name : m.llm_providers) {
+        providers_text += (providers_text.empty() ? "" : ",") + name;
+        const plugins::LoadedProvider* served = registry.provider(name);
+        if (served != nullptr && served->plugin != &entry) {
+          providers_text.append(" (shadowed)");
+        }
+      }
+      const std::string abi = plugins::abiVersionString(m.abi_version);
+      const std::string trusted = ops::trustLabel(entry, trust);
+      list.push_back({{"id", m.id},
+                      {"version", m.version},
+                      {"abi", abi},
+                      {"kinds", kinds},
+                      {"llm_providers", m.llm_providers},
+                      {"path", entry.path.string()},
+                      {"built_in", entry.builtin},
+                      {"trust", trusted}});
       if (!a->json) {
-        std::cout << lib->id() << "  " << lib->version() << "  abi " << abi << "  kinds: "
-                  << (kinds_text.empty() ? "-" : kinds_text) << "  " << lib->path().string() << '\n';
+        std::cout << m.id << "  " << m.version << "  abi " << abi << "  kinds: "
+                  << (kinds_text.empty() ? "-" : kinds_text)
+                  << (providers_text.empty() ? "" : "  llm providers: " + providers_text) << "  ["
+                  << trusted << "]  " << entry.path.string() << '\n';
       }
     }
     if (a->json) {
       std::cout << list.dump(2) << '\n';
-    } else if (registry.libraries().empty()) {
+    } else if (registry.plugins().empty()) {
       std::cout << "no plugins found; searched:";
       for (const auto& d : plugins::PluginRegistry::searchPath(dir)) {
         std::cout << ' ' << d.string();

@@ -107,7 +107,10 @@ int execute(const RunArgs& a, const std::string& path, Json run_args,
   options.from_node = a.from_node;
   options.only_node = a.only_node;
   StderrLog log_sink;
-  plugins::PluginRegistry sinked(&log_sink);
+  // A plugin that is not built in loads only once trusted (docs/trust.md): asked on a terminal,
+  // refused with the `oe trust` command to run without one.
+  const auto gate = ops::trustGate();
+  plugins::PluginRegistry sinked(&log_sink, plugins::Access::kExecute, gate.get());
   // A replay answers the CLIs of cli-agent nodes from the recording: they need not be installed.
   auto experience = loadValidated(path, sinked, a.strict, /*for_run=*/true,
                                   /*starts_programs=*/a.llm_replay.empty());

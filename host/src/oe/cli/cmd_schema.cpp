@@ -59,8 +59,15 @@ void addSchemaCommand(CLI::App& app, int& exit_code) {
       }
     }
     StderrLog sink;
-    plugins::PluginRegistry registry(&sink);
+    plugins::PluginRegistry registry(&sink, plugins::Access::kDescribe);
     loadPlugins(registry, dir);
+    if (dir) {
+      // The experience's plugins.override decides whose schema a contested kind has.
+      auto loaded = spec::loadExperience(spec::resolveExperiencePath(*dir));
+      if (loaded.experience) {
+        registry.setOverrides(loaded.experience->plugin_overrides);
+      }
+    }
     reportPluginProblems(registry);
     std::cout << spec::editorJsonSchema(kindCatalog(registry), a->open_kinds).dump(2) << '\n';
     exit_code = kExitOk;

@@ -57,7 +57,7 @@ void addSubmitCommand(CLI::App& app, int& exit_code) {
   cmd->callback([a, &exit_code] {
     exit_code = kExitFailed;
     StderrLog sink;
-    plugins::PluginRegistry registry(&sink);
+    plugins::PluginRegistry registry(&sink, plugins::Access::kDescribe);
     const auto experience = loadValidated(a->path, registry, false);
     if (!experience) {
       std::cerr << "oe: fix the errors above before submitting (oe validate " << a->path << ")\n";

@@ -21,7 +21,7 @@ void addValidateCommand(CLI::App& app, int& exit_code) {
   cmd->add_flag("--strict", a->strict, "Treat warnings (unknown keys) as errors");
   cmd->callback([a, &exit_code] {
     StderrLog sink;
-    plugins::PluginRegistry registry(&sink);
+    plugins::PluginRegistry registry(&sink, plugins::Access::kDescribe);
     const Checked checked = checkExperience(a->path, registry, a->strict);
     const std::vector<Diagnostic>& diagnostics = checked.diagnostics;
     const spec::Experience* experience = checked.model();

@@ -45,7 +45,10 @@ int runWorker(WorkerArgs& a) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
   StderrLog log_sink;
+  // Lives as long as the worker: experience folders (and their plugins) load as attempts come.
+  const auto gate = ops::trustGate();
   worker::WorkerOptions options;
+  options.trust = gate.get();
   options.url = a.store;
   if (!a.queues.empty()) {
     options.queues = a.queues;

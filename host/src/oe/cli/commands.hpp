@@ -10,6 +10,7 @@ void addRunCommand(CLI::App& app, int& exit_code);
 void addResumeCommand(CLI::App& app, int& exit_code);
 void addValidateCommand(CLI::App& app, int& exit_code);
 void addPluginsCommand(CLI::App& app, int& exit_code);
+void addTrustCommand(CLI::App& app, int& exit_code);
 void addStateCommand(CLI::App& app, int& exit_code);
 void addResetStateCommand(CLI::App& app, int& exit_code);
 void addInspectCommand(CLI::App& app, int& exit_code);

@@ -123,6 +123,9 @@ std::optional<PreparedUltra> prepareUltra(const UltraArgs& a, StderrLog& sink,
   }
   const llm::Environment env = config.llm.env;
   const std::optional<fs::path> data = config.data_dir;
+  // Asked while makeToolkit loads the plugins (OE_PLUGIN_PATH's need trust: docs/trust.md).
+  const auto gate = ops::trustGate();
+  config.trust = gate.get();
   auto toolkit = ultra::makeToolkit(std::move(config), sink, [](const std::string& warning) {
     std::cerr << "oe: warning: " << warning << '\n';
   });

@@ -42,14 +42,22 @@ void warn(const EvolveHooks& hooks, const std::string& text) {
 }
 
 // The plugins an experience can use (its own plugins/ folder first), their problems as warnings.
-void loadPlugins(plugins::PluginRegistry& registry, const fs::path& dir, const EvolveHooks& hooks) {
+// A library refused as untrusted stops evolve (its error names the `oe trust` command), as it
+// stops a run.
+Result<void> loadPlugins(plugins::PluginRegistry& registry, const fs::path& dir,
+                         const std::vector<std::string>& overrides, const EvolveHooks& hooks) {
   registry.loadFrom(plugins::PluginRegistry::searchPath(dir));
+  registry.setOverrides(overrides);
   for (const auto& refusal : registry.refusals()) {
+    if (refusal.untrusted) {
+      return makeError("refused plugin " + refusal.reason);
+    }
     warn(hooks, "refused plugin " + refusal.reason);
   }
   for (const auto& warning : registry.warnings()) {
     warn(hooks, warning);
   }
+  return {};
 }
 
 // --evaluate-runs: up to `count` - 1 more finished top-level runs of the experience, newest
@@ -205,7 +213,12 @@ Result<EvolveOutcome> proposeImprovements(const EvolveRequest& request,
     }
   }
 
-  loadPlugins(registry, dir, hooks);
+  if (auto loaded_plugins = loadPlugins(
+          registry, dir, model != nullptr ? model->plugin_overrides : std::vector<std::string>{},
+          hooks);
+      !loaded_plugins) {
+    return loaded_plugins.error();
+  }
   llm::Settings settings = request.llm;
   if (model != nullptr) {
     if (auto applied = llm::applyRuntime(model->raw.value("runtime", Json()), settings); !applied) {

@@ -132,20 +132,13 @@ Result<const LlmService::Provider*> LlmService::provider() {
       if (!choice) {
         return choice.error();
       }
-      for (const auto& library : registry_.libraries()) {
-        const auto* table =
-            static_cast<const oe_llm_provider*>(library->extension(OE_EXT_LLM_PROVIDER));
-        if (table == nullptr || table->struct_size < sizeof(oe_llm_provider) ||
-            table->providers == nullptr) {
-          continue;
-        }
-        for (const char* const* name = table->providers; *name != nullptr; ++name) {
-          if (choice->provider == *name) {
-            Json config = {{"provider", choice->provider}};
-            return Provider{choice->provider, choice->default_model, table, library->self(),
-                            config.dump()};
-          }
-        }
+      // The registry decided who serves each name: a built-in plugin, unless the experience
+      // overrides it (plugins.override, docs/trust.md).
+      if (const plugins::LoadedProvider* found = registry_.provider(choice->provider);
+          found != nullptr && found->table != nullptr && found->plugin->library) {
+        Json config = {{"provider", choice->provider}};
+        return Provider{choice->provider, choice->default_model, found->table,
+                        found->plugin->library->self(), config.dump()};
       }
       return makeError("no loaded plugin provides the LLM provider \"" + choice->provider +
                        "\" (oe.llm-provider/1); is openai_llm.so installed? `oe plugins` lists "

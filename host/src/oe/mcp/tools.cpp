@@ -87,7 +87,7 @@ Result<Json> validateTool(const McpContext& context, mcp::ToolCall& call) {
     return std::move(path).error();
   }
   StderrLog sink;
-  plugins::PluginRegistry registry(&sink);
+  plugins::PluginRegistry registry(&sink, plugins::Access::kDescribe);
   const Checked checked =
       checkExperience(*path, registry, call.args().value("strict", false) == true);
   Json errors = Json::array();
@@ -167,7 +167,7 @@ Result<Json> graphTool(const McpContext& context, mcp::ToolCall& call) {
     return makeError("direction must be \"TD\" (top down) or \"LR\" (left to right)");
   }
   StderrLog sink;
-  plugins::PluginRegistry registry(&sink);
+  plugins::PluginRegistry registry(&sink, plugins::Access::kDescribe);
   const Checked checked = checkExperience(*path, registry, false);
   if (!checked.valid()) {
     return makeError(joinDiagnostics(checked.diagnostics));

@@ -1,6 +1,10 @@
 // Loading and checking an experience with its plugins (see context.hpp).
 #include "oe/ops/context.hpp"
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
 #include <iostream>
 #include <map>
 
@@ -36,31 +40,174 @@ void loadPlugins(plugins::PluginRegistry& registry,
 
 void reportPluginProblems(const plugins::PluginRegistry& registry) {
   for (const auto& refusal : registry.refusals()) {
-    std::cerr << "oe: warning: refused plugin " << refusal.reason << '\n';
+    if (!refusal.untrusted) {
+      std::cerr << "oe: warning: refused plugin " << refusal.reason << '\n';
+    }
   }
   for (const auto& warning : registry.warnings()) {
     std::cerr << "oe: warning: " << warning << '\n';
   }
 }
 
+bool askOnTerminal(const plugins::TrustGate::Question& question) {
+  std::string what;
+  if (question.manifest != nullptr) {
+    const plugins::PluginManifest& m = *question.manifest;
+    std::string kinds;
+    for (const auto& kind : m.kinds) {
+      kinds += (kinds.empty() ? "" : ", ") + kind.kind;
+    }
+    std::string providers;
+    for (const auto& name : m.llm_providers) {
+      providers += (providers.empty() ? "" : ", ") + name;
+    }
+    what = "plugin " + m.id + " " + m.version + "; kinds: " + (kinds.empty() ? "-" : kinds) +
+           "; LLM providers: " + (providers.empty() ? "-" : providers);
+  } else {
+    what = "no current manifest beside it: what it provides is known only once it loads";
+  }
+  std::cerr << "oe: " << question.library.string() << " is a plugin that is not built in, and "
+            << (question.previous != nullptr ? "it changed since you trusted it" : "not trusted")
+            << ".\n    " << what << "\n    sha256 " << question.sha256
+            << "\n    Loading it runs its code with your rights.\noe: trust and load "
+            << question.library.string() << "? [y/N] " << std::flush;
+  std::string answer;
+  if (!std::getline(std::cin, answer)) {
+    std::cerr << '\n';
+    return false;
+  }
+  std::transform(answer.begin(), answer.end(), answer.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return answer == "y" || answer == "yes";
+}
+
+std::unique_ptr<plugins::TrustGate> trustGate() {
+  plugins::TrustGate::Ask ask;
+  if (::isatty(STDIN_FILENO) == 1 && ::isatty(STDERR_FILENO) == 1) {
+    ask = askOnTerminal;
+  }
+  return std::make_unique<plugins::TrustGate>(plugins::trustStorePath(), std::move(ask));
+}
+
+std::vector<plugins::TrustRecord> userTrustRecords() {
+  const auto store = plugins::trustStorePath();
+  if (!store) {
+    return {};
+  }
+  auto records = plugins::readTrustStore(*store);
+  return records ? std::move(records).value() : std::vector<plugins::TrustRecord>{};
+}
+
+std::string trustLabel(const plugins::PluginEntry& entry,
+                       const std::vector<plugins::TrustRecord>& records) {
+  if (entry.builtin) {
+    return "built in";
+  }
+  // Trusted by its real path, as the trust gate and `oe trust` name it.
+  std::error_code ec;
+  const auto real = std::filesystem::canonical(entry.path, ec);
+  return std::string(
+      plugins::toString(plugins::trustState(records, ec ? entry.path : real, entry.sha256())));
+}
+
+std::vector<Diagnostic> untrustedErrors(const plugins::PluginRegistry& registry) {
+  std::vector<Diagnostic> out;
+  for (const auto& refusal : registry.refusals()) {
+    if (!refusal.untrusted) {
+      continue;
+    }
+    Diagnostic d;
+    d.file = refusal.path.string();
+    d.message = refusal.reason;
+    if (const std::string prefix = d.file + ": "; d.message.starts_with(prefix)) {
+      d.message.erase(0, prefix.size());  // the diagnostic names the file already
+    }
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
 const spec::Experience* Checked::model() const {
   return loaded.experience ? &*loaded.experience : loaded.partial ? &*loaded.partial : nullptr;
 }
+
+namespace {
+
+// What a check says beyond the spec's own findings: a kind nobody provides may belong to a
+// plugin that was found but not read (no manifest, refused), so its message names them; and an
+// override that overrides nothing is a warning.
+void addPluginFindings(const spec::Experience& model, const plugins::PluginRegistry& registry,
+                       std::vector<Diagnostic>& diagnostics) {
+  std::string refused;
+  size_t shown = 0;
+  for (const auto& refusal : registry.refusals()) {
+    if (shown++ < 3) {
+      refused += (refused.empty() ? "" : "; ") + refusal.reason;
+    }
+  }
+  if (registry.refusals().size() > 3) {
+    refused += "; and " + std::to_string(registry.refusals().size() - 3) + " more";
+  }
+  if (!refused.empty()) {
+    for (Diagnostic& d : diagnostics) {
+      if (d.severity == Severity::kError && d.message.starts_with("unknown node kind ")) {
+        d.message += " Plugins found but not read, one of which may provide it: " + refused;
+      }
+    }
+  }
+  for (size_t i = 0; i < model.plugin_overrides.size(); ++i) {
+    const std::string& name = model.plugin_overrides[i];
+    bool builtin_offers = false;
+    bool other_offers = false;
+    for (const plugins::PluginEntry& entry : registry.plugins()) {
+      const bool offers =
+          std::any_of(entry.manifest.kinds.begin(), entry.manifest.kinds.end(),
+                      [&](const plugins::KindManifest& kind) { return kind.kind == name; }) ||
+          std::find(entry.manifest.llm_providers.begin(), entry.manifest.llm_providers.end(),
+                    name) != entry.manifest.llm_providers.end();
+      (entry.builtin ? builtin_offers : other_offers) |= offers;
+    }
+    if (builtin_offers && other_offers) {
+      continue;  // the override takes effect
+    }
+    const std::string pointer = "/plugins/override/" + std::to_string(i);
+    const spec::Mark at = model.markOf(pointer);
+    Diagnostic d;
+    d.severity = Severity::kWarning;
+    d.file = model.source_name.empty() ? model.file.string() : model.source_name;
+    d.line = at.line;
+    d.column = at.column;
+    d.field = "plugins.override[" + std::to_string(i) + "]";
+    d.message = !builtin_offers
+                    ? "no built-in plugin provides a kind or LLM provider \"" + name +
+                          "\", so there is nothing to override"
+                    : "no plugin of this experience (its plugins/ folder, OE_PLUGIN_PATH) "
+                      "provides \"" + name + "\", so the built-in one is used";
+    diagnostics.push_back(std::move(d));
+  }
+}
+
+}  // namespace
 
 Checked checkExperience(const std::filesystem::path& path_arg, plugins::PluginRegistry& registry,
                         bool strict, bool report_problems) {
   Checked out;
   out.loaded = spec::loadExperience(spec::resolveExperiencePath(path_arg));
   spec::KindCatalog catalog;
-  if (const spec::Experience* model = out.model()) {
+  const spec::Experience* model = out.model();
+  if (model != nullptr) {
     // Plugins only when there is something to check against them (not for a YAML error).
     loadPlugins(registry, model->dir);
+    registry.setOverrides(model->plugin_overrides);
     if (report_problems) {
       reportPluginProblems(registry);
     }
     catalog = kindCatalog(registry);
   }
   out.diagnostics = spec::checkLoaded(out.loaded, catalog, strict);
+  if (model != nullptr) {
+    addPluginFindings(*model, registry, out.diagnostics);
+  }
   return out;
 }
 
@@ -126,15 +273,26 @@ Validated loadValidated(const std::filesystem::path& path_arg, plugins::PluginRe
     std::error_code ec;
     const auto file = std::filesystem::absolute(yaml_path, ec);
     loadPlugins(registry, (ec ? yaml_path : file).parent_path());
+    if (registry.anyUntrusted()) {
+      out.diagnostics = untrustedErrors(registry);
+      out.file = yaml_path.string();
+      return out;
+    }
     catalog = kindCatalog(registry);
-    context = spec::snapshotContext(*catalog, strict);
+    // The experience's plugins.override may give a kind to another plugin than the catalog's:
+    // the context names every such plugin's schema too, so a snapshot stands for them all.
+    context = spec::snapshotContext(*catalog, strict) + registry.contestedContext();
     digest = cache::sha256Hex(*text);
     text.reset();  // not held while the snapshot loads: the run's peak memory
     // A missing program sends the run through the full check below, which names it and its
     // line (a snapshot has no positions).
     if (auto snapshot = spec::readSnapshot(yaml_path, digest, context);
         snapshot && !(starts_programs && programMissing(*snapshot, *catalog))) {
+      registry.setOverrides(snapshot->plugin_overrides);
       reportPluginProblems(registry);
+      if (!snapshot->plugin_overrides.empty()) {
+        catalog = kindCatalog(registry);
+      }
       spec::attachReadFiles(*snapshot, *catalog);
       dropLoadOnlyParts(*snapshot);
       out.file = snapshot->file.string();
@@ -158,8 +316,17 @@ Validated loadValidated(const std::filesystem::path& path_arg, plugins::PluginRe
                                                     : nullptr;
   if (model != nullptr && !catalog) {
     loadPlugins(registry, model->dir);
+    if (registry.anyUntrusted()) {
+      out.diagnostics = untrustedErrors(registry);
+      out.file = model->file.string();
+      return out;
+    }
   }
   if (model != nullptr) {
+    registry.setOverrides(model->plugin_overrides);
+    if (catalog && !model->plugin_overrides.empty()) {
+      catalog = kindCatalog(registry);
+    }
     reportPluginProblems(registry);
   }
   // Before a run, a program a node needs and PATH lacks is an error (oe validate: a warning);
@@ -174,6 +341,7 @@ Validated loadValidated(const std::filesystem::path& path_arg, plugins::PluginRe
   const spec::KindCatalog& kinds = catalog ? *catalog : built;
   out.diagnostics = spec::checkLoaded(loaded, kinds, strict, missing_program);
   if (model != nullptr) {
+    addPluginFindings(*model, registry, out.diagnostics);
     out.file = model->file.string();
   }
   if (!loaded.experience || hasErrors(out.diagnostics)) {

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -13,6 +14,7 @@
 
 #include "oe/common/diagnostic.hpp"
 #include "oe/plugins/registry.hpp"
+#include "oe/plugins/trust_store.hpp"
 #include "oe/spec/experience.hpp"
 #include "oe/spec/loader.hpp"
 
@@ -33,12 +35,32 @@ class StderrLog final : public plugins::LogSink {
 // Loads the plugins an experience can use (its own plugins/ folder included).
 void loadPlugins(plugins::PluginRegistry& registry,
                  const std::optional<std::filesystem::path>& experience_dir);
-// Prints refused plugins and plugin warnings to stderr as warnings.
+// Prints refused plugins and plugin warnings to stderr as warnings; a library refused as
+// untrusted is not among them (a front end that runs plugins stops on it: untrustedErrors).
 void reportPluginProblems(const plugins::PluginRegistry& registry);
 
+// The trust gate of a process that runs plugins (docs/trust.md): the user's trust store, and,
+// when stdin and stderr are both a terminal, a question on it for each library that is not
+// trusted ("trust and load ...? [y/N]"), asked once, a yes recorded.
+std::unique_ptr<plugins::TrustGate> trustGate();
+// A terminal's question about one library, on stderr, the answer read from stdin.
+bool askOnTerminal(const plugins::TrustGate::Question& question);
+// The user's trust records (trustStorePath()); none when there is no store or it cannot be read
+// (what lists plugins says so; only `oe trust` writes it).
+std::vector<plugins::TrustRecord> userTrustRecords();
+// "built in", "trusted", "changed since it was trusted" or "not trusted": whether a run would
+// load `entry` without asking.
+std::string trustLabel(const plugins::PluginEntry& entry,
+                       const std::vector<plugins::TrustRecord>& records);
+// Each library the registry refused as untrusted, as an error whose file is the library and
+// whose message ends with the `oe trust` command to run.
+std::vector<Diagnostic> untrustedErrors(const plugins::PluginRegistry& registry);
+
 // What `oe validate` checks, as values (`oe mcp`'s oe_validate and oe_graph return them rather
-// than print them): the load, and every diagnostic once the plugins are loaded into `registry`
-// (only when there is a model to check them against). `report_problems`: the plugins' problems
+// than print them): the load, and every diagnostic once the plugins are read into `registry`
+// (only when there is a model to check them against) with the experience's plugins.override; a
+// kind nobody provides names the plugins that were found but not read, and an override that
+// overrides nothing is a warning. Front ends that only look pass a kDescribe registry. `report_problems`: the plugins' problems
 // go to stderr (reportPluginProblems); `oe install` checks quietly.
 struct Checked {
   spec::LoadResult loaded;
@@ -51,8 +73,9 @@ struct Checked {
 Checked checkExperience(const std::filesystem::path& path_arg, plugins::PluginRegistry& registry,
                         bool strict, bool report_problems = true);
 
-// An experience loaded, its plugins loaded into the registry and validated, as values; plugin
-// problems go to stderr (reportPluginProblems).
+// An experience loaded, its plugins loaded into the registry (with its plugins.override) and
+// validated, as values; plugin problems go to stderr (reportPluginProblems). A library the
+// registry refused as untrusted is an error (untrustedErrors) and nothing else is checked.
 struct Validated {
   std::optional<spec::Experience> experience;  // nullopt when there was an error
   std::vector<Diagnostic> diagnostics;         // every finding (a spec snapshot has none)

@@ -13,6 +13,8 @@
 
 #include "oe/ops/context.hpp"
 #include "oe/plugins/registry.hpp"
+#include "oe/plugins/trust_store.hpp"
+#include "oe/spec/loader.hpp"
 #include "oe/run/policy_confinement.hpp"
 #include "proc_kit/supervisor.hpp"
 
@@ -43,26 +45,53 @@ std::optional<std::string> writeProbe(const std::filesystem::path& dir) {
   return std::nullopt;
 }
 
+// A kind or LLM provider name of `entry` that another plugin keeps (the built-in one, or an
+// earlier one on the search path), as the registry resolved it.
+bool shadowedKind(const plugins::PluginRegistry& registry, const plugins::PluginEntry& entry,
+                  const std::string& kind) {
+  const plugins::LoadedKind* served = registry.find(kind);
+  return served != nullptr && served->plugin != &entry;
+}
+
 std::vector<PluginFolder> pluginChecks(const std::filesystem::path& folder,
                                        std::vector<Check>& checks) {
   StderrLog sink;
-  plugins::PluginRegistry registry(&sink);
+  // As `oe validate` sees them: the built-in plugins loaded, the others read from their
+  // manifests, none of their code run.
+  plugins::PluginRegistry registry(&sink, plugins::Access::kDescribe);
   const auto dirs = plugins::PluginRegistry::searchPath(folder);
   registry.loadFrom(dirs);
-  for (const auto& lib : registry.libraries()) {
-    std::string kinds;
-    for (const plugins::KindTable& entry : lib->kinds()) {
-      kinds += (kinds.empty() ? "" : ",") + std::string(entry.table.kind);
+  {
+    // The experience's plugins.override decides who keeps a contested name, as in a run.
+    auto loaded = spec::loadExperience(spec::resolveExperiencePath(folder));
+    if (loaded.experience) {
+      registry.setOverrides(loaded.experience->plugin_overrides);
     }
-    checks.push_back({"plugin " + lib->id(), CheckStatus::kPass,
-                      lib->version() + ", kinds: " + (kinds.empty() ? "-" : kinds) + " (" +
-                          lib->path().string() + ")"});
+  }
+  const std::vector<plugins::TrustRecord> trust = userTrustRecords();
+  for (const plugins::PluginEntry& entry : registry.plugins()) {
+    const plugins::PluginManifest& m = entry.manifest;
+    std::string kinds;
+    for (const plugins::KindManifest& kind : m.kinds) {
+      kinds += (kinds.empty() ? "" : ",") + kind.kind;
+    }
+    const std::string trusted = trustLabel(entry, trust);
+    const bool runs = entry.builtin || trusted == "trusted";
+    checks.push_back({"plugin " + m.id, runs ? CheckStatus::kPass : CheckStatus::kWarn,
+                      m.version + ", kinds: " + (kinds.empty() ? "-" : kinds) + " (" +
+                          entry.path.string() + "; " + trusted +
+                          (runs ? std::string(")")
+                                : "; a run refuses it until you review it and run " +
+                                      plugins::trustCommand(entry.path) + ")")});
   }
   for (const auto& refusal : registry.refusals()) {
     checks.push_back(
         {"plugin " + refusal.path.filename().string(), CheckStatus::kFail, refusal.reason});
   }
-  if (registry.libraries().empty() && registry.refusals().empty()) {
+  for (const std::string& warning : registry.warnings()) {
+    checks.push_back({"plugin names", CheckStatus::kWarn, warning});
+  }
+  if (registry.plugins().empty() && registry.refusals().empty()) {
     std::string searched;
     for (const auto& d : dirs) {
       searched += (searched.empty() ? "" : " ") + d.string();
@@ -71,7 +100,7 @@ std::vector<PluginFolder> pluginChecks(const std::filesystem::path& folder,
                       "no plugins found, so no node kind can run; searched: " + searched});
   }
 
-  // The registry loads each folder once, from its canonical path; its libraries and refusals
+  // The registry reads each folder once, from its canonical path; its plugins and refusals
   // are matched back to the folder they came from the same way.
   // NOLINTNEXTLINE(concurrency-mt-unsafe): read only
   const char* oe_plugin_path = std::getenv("OE_PLUGIN_PATH");
@@ -87,25 +116,36 @@ std::vector<PluginFolder> pluginChecks(const std::filesystem::path& folder,
     } else if (!seen.insert(canonical).second) {
       report.state = "repeated";
     } else {
-      for (const auto& lib : registry.libraries()) {
-        if (lib->path().parent_path() != canonical) {
+      for (const plugins::PluginEntry& entry : registry.plugins()) {
+        if (entry.path.parent_path() != canonical) {
           continue;
         }
+        const plugins::PluginManifest& m = entry.manifest;
         Json kinds = Json::array();
-        Json shadowed = Json::array();  // its kinds that an earlier plugin provides instead
-        for (const plugins::KindTable& entry : lib->kinds()) {
-          kinds.push_back(entry.table.kind);
-          const plugins::LoadedKind* served = registry.find(entry.table.kind);
-          if (served != nullptr && served->library != lib) {
-            shadowed.push_back(entry.table.kind);
+        Json shadowed = Json::array();  // its kinds that another plugin provides instead
+        for (const plugins::KindManifest& kind : m.kinds) {
+          kinds.push_back(kind.kind);
+          if (shadowedKind(registry, entry, kind.kind)) {
+            shadowed.push_back(kind.kind);
           }
         }
-        report.plugins.push_back({{"id", lib->id()},
-                                  {"version", lib->version()},
-                                  {"abi", plugins::abiVersionString(lib->abiVersion())},
+        Json shadowed_providers = Json::array();
+        for (const std::string& name : m.llm_providers) {
+          const plugins::LoadedProvider* served = registry.provider(name);
+          if (served != nullptr && served->plugin != &entry) {
+            shadowed_providers.push_back(name);
+          }
+        }
+        report.plugins.push_back({{"id", m.id},
+                                  {"version", m.version},
+                                  {"abi", plugins::abiVersionString(m.abi_version)},
                                   {"kinds", kinds},
                                   {"shadowed", shadowed},
-                                  {"file", lib->path().filename().string()}});
+                                  {"llm_providers", m.llm_providers},
+                                  {"shadowed_llm_providers", shadowed_providers},
+                                  {"built_in", entry.builtin},
+                                  {"trust", trustLabel(entry, trust)},
+                                  {"file", entry.path.filename().string()}});
       }
       for (const auto& refusal : registry.refusals()) {
         if (refusal.path.parent_path() == canonical) {

@@ -1,6 +1,7 @@
 // `oe doctor` without the CLI: what this oe needs on this machine, checked as values: Node.js for
 // .mjs/.js tools, the coding CLIs, an LLM provider, a writable .openexpertise/, and every plugin
-// loading, with the plugin folders searched (in order) and what each held.
+// readable (the built-in ones loaded, the others described by their manifests, as `oe validate`
+// sees them) and trusted, with the plugin folders searched (in order) and what each held.
 #pragma once
 
 #include <chrono>
@@ -62,8 +63,10 @@ struct PluginFolder {
   std::filesystem::path path;
   std::string origin;            // why it is searched
   std::string state;             // "searched", "missing" or "repeated"
-  Json plugins = Json::array();  // {id, version, abi, kinds, shadowed, file} per library loaded
-  Json refused = Json::array();  // {file, reason} per library that did not load
+  // {id, version, abi, kinds, shadowed, llm_providers, shadowed_llm_providers, built_in, trust,
+  // file} per library found
+  Json plugins = Json::array();
+  Json refused = Json::array();  // {file, reason} per library refused
 };
 
 // Why `dir` is on the search path (PluginRegistry::searchPath's order): the experience's

@@ -49,9 +49,30 @@ const std::string& PluginLibrary::fileSha256() const {
   return sha256_;
 }
 
+void PluginLibrary::seedFileSha256(std::string digest) const {
+  std::call_once(sha256_once_, [this, &digest] { sha256_ = std::move(digest); });
+}
+
 std::string abiVersionString(uint32_t version) {
   return std::to_string(OE_ABI_VERSION_GET_MAJOR(version)) + "." +
          std::to_string(OE_ABI_VERSION_GET_MINOR(version));
+}
+
+std::optional<std::string> abiRefusal(uint32_t plugin_abi, uint32_t min_host_abi) {
+  const std::string host_abi = abiVersionString(OE_ABI_VERSION);
+  if (oe_abi_compatible(OE_ABI_VERSION, plugin_abi, min_host_abi) == 0) {
+    return "built for plugin ABI " + abiVersionString(plugin_abi) + ", but this oe speaks " +
+           host_abi + "; rebuild the plugin against the SDK installed with this oe";
+  }
+  // oe_abi_compatible() reads min_host_abi only from 1.0; a 0.x descriptor that asks for a newer
+  // host than this one is refused all the same, rather than loaded into a host it says it cannot
+  // run on.
+  if (min_host_abi > OE_ABI_VERSION) {
+    return "needs a host of plugin ABI " + abiVersionString(min_host_abi) +
+           " or newer (min_host_abi), but this oe speaks " + host_abi +
+           "; upgrade oe, or rebuild the plugin against the SDK installed with this oe";
+  }
+  return std::nullopt;
 }
 
 PluginLibrary::PluginLibrary() : impl_(std::make_unique<Impl>()) {}
@@ -125,6 +146,25 @@ const void* PluginLibrary::extension(const char* id) const {
   return entry_copy_.get_extension(self_, id);
 }
 
+const oe_llm_provider* PluginLibrary::llmProvider() const {
+  const auto* table = static_cast<const oe_llm_provider*>(extension(OE_EXT_LLM_PROVIDER));
+  if (table == nullptr || table->struct_size < sizeof(oe_llm_provider) ||
+      table->providers == nullptr) {
+    return nullptr;
+  }
+  return table;
+}
+
+std::vector<std::string> PluginLibrary::llmProviders() const {
+  std::vector<std::string> names;
+  if (const oe_llm_provider* table = llmProvider()) {
+    for (const char* const* name = table->providers; *name != nullptr; ++name) {
+      names.emplace_back(*name);
+    }
+  }
+  return names;
+}
+
 Result<std::shared_ptr<PluginLibrary>> PluginLibrary::open(const std::filesystem::path& path,
                                                             LogSink* log_sink) {
   std::shared_ptr<PluginLibrary> lib(new PluginLibrary());  // private constructor
@@ -175,19 +215,8 @@ Result<std::shared_ptr<PluginLibrary>> PluginLibrary::open(const std::filesystem
     return makeError(where + "descriptor too small (" + std::to_string(entry->struct_size) +
                      " bytes); the library is corrupt or not built with the oe SDK");
   }
-  const uint32_t plugin_abi = entry->abi_version;
-  if (oe_abi_compatible(OE_ABI_VERSION, plugin_abi, entry->min_host_abi) == 0) {
-    return makeError(where + "built for plugin ABI " + abiVersionString(plugin_abi) +
-                     ", but this oe speaks " + host_abi +
-                     "; rebuild the plugin against the SDK installed with this oe");
-  }
-  // oe_abi_compatible() reads min_host_abi only from 1.0; a 0.x descriptor that asks for a newer
-  // host than this one is refused all the same, rather than loaded into a host it says it cannot
-  // run on.
-  if (entry->min_host_abi > OE_ABI_VERSION) {
-    return makeError(where + "needs a host of plugin ABI " + abiVersionString(entry->min_host_abi) +
-                     " or newer (min_host_abi), but this oe speaks " + host_abi +
-                     "; upgrade oe, or rebuild the plugin against the SDK installed with this oe");
+  if (auto refused = abiRefusal(entry->abi_version, entry->min_host_abi)) {
+    return makeError(where + *refused);
   }
   // Append-only: read what the plugin's build has, and treat the members it predates as NULL.
   // The required ones (up to node_kind_at) are in every version.

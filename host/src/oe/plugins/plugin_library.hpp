@@ -2,12 +2,14 @@
 // before anything else runs, and every object created by the plugin pins the library.
 #pragma once
 
+#include <oe/ext/llm.h>
 #include <oe/oe.h>
 
 #include <deque>
 #include <filesystem>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,13 +53,21 @@ class PluginLibrary {
   [[nodiscard]] const std::string& version() const { return version_; }
   [[nodiscard]] const std::string& description() const { return description_; }
   [[nodiscard]] uint32_t abiVersion() const { return entry_copy_.abi_version; }
+  [[nodiscard]] uint32_t minHostAbi() const { return entry_copy_.min_host_abi; }
   // SHA-256 of the library file, read once, on first use: part of the cache key of its kinds'
   // nodes (docs/durability.md), so a rebuilt plugin does not replay its old results. Any thread.
   [[nodiscard]] const std::string& fileSha256() const;
+  // The digest the loader computed before it loaded the file (the trust check), so it is not
+  // read twice; ignored once fileSha256() has answered.
+  void seedFileSha256(std::string digest) const;
   [[nodiscard]] const std::deque<KindTable>& kinds() const { return kinds_; }
   [[nodiscard]] oe_plugin* self() const { return self_; }
   // The plugin-level service `id` (entry->get_extension), e.g. oe.llm-provider/1; NULL if none.
   [[nodiscard]] const void* extension(const char* id) const;
+  // Its oe.llm-provider/1 table when it offers one that is complete (struct_size and the
+  // provider list), else NULL; and the names it lists.
+  [[nodiscard]] const oe_llm_provider* llmProvider() const;
+  [[nodiscard]] std::vector<std::string> llmProviders() const;
 
   // A run gave up a call of `kind` (one of this library's) still running on `instance`, after
   // its timeout and grace: the instance is the library's now. It is destroyed when the library
@@ -94,5 +104,9 @@ class PluginLibrary {
 };
 
 [[nodiscard]] std::string abiVersionString(uint32_t version);
+// Why a plugin built for `plugin_abi` that needs a host of at least `min_host_abi` cannot run in
+// this host (docs/abi.md, "Loading and negotiation", step 2), or nullopt when it can. The words
+// of a refusal, without the file: loading and manifests say the same.
+[[nodiscard]] std::optional<std::string> abiRefusal(uint32_t plugin_abi, uint32_t min_host_abi);
 
 }  // namespace oe::plugins

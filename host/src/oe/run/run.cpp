@@ -50,8 +50,15 @@ spec::KindCatalog kindCatalog(const plugins::PluginRegistry& registry) {
   spec::KindCatalog catalog;
   for (const auto& [name, loaded] : registry.kinds()) {
     spec::KindInfo info{name, std::nullopt};
-    if (loaded.kind->spec_schema_json != nullptr) {
-      Json schema = Json::parse(loaded.kind->spec_schema_json, nullptr, false);
+    // A kind only described (a manifest) has its schema there; a loaded one in its table.
+    const char* text = nullptr;
+    if (loaded.info != nullptr) {
+      text = loaded.info->spec_schema_json ? loaded.info->spec_schema_json->c_str() : nullptr;
+    } else if (loaded.kind != nullptr) {
+      text = loaded.kind->spec_schema_json;
+    }
+    if (text != nullptr) {
+      Json schema = Json::parse(text, nullptr, false);
       if (!schema.is_discarded()) {
         info.schema = std::move(schema);
       }

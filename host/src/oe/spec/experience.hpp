@@ -198,6 +198,9 @@ struct Experience {
   std::vector<LoopSpec> loops;
   RuntimeSpec runtime;
   std::shared_ptr<const PolicySpec> policy;  // `policy:` (docs/policy.md); null without one
+  // `plugins: { override: [...] }` (docs/trust.md): kinds and LLM provider names a plugin that
+  // is not built in may take from a built-in one.
+  std::vector<std::string> plugin_overrides;
 
   std::filesystem::path file;  // absolute path of the yaml
   std::filesystem::path dir;   // experienceDir: the folder holding the yaml

@@ -844,6 +844,16 @@ bool fill(Experience& exp, const GraphLines* lines = nullptr) {
   if (auto policy = raw.find("policy"); policy != raw.end() && policy->is_object()) {
     exp.policy = std::make_shared<const PolicySpec>(policyFrom(*policy));
   }
+  // `plugins: { override: [...] }` (docs/trust.md); a malformed one is the schema's error.
+  if (auto plugins = raw.find("plugins"); plugins != raw.end() && plugins->is_object()) {
+    if (auto names = plugins->find("override"); names != plugins->end() && names->is_array()) {
+      for (const Json& name : *names) {
+        if (name.is_string()) {
+          exp.plugin_overrides.push_back(name.get<std::string>());
+        }
+      }
+    }
+  }
   if (auto runtime = raw.find("runtime"); runtime != raw.end()) {
     exp.runtime.concurrency = optInt<int>(*runtime, "concurrency");
     if (auto det = runtime->find("deterministic"); det != runtime->end() && det->is_boolean()) {

@@ -50,6 +50,19 @@ constexpr const char* kSchemaText = R"json({
       }
     },
     "policy": { "$ref": "#/definitions/policy" },
+    "plugins": {
+      "type": "object",
+      "additionalProperties": false,
+      "description": "oe: how this experience uses plugins that are not built in (docs/trust.md)",
+      "properties": {
+        "override": {
+          "type": "array",
+          "description": "Kinds and LLM provider names that a plugin of this experience (its plugins/ folder, OE_PLUGIN_PATH) may take from a built-in plugin; without it the built-in one keeps them",
+          "uniqueItems": true,
+          "items": { "type": "string", "minLength": 1 }
+        }
+      }
+    },
     "runtime": {
       "type": "object",
       "properties": {

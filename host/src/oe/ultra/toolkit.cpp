@@ -16,9 +16,13 @@ Result<Toolkit> makeToolkit(ToolkitConfig config, plugins::LogSink& sink,
     }
   }
   Toolkit toolkit;
-  toolkit.registry = std::make_unique<plugins::PluginRegistry>(&sink);
+  toolkit.registry =
+      std::make_unique<plugins::PluginRegistry>(&sink, plugins::Access::kExecute, config.trust);
   toolkit.registry->loadFrom(plugins::PluginRegistry::searchPath(std::nullopt));
   for (const auto& refusal : toolkit.registry->refusals()) {
+    if (refusal.untrusted) {  // as before a run: stop, naming the `oe trust` command
+      return makeError("refused plugin " + refusal.reason);
+    }
     warning("refused plugin " + refusal.reason);
   }
   for (const auto& text : toolkit.registry->warnings()) {

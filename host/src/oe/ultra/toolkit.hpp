@@ -24,6 +24,8 @@ struct ToolkitConfig {
   std::optional<std::filesystem::path> data_dir;  // oe's share/oe (its prompts/ultra)
   // --prompts, else $OE_ULTRA_PROMPTS: a folder whose prompt files replace the shipped ones.
   std::optional<std::filesystem::path> prompts_dir;
+  // Asked before a plugin on OE_PLUGIN_PATH loads (docs/trust.md); null: none loads.
+  plugins::TrustGate* trust = nullptr;
 };
 
 // What the phases work with.

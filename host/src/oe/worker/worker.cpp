@@ -430,7 +430,8 @@ Worker::Folder& Worker::folderFor(const std::string& dir) {
   auto& folder = folders_[dir];
   if (!folder) {
     folder = std::make_unique<Folder>();
-    folder->registry = std::make_unique<plugins::PluginRegistry>(options_.log);
+    folder->registry = std::make_unique<plugins::PluginRegistry>(
+        options_.log, plugins::Access::kExecute, options_.trust);
     folder->registry->loadFrom(plugins::PluginRegistry::searchPath(dir));
     auto loaded = spec::loadExperience(spec::resolveExperiencePath(dir));
     if (!loaded.experience) {
@@ -439,6 +440,14 @@ Worker::Folder& Worker::folderFor(const std::string& dir) {
                       "worker's machine)";
     } else {
       folder->runtime = loaded.experience->raw.value("runtime", Json());
+      // The same kinds and providers as the coordinator's (its plugins.override).
+      folder->registry->setOverrides(loaded.experience->plugin_overrides);
+    }
+    for (const auto& refusal : folder->registry->refusals()) {
+      if (refusal.untrusted && folder->error.empty()) {
+        folder->error = "worker " + options_.id + " refused plugin " + refusal.reason +
+                        " (on this worker's machine, as its user)";
+      }
     }
   }
   return *folder;

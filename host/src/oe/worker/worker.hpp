@@ -30,6 +30,9 @@ struct WorkerOptions {
   std::chrono::milliseconds lease{30'000};
   std::string id;                   // empty: <host>:<pid>:<random>
   plugins::LogSink* log = nullptr;  // plugin and worker messages (null: stderr)
+  // Asked before a plugin that is not built in loads (docs/trust.md); null: none loads, and
+  // the attempts of an experience that has one fail, naming the `oe trust` command.
+  plugins::TrustGate* trust = nullptr;
   // Idle claim polling backs off between these; a NOTIFY from a coordinator wakes it at once.
   std::chrono::milliseconds poll_min{20};
   std::chrono::milliseconds poll_max{500};
