@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "oe/cli/commands.hpp"
+#include "oe/plugins/crash_guard.hpp"
 #include "oe/plugins/host_context.hpp"
 
 namespace oe::cli {
@@ -19,6 +20,9 @@ int main(int argc, char** argv, std::string_view build_commit) {
   // reset it), as an ignored signal would otherwise be inherited across exec.
   std::signal(SIGPIPE, SIG_IGN);
   plugins::initHostServices();
+  // A plugin that crashes the process is named on stderr and in the run's log before oe dies
+  // (crash_guard.hpp). Set before any thread exists, as SIGPIPE above.
+  plugins::installCrashHandler();
   CLI::App app{"oe: run AI workflows written as YAML (OpenExpertise-compatible)", "oe"};
   app.set_version_flag("-V,--version",
                        "oe " OE_VERSION_STRING " (commit " + std::string(build_commit) + ")");

@@ -50,6 +50,8 @@ class EventLog {
 
   const std::string& runId() const { return run_id_; }
   const std::filesystem::path& path() const { return path_; }
+  // The O_APPEND descriptor, for the crash handler's last line (plugins/crash_guard.hpp).
+  [[nodiscard]] int fd() const { return fd_; }
   // The first failed write of a line ("cannot write the event log <path>: <cause>"; lines after
   // it may be missing), or nullopt when every line was written.
   std::optional<std::string> writeError() const;

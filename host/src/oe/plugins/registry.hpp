@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "oe/plugins/manifest.hpp"
@@ -48,6 +49,12 @@ struct LoadedKind {
   const PluginEntry* plugin = nullptr;       // where it comes from (set by the registry)
   const KindManifest* info = nullptr;        // its name, flags and schema (set by the registry)
 };
+
+// The id of the plugin serving a kind, as messages name it; a kind no library holds is one
+// compiled into the process (the unit tests' in-process kinds).
+inline std::string_view pluginIdOf(const LoadedKind& kind) {
+  return kind.library ? std::string_view(kind.library->id()) : std::string_view("(in-process)");
+}
 
 // An LLM provider name (oe.llm-provider/1) and the plugin that serves it.
 struct LoadedProvider {

@@ -6,6 +6,7 @@
 // given to create.
 #include <algorithm>
 #include <atomic>
+#include <optional>
 
 #include "oe/common/host_buffer.hpp"
 #include "oe/expr/interpolate.hpp"
@@ -34,6 +35,7 @@ bool Call::invoke(const std::string& request) {
   const oe_node_kind* kind = nullptr;
   uint32_t attempt_number = 0;
   oe_host_ctx* context = nullptr;
+  std::optional<plugins::CrashScope> crash_site;
   {
     std::lock_guard lock(phase_mutex);
     if (cancelled.load()) {
@@ -55,6 +57,12 @@ bool Call::invoke(const std::string& request) {
     kind = node->kind->kind;
     attempt_number = static_cast<uint32_t>(attempt);
     context = handle();
+    // A call made without a run (the unit tests of the call's phases) is reported without one.
+    crash_site.emplace("invoke", plugins::pluginIdOf(*node->kind),
+                       node->spec != nullptr ? std::string_view(node->spec->kind) : "", write_key,
+                       run != nullptr ? std::string_view(run->runId()) : "",
+                       run != nullptr ? run->eventLogFd() : -1);
+    crash_scope = &*crash_site;
   }
   // Its own writers: a retry of the call writes the call's.
   oe_writer answer;
@@ -68,6 +76,7 @@ bool Call::invoke(const std::string& request) {
   const oe_status returned = kind->invoke(invoked, &inv);
   {
     std::lock_guard lock(phase_mutex);  // waits for a cancel racing the return
+    crash_scope = nullptr;
     if (phase == Phase::kAbandoned || invocations != invocation) {
       // The run went on without this invocation (a retry may be running on the same call, or
       // the run may be gone): its answer is dropped, its instance is its library's to destroy,

@@ -152,6 +152,11 @@ class Run {
   // oe.subrun/1-draft (nested.cpp): runs a nested experience on the calling worker thread.
   oe_status subrunFromPlugin(Call& call, std::string_view request_json, std::string& out);
 
+  // What the crash handler says of a call into a plugin (plugins/crash_guard.hpp): the run's id
+  // and its log's descriptor. Read on worker threads; both are fixed for the run's life.
+  [[nodiscard]] const std::string& runId() const { return log_.runId(); }
+  [[nodiscard]] int eventLogFd() const { return log_.fd(); }
+
   // Any thread: gives up an attempt in the work queue (--workers); its callback reports it.
   void cancelRemote(uint64_t ticket) { dispatcher_->cancel(ticket); }
 

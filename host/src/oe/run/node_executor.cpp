@@ -183,6 +183,8 @@ Result<oe_node*> Run::acquireInstance(NodeRuntime& node) {
   if (!node.context) {
     node.context = std::make_unique<NodeContext>(*this, node);
   }
+  const plugins::CrashScope crash_scope("create", plugins::pluginIdOf(*node.kind), node.spec->kind,
+                                        node.spec->id, runId(), eventLogFd());
   const oe_status status = node.kind->kind->create(
       node.kind->library ? node.kind->library->self() : nullptr,
       node.kind->descriptor != nullptr ? node.kind->descriptor : node.kind->kind,
@@ -323,6 +325,9 @@ void Run::abandon(const std::shared_ptr<Call>& call) {
       return;  // it returned: invokeDone is queued
     }
     call->phase = Call::Phase::kAbandoned;
+    if (call->crash_scope != nullptr) {
+      call->crash_scope->forgetEventLog();
+    }
     if (node.kind->library) {
       node.kind->library->adoptAbandoned(node.kind->kind, call->instance);
     }

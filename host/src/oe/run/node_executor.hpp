@@ -21,6 +21,7 @@
 #include "oe/cache/cache_store.hpp"
 #include "oe/common/json.hpp"
 #include "oe/llm/llm_service.hpp"
+#include "oe/plugins/crash_guard.hpp"
 #include "oe/plugins/event_budget.hpp"
 #include "oe/plugins/host_context.hpp"
 #include "oe/plugins/plugin_library.hpp"
@@ -78,6 +79,9 @@ struct Call final : oe_host_ctx {
   std::mutex phase_mutex;
   Phase phase = Phase::kQueued;
   std::thread::id invoking_thread;  // where invoke runs, while kInvoking
+  // What the crash handler reports while invoke runs (on the invoking thread's stack); an
+  // abandon takes the event log from it, as the run may close its log before invoke returns.
+  plugins::CrashScope* crash_scope = nullptr;
   // Invocations started on this call (its attempts): one that returns after a later one started
   // was abandoned, even if the later one has moved the phase on since.
   uint64_t invocations = 0;

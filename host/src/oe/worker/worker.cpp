@@ -11,12 +11,14 @@
 
 #include <algorithm>
 #include <iostream>
+#include <optional>
 #include <random>
 #include <thread>
 
 #include "oe/expr/interpolate.hpp"
 #include "oe/llm/settings.hpp"
 #include "oe/pg/schema.hpp"
+#include "oe/plugins/crash_guard.hpp"
 #include "oe/plugins/event_budget.hpp"
 #include "oe/run/node_executor.hpp"
 #include "oe/spec/loader.hpp"
@@ -529,6 +531,11 @@ void Worker::execute(const queue::Claimed& attempt) {
                   kind->library ? kind->library->id() : std::string());
   oe_writer create_error;
   oe_node* instance = nullptr;
+  // A crash is reported on the worker's stderr (its run's log is the coordinator's); the lease
+  // then runs out and the attempt is rescued (docs/scale-out.md).
+  std::optional<plugins::CrashScope> crash_scope;
+  crash_scope.emplace("create", plugins::pluginIdOf(*kind), attempt.kind, attempt.call_key,
+                      attempt.run_id, -1);
   const oe_status created =
       kind->kind->create(kind->library ? kind->library->self() : nullptr,
                          kind->descriptor != nullptr ? kind->descriptor : kind->kind,
@@ -550,7 +557,11 @@ void Worker::execute(const queue::Claimed& attempt) {
   }
   oe_writer response;
   oe_writer error;
+  crash_scope.reset();
+  crash_scope.emplace("invoke", plugins::pluginIdOf(*kind), attempt.kind, attempt.call_key,
+                      attempt.run_id, -1);
   const oe_status status = call.invoke(*kind, instance, response, error);
+  crash_scope.reset();
   {
     std::lock_guard lock(mutex_);
     running_.erase(attempt.id);
