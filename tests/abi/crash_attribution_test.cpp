@@ -120,6 +120,7 @@ TEST_P(CrashAttribution, NamesThePluginAndNodeAndLeavesTheRunResumable) {
     ++crash_lines;
     EXPECT_EQ(event.value("run_id", ""), run_id);
     EXPECT_EQ(event.value("node_id", ""), "second");
+    EXPECT_EQ(event.value("call", ""), "second");
     EXPECT_EQ(event.value("plugin", ""), "dev.oe.fixture.crashes");
     EXPECT_EQ(event.value("kind", ""), "abi-crashes");
     EXPECT_EQ(event.value("phase", ""), "invoke");
@@ -136,6 +137,18 @@ TEST_P(CrashAttribution, NamesThePluginAndNodeAndLeavesTheRunResumable) {
   }
   EXPECT_EQ(crash_lines, 1);
   EXPECT_TRUE(first_finished);
+
+  // `oe runs` and `oe inspect` say what happened to the unfinished run.
+  const std::string crash_text =
+      "plugin `dev.oe.fixture.crashes" +
+      (c.signal == 0 ? std::string("` called exit() in invoke")
+                     : std::string("` crashed in invoke (") + c.cause + ")") +
+      " in call `second`; oe died with it";
+  const ProcessResult listed = oe({"runs", "--experience", experience.path().string()}, plugins);
+  EXPECT_NE(listed.out.find(crash_text), std::string::npos) << listed.describe();
+  const ProcessResult inspected =
+      oe({"inspect", run_id, "--experience", experience.path().string()}, plugins);
+  EXPECT_NE(inspected.out.find(crash_text), std::string::npos) << inspected.describe();
 
   // The plugin fixed (the variable gone): resume finishes the run where the uninterrupted one
   // ended, replaying `first` from the cache.

@@ -241,12 +241,14 @@ void installCrashHandler() {
 }
 
 CrashScope::CrashScope(std::string_view phase, std::string_view plugin_id, std::string_view kind,
-                       std::string_view node, std::string_view run_id, int event_log_fd) noexcept
+                       std::string_view node, std::string_view call, std::string_view run_id,
+                       int event_log_fd) noexcept
     : event_log_fd_(event_log_fd), previous_(t_scope) {
   phase_.set(phase);
   plugin_id_.set(plugin_id);
   kind_.set(kind);
   node_.set(node);
+  call_.set(call);
   run_id_.set(run_id);
   if (!t_alt_stack_checked) {
     ensureAltStack();
@@ -273,7 +275,7 @@ void CrashScope::report(std::string_view what) const noexcept {
     message.add(")");
   }
   message.add(" while running node `");
-  message.add(node_.view());
+  message.add(call_.view());
   message.add("` (kind ");
   message.add(kind_.view());
   message.add(")");
@@ -299,6 +301,8 @@ void CrashScope::report(std::string_view what) const noexcept {
   event.addJson(node_.view());
   event.add(R"(","ts":")");
   event.addTimestamp();
+  event.add(R"(","call":")");
+  event.addJson(call_.view());
   event.add(R"(","plugin":")");
   event.addJson(plugin_id_.view());
   event.add(R"(","kind":")");

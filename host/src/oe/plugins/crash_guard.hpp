@@ -24,9 +24,11 @@ void installCrashHandler();
 // object that may be gone by the time the plugin crashes (a run that abandoned the call).
 class CrashScope {
  public:
-  // `phase`: "invoke" or "create". `event_log_fd`: the run's JSONL log (O_APPEND), or -1.
+  // `phase`: "invoke" or "create". `call`: the call's key ("node", "node#3", "stage@p#1").
+  // `event_log_fd`: the run's JSONL log (O_APPEND), or -1.
   CrashScope(std::string_view phase, std::string_view plugin_id, std::string_view kind,
-             std::string_view node, std::string_view run_id, int event_log_fd) noexcept;
+             std::string_view node, std::string_view call, std::string_view run_id,
+             int event_log_fd) noexcept;
   ~CrashScope();
   CrashScope(const CrashScope&) = delete;
   CrashScope& operator=(const CrashScope&) = delete;
@@ -52,7 +54,8 @@ class CrashScope {
   Text<16> phase_;
   Text<160> plugin_id_;
   Text<96> kind_;
-  Text<256> node_;
+  Text<128> node_;
+  Text<192> call_;
   Text<64> run_id_;
   std::atomic<int> event_log_fd_;
   const CrashScope* previous_;

@@ -59,7 +59,8 @@ bool Call::invoke(const std::string& request) {
     context = handle();
     // A call made without a run (the unit tests of the call's phases) is reported without one.
     crash_site.emplace("invoke", plugins::pluginIdOf(*node->kind),
-                       node->spec != nullptr ? std::string_view(node->spec->kind) : "", write_key,
+                       node->spec != nullptr ? std::string_view(node->spec->kind) : "",
+                       node->spec != nullptr ? std::string_view(node->spec->id) : "", write_key,
                        run != nullptr ? std::string_view(run->runId()) : "",
                        run != nullptr ? run->eventLogFd() : -1);
     crash_scope = &*crash_site;

@@ -184,7 +184,7 @@ Result<oe_node*> Run::acquireInstance(NodeRuntime& node) {
     node.context = std::make_unique<NodeContext>(*this, node);
   }
   const plugins::CrashScope crash_scope("create", plugins::pluginIdOf(*node.kind), node.spec->kind,
-                                        node.spec->id, runId(), eventLogFd());
+                                        node.spec->id, node.spec->id, runId(), eventLogFd());
   const oe_status status = node.kind->kind->create(
       node.kind->library ? node.kind->library->self() : nullptr,
       node.kind->descriptor != nullptr ? node.kind->descriptor : node.kind->kind,

@@ -45,6 +45,18 @@ std::string policyDenial(const Json& event) {
   return out;
 }
 
+std::string crashText(const Json& event) {
+  const auto text = [&](const char* key, const char* otherwise) {
+    const Json& value = member(event, key);
+    return value.is_string() ? value.get<std::string>() : std::string(otherwise);
+  };
+  const std::string cause = text("cause", "a fatal signal");
+  const std::string phase = text("phase", "invoke");
+  std::string out = "plugin `" + text("plugin", "?") + "` ";
+  out += cause == "exit()" ? "called exit() in " + phase : "crashed in " + phase + " (" + cause + ")";
+  return out + " in call `" + text("call", "?") + "`; oe died with it";
+}
+
 namespace {
 
 NodeSummary& nodeOf(RunModel& model, const std::string& id) {
@@ -158,6 +170,11 @@ RunModel analyse(const std::vector<Json>& events) {
     } else if (type == "node.failed") {
       ++node.failed;
       node.errors.push_back(stringField(event, "error"));
+      endCall(model, node, ts, "failed", event);
+    } else if (type == "plugin.crashed") {
+      // oe died in this call (plugins/crash_guard.hpp): the attempt failed with the process.
+      ++node.failed;
+      node.errors.push_back(crashText(event));
       endCall(model, node, ts, "failed", event);
     } else if (type == "node.skipped") {
       ++node.skipped;

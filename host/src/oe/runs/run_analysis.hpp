@@ -29,6 +29,9 @@ struct Call {
 
 // A policy.denied event in a few words: its rule, and the host and port the proxy refused.
 [[nodiscard]] std::string policyDenial(const Json& event);
+// A plugin.crashed event as one line (docs/trust.md, "When a plugin crashes"): "plugin `P`
+// crashed in invoke (SIGSEGV) in call `node#3`; oe died with it".
+[[nodiscard]] std::string crashText(const Json& event);
 
 struct NodeSummary {
   std::string id;

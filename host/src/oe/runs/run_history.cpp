@@ -13,6 +13,7 @@
 #include <unordered_map>
 
 #include "oe/events/event_log.hpp"
+#include "oe/runs/run_analysis.hpp"
 
 namespace oe::runs {
 namespace {
@@ -113,6 +114,8 @@ void countEvents(RunRecord& run) {
       }
     } else if (type == "node.skipped") {
       ++counted.skipped;
+    } else if (type == "plugin.crashed") {
+      run.reason = crashText(e);  // the run stays unfinished: `oe resume` continues it
     }
   }
   run.ran = counted.ran;

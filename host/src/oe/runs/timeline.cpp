@@ -67,6 +67,11 @@ Timeline timelineOf(const std::vector<Json>& events, const std::string& run_id, 
         line.status = "failed";
       }
       line.detail = stringField(e, "error");
+    } else if (type == "plugin.crashed") {
+      line.last_ts = ts;
+      ++line.failures;
+      line.status = "crashed";
+      line.detail = crashText(e);
     } else if (type == "node.skipped") {
       line.status = "skipped";
       line.detail = stringField(e, "reason");

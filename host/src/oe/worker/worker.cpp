@@ -534,8 +534,8 @@ void Worker::execute(const queue::Claimed& attempt) {
   // A crash is reported on the worker's stderr (its run's log is the coordinator's); the lease
   // then runs out and the attempt is rescued (docs/scale-out.md).
   std::optional<plugins::CrashScope> crash_scope;
-  crash_scope.emplace("create", plugins::pluginIdOf(*kind), attempt.kind, attempt.call_key,
-                      attempt.run_id, -1);
+  crash_scope.emplace("create", plugins::pluginIdOf(*kind), attempt.kind, attempt.node_id,
+                      attempt.call_key, attempt.run_id, -1);
   const oe_status created =
       kind->kind->create(kind->library ? kind->library->self() : nullptr,
                          kind->descriptor != nullptr ? kind->descriptor : kind->kind,
@@ -558,8 +558,8 @@ void Worker::execute(const queue::Claimed& attempt) {
   oe_writer response;
   oe_writer error;
   crash_scope.reset();
-  crash_scope.emplace("invoke", plugins::pluginIdOf(*kind), attempt.kind, attempt.call_key,
-                      attempt.run_id, -1);
+  crash_scope.emplace("invoke", plugins::pluginIdOf(*kind), attempt.kind, attempt.node_id,
+                      attempt.call_key, attempt.run_id, -1);
   const oe_status status = call.invoke(*kind, instance, response, error);
   crash_scope.reset();
   {
