@@ -256,6 +256,14 @@ std::string promptValuesJson(const std::vector<std::string>& reads, const Json& 
 Json Call::promptValueMap() const { return engine::promptValueMap(state_view, edge_inputs, args); }
 
 oe_status Call::renderPrompt(std::string_view template_text, std::string& out) {
+  // A prompt file's `${secret:NAME}` gets its value here, in the template only: a placeholder's
+  // value (the state, an edge, the args) is inserted as it is.
+  const secrets::SecretSet* secrets = run->secretSet();
+  std::string with_values;
+  if (secrets != nullptr && template_text.find("${secret:") != std::string_view::npos) {
+    with_values = secrets->substitute(template_text, /*json_string=*/false);
+    template_text = with_values;
+  }
   auto rendered = expr::interpolate(template_text, promptValueMap(), /*strict=*/false);
   if (!rendered) {
     return OE_INTERNAL;  // non-strict interpolation has no failure

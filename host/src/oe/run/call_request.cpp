@@ -1,6 +1,7 @@
 // A call's request and its identity: the D1 args of its bundle, its write key and item (its
 // identity in a chain of runs), its cache key with the data files its args name (and whether it
 // may be cached at all), and the text of the invoke request the plugin gets.
+#include <algorithm>
 #include <string>
 
 #include "oe/run/engine.hpp"
@@ -88,8 +89,40 @@ std::string Run::keyOf(NodeRuntime& node, const Call& call,
                        const std::vector<cache::FileDigest>& data_files) {
   std::vector<cache::FileDigest> files = file_table_.filesOf(fileIds(node));
   files.insert(files.end(), data_files.begin(), data_files.end());
+  if (secrets_ && !secretNames(node).empty()) {
+    // The key input keeps `${secret:NAME}` as written; the values count through a keyed digest
+    // (HMAC under the store's key): a new value gives a new key, the key says nothing of it.
+    const std::string kind = "{\"kind\":" + file_table_.kindIdentity(node.kind) +
+                             ",\"secrets\":\"" +
+                             secrets_->keyedDigest(secretNames(node), secret_key_) + "\"}";
+    return cache::cacheKeyOfText(nodeJson(node), call.state_json, call.edges_json,
+                                 call.args_json, files, kind);
+  }
   return cache::cacheKeyOfText(nodeJson(node), call.state_json, call.edges_json, call.args_json,
                                files, file_table_.kindIdentity(node.kind));
+}
+
+const std::vector<std::string>& Run::secretNames(NodeRuntime& node) {
+  if (!node.secrets_known) {
+    node.secrets_known = true;
+    if (secrets_) {
+      // From the definition's text: a run's nodes keep it rather than their DOM. A name is
+      // the same inside a JSON string as out of it ([A-Za-z0-9_] needs no escape).
+      for (const secrets::SecretRef& ref : secrets::findReferences(nodeJson(node))) {
+        node.secret_names.emplace_back(ref.name);
+      }
+      std::sort(node.secret_names.begin(), node.secret_names.end());
+      node.secret_names.erase(std::unique(node.secret_names.begin(), node.secret_names.end()),
+                              node.secret_names.end());
+    }
+  }
+  return node.secret_names;
+}
+
+std::string Run::secretArgsJson(const NodeRuntime& node, const Call& call) const {
+  Json args = call.args;
+  secrets_->substituteWritten(node.args.source(), args);
+  return cache::canonicalJson(args);
 }
 
 void Run::keyCall(NodeRuntime& node, Call& call) {
