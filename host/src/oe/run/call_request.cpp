@@ -2,11 +2,19 @@
 // identity in a chain of runs), its cache key with the data files its args name (and whether it
 // may be cached at all), and the text of the invoke request the plugin gets.
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 
 #include "oe/run/engine.hpp"
 
 namespace oe::run::engine {
+
+namespace {
+// The largest file of a node's definition read for `${secret:NAME}` (a prompt is far smaller).
+constexpr std::uintmax_t kMaxScannedFile = 1 << 20;
+}  // namespace
 
 Json bundleArgs(const Json& run_args, Json node_args, const Json& extra_args) {
   Json args = run_args;
@@ -110,6 +118,21 @@ const std::vector<std::string>& Run::secretNames(NodeRuntime& node) {
       // the same inside a JSON string as out of it ([A-Za-z0-9_] needs no escape).
       for (const secrets::SecretRef& ref : secrets::findReferences(nodeJson(node))) {
         node.secret_names.emplace_back(ref.name);
+      }
+      // And the files the definition names (a prompt file): a new value of a secret one of
+      // them uses must not replay the answer its old value got.
+      for (const cache::FileDigest& file : file_table_.filesOf(fileIds(node))) {
+        const std::filesystem::path path = exp_.dir / file.path;
+        std::error_code ec;
+        if (!std::filesystem::is_regular_file(path, ec) ||
+            std::filesystem::file_size(path, ec) > kMaxScannedFile || ec) {
+          continue;
+        }
+        std::ifstream in(path, std::ios::binary);
+        const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+        for (const secrets::SecretRef& ref : secrets::findReferences(text)) {
+          node.secret_names.emplace_back(ref.name);
+        }
       }
       std::sort(node.secret_names.begin(), node.secret_names.end());
       node.secret_names.erase(std::unique(node.secret_names.begin(), node.secret_names.end()),

@@ -677,7 +677,7 @@ class Validator {
   // declared; with the files checked, every declared value readable now.
   void checkSecrets() {
     for (size_t i = 0; i < exp_.nodes.size(); ++i) {
-      checkSecretRefs(exp_.nodes[i].raw, indexed("/graph/nodes/", i), exp_.nodes[i].id);
+      checkSecretRefs(exp_.nodes[i].raw, indexed("/graph/nodes/", i));
     }
     if (!check_files_) {
       return;
@@ -691,16 +691,16 @@ class Validator {
     }
   }
 
-  void checkSecretRefs(const Json& value, const std::string& pointer, const std::string& node_id) {
+  void checkSecretRefs(const Json& value, const std::string& pointer) {
     if (value.is_object()) {
       for (auto it = value.begin(); it != value.end(); ++it) {
         std::string child = pointer;
         appendPointerSegment(child, it.key());
-        checkSecretRefs(it.value(), child, node_id);
+        checkSecretRefs(it.value(), child);
       }
     } else if (value.is_array()) {
       for (size_t k = 0; k < value.size(); ++k) {
-        checkSecretRefs(value[k], pointer + "/" + std::to_string(k), node_id);
+        checkSecretRefs(value[k], pointer + "/" + std::to_string(k));
       }
     } else if (value.is_string()) {
       const auto& text = value.get_ref<const std::string&>();
@@ -708,7 +708,7 @@ class Validator {
         return;
       }
       if (size_t at = secrets::malformedAt(text); at != std::string::npos) {
-        error(pointer, "node \"" + node_id + "\": \"" + text.substr(at, 24) +
+        error(pointer, "\"" + text.substr(at, 24) +
                            "...\" is not a secret reference; write ${secret:NAME} with NAME of "
                            "letters, digits and _ (at most 128)");
       }
@@ -723,7 +723,7 @@ class Validator {
           }
           const std::string name(ref.name);
           const std::string hint = didYouMean(name, names);
-          error(pointer, "node \"" + node_id + "\": unknown secret \"" + name + "\"" + hint +
+          error(pointer, "unknown secret \"" + name + "\"" + hint +
                              (hint.empty() ? "." : "") + " Declare it under secrets: (" + name +
                              ": { env: VAR } or { file: path })");
         }
