@@ -45,6 +45,7 @@ state:
     echo: { type: string }
     cli: { type: string }
     answer: { type: string }
+    said: { type: string }
 graph:
   nodes:
     - id: leak
@@ -68,6 +69,12 @@ graph:
       kind: agent
       prompt: prompts/ask.md
       writes: [answer]
+    - id: nested
+      kind: experience
+      impl: ./child
+      inputs: { subject: "${secret:TOKEN}" }
+      outputs: { said: $.said }
+      writes: [said]
   edges:
     - { from: leak, to: cli }
     - { from: leak, to: ask }
@@ -77,6 +84,23 @@ class SecretsTest : public OeTest {
  protected:
   void SetUp() override {
     writeExperience(kExperience);
+    // A nested experience gets the token as a run arg and its tool prints it.
+    dir_.write("child/experience.yaml", R"(name: child
+version: 0.1.0
+state:
+  schema:
+    said: { type: string }
+graph:
+  nodes:
+    - { id: say, kind: tool, impl: ./say.sh, writes: [said] }
+  edges: []
+)");
+    writeExecutable("child/say.sh", R"sh(#!/bin/sh
+req=$(cat)
+subject=$(printf '%s' "$req" | sed -n 's/.*"subject":"\([^"]*\)".*/\1/p')
+printf '%s' "$subject" > "$MARKS/child-subject"
+printf '{"state_delta":{"said":"child got %s"}}\n' "$subject"
+)sh");
     dir_.write(".secrets/filed", std::string(kFiled) + "\n");
     dir_.write("prompts/ask.md", "The token is ${secret:TOKEN}. Repeat it.");
     // The tool keeps what it got outside the experience folder (the proof it got the values),
@@ -142,12 +166,14 @@ printf 'token=%s args=%s\n' "$API_TOKEN" "$*"
     std::ifstream in(file, std::ios::binary);
     return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
   }
-  // Every regular file under .openexpertise/ (SQLite files included, byte for byte).
+  // Every regular file in an .openexpertise/ folder of the experience or of its nested one
+  // (SQLite files included, byte for byte).
   std::vector<std::string> leaksUnderStore(size_t* files = nullptr) {
     std::vector<std::string> found;
     size_t count = 0;
-    for (const auto& entry : fs::recursive_directory_iterator(dir_.path() / ".openexpertise")) {
-      if (entry.is_regular_file()) {
+    for (const auto& entry : fs::recursive_directory_iterator(dir_.path())) {
+      if (entry.is_regular_file() &&
+          entry.path().string().find("/.openexpertise/") != std::string::npos) {
         ++count;
         auto more = leaksIn(entry.path().string(), readAll(entry.path()));
         found.insert(found.end(), more.begin(), more.end());
@@ -178,6 +204,7 @@ TEST_F(SecretsTest, NoValueReachesAnythingOeWritesWhileTheProgramsGetThem) {
   EXPECT_EQ(request["token"], kToken);
   EXPECT_EQ(request["header"], "Bearer " + std::string(kFiled));
   EXPECT_EQ(readAll(marks_.path() / "cli-token"), kToken);
+  EXPECT_EQ(readAll(marks_.path() / "child-subject"), kToken);
   ASSERT_EQ(llm_.requests().size(), 1U);
   EXPECT_NE(llm_.requests()[0].body.find(kToken), std::string::npos);
   EXPECT_EQ(llm_.requests()[0].header("authorization"), "Bearer " + std::string(kProviderKey));
@@ -185,6 +212,8 @@ TEST_F(SecretsTest, NoValueReachesAnythingOeWritesWhileTheProgramsGetThem) {
   // What oe kept shows the placeholders.
   const json& state = summary["final_state"];
   EXPECT_EQ(state["echo"], "got \xC2\xABsecret:TOKEN\xC2\xBB");
+  EXPECT_EQ(state["said"], "child got \xC2\xABsecret:TOKEN\xC2\xBB");
+  EXPECT_TRUE(fs::exists(dir_.path() / "child" / ".openexpertise" / "runs"));
   EXPECT_EQ(state["cli"],
             "token=\xC2\xABsecret:TOKEN\xC2\xBB args=-p use "
             "\xC2\xABsecret:FILED\xC2\xBB with got \xC2\xABsecret:TOKEN\xC2\xBB "

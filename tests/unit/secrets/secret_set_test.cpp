@@ -99,6 +99,21 @@ TEST(SecretSet, RedactsJsonKeysAndValues) {
   EXPECT_TRUE(value.contains(kOpenQuote + "secret:K" + kCloseQuote));
 }
 
+TEST(SecretSet, AddMissingKeepsItsOwnValues) {
+  SecretSet parent;
+  parent.add("SHARED", "parent-value");
+  parent.add("PARENT_ONLY", "only-in-parent");
+  SecretSet child;
+  child.add("SHARED", "child-value");
+  child.addMissing(parent);
+  EXPECT_EQ(*child.find("SHARED"), "child-value");
+  EXPECT_EQ(*child.find("PARENT_ONLY"), "only-in-parent");
+  EXPECT_EQ(child.redacted("only-in-parent"), kOpenQuote + "secret:PARENT_ONLY" + kCloseQuote);
+  // The parent's value of a name the child has is redacted too, and never substituted.
+  EXPECT_EQ(child.redacted("parent-value"), kOpenQuote + "secret:SHARED" + kCloseQuote);
+  EXPECT_EQ(child.substitute("${secret:SHARED}", false), "child-value");
+}
+
 TEST(SecretSet, EmptySetDoesNothing) {
   SecretSet set;
   set.add("EMPTY", "");

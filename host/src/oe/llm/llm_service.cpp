@@ -180,6 +180,9 @@ Answer LlmService::complete(const Site& site, std::string_view request_json) {
   record.status = answer.status;
   if (answer.status != OE_OK) {
     record.error = answer.body;
+    if (secrets_) {
+      secrets_->redact(record.error);  // a provider's error may quote what it was sent
+    }
   }
   observer->onLlmCall(record);
   return answer;

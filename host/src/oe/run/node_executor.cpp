@@ -526,6 +526,10 @@ bool Run::stopping() {
 }
 
 void Run::attemptFailed(const std::shared_ptr<Call>& call, std::string message) {
+  if (secrets_) {
+    // Every way a call fails ends here: a plugin's create error that quotes its config, too.
+    secrets_->redact(message);
+  }
   NodeRuntime& node = *call->node;
   const spec::OnError& policy = node.spec->on_error;
   if (call->llm_usage.budget_refused) {

@@ -211,6 +211,9 @@ Result<RunSummary> runExperience(const spec::Experience& experience,
     secret_key = std::move(key).value();
   }
   secrets::addProviderKeys(*secret_set);
+  if (options.nesting.secrets) {
+    secret_set->addMissing(*options.nesting.secrets);
+  }
   const std::filesystem::path db_path = options.state_db ? *options.state_db : statePath(experience);
   const std::string run_id = options.run_id.empty() ? events::newRunId() : options.run_id;
   const std::string chain_id = options.chain_id.empty() ? run_id : options.chain_id;

@@ -124,18 +124,41 @@ void SecretSet::add(std::string name, std::string value) {
   rebuildForms();
 }
 
+void SecretSet::addMissing(const SecretSet& other) {
+  bool added = false;
+  for (const Entry& entry : other.entries_) {
+    const std::string* own = find(entry.name);
+    if (own == nullptr) {
+      entries_.push_back(entry);
+      added = true;
+    } else if (*own != entry.value) {
+      redact_only_.push_back(entry);
+      added = true;
+    }
+  }
+  for (const Entry& entry : other.redact_only_) {
+    redact_only_.push_back(entry);
+    added = true;
+  }
+  if (added) {
+    rebuildForms();
+  }
+}
+
 void SecretSet::rebuildForms() {
   forms_.clear();
-  for (const Entry& entry : entries_) {
-    const std::string replacement = placeholder(entry.name);
-    std::string once = jsonEscaped(entry.value);
-    std::string twice = jsonEscaped(once);
-    forms_.push_back(Form{entry.value, replacement});
-    if (once != entry.value) {
-      forms_.push_back(Form{once, replacement});
-    }
-    if (twice != once) {
-      forms_.push_back(Form{std::move(twice), replacement});
+  for (const auto* list : {&entries_, &redact_only_}) {
+    for (const Entry& entry : *list) {
+      const std::string replacement = placeholder(entry.name);
+      std::string once = jsonEscaped(entry.value);
+      std::string twice = jsonEscaped(once);
+      forms_.push_back(Form{entry.value, replacement});
+      if (once != entry.value) {
+        forms_.push_back(Form{once, replacement});
+      }
+      if (twice != once) {
+        forms_.push_back(Form{std::move(twice), replacement});
+      }
     }
   }
   std::stable_sort(forms_.begin(), forms_.end(),

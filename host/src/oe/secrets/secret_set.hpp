@@ -49,6 +49,11 @@ class SecretSet {
   // Adds (or replaces) a secret. An empty value is ignored: there is nothing to redact.
   void add(std::string name, std::string value);
 
+  // Takes `other`'s secrets (a nested run takes its parent's): each whose name this set lacks
+  // is added; one whose name it has with another value is still redacted (as that name), never
+  // substituted.
+  void addMissing(const SecretSet& other);
+
   [[nodiscard]] bool empty() const { return entries_.empty(); }
   [[nodiscard]] size_t size() const { return entries_.size(); }
   // The value of `name`, or null.
@@ -95,7 +100,8 @@ class SecretSet {
   void rebuildForms();
 
   std::vector<Entry> entries_;
-  std::vector<Form> forms_;  // every form of every value, longest first
+  std::vector<Entry> redact_only_;  // addMissing's values under a name entries_ has
+  std::vector<Form> forms_;         // every form of every value, longest first
 };
 
 // HMAC-SHA256 of `data` under `key`, lowercase hex.
