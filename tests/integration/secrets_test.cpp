@@ -68,6 +68,7 @@ graph:
     - id: ask
       kind: agent
       prompt: prompts/ask.md
+      args: { key: "${secret:FILED}" }
       writes: [answer]
     - id: nested
       kind: experience
@@ -102,7 +103,7 @@ printf '%s' "$subject" > "$MARKS/child-subject"
 printf '{"state_delta":{"said":"child got %s"}}\n' "$subject"
 )sh");
     dir_.write(".secrets/filed", std::string(kFiled) + "\n");
-    dir_.write("prompts/ask.md", "The token is ${secret:TOKEN}. Repeat it.");
+    dir_.write("prompts/ask.md", "The token is ${secret:TOKEN}, the key {{key}}. Repeat them.");
     // The tool keeps what it got outside the experience folder (the proof it got the values),
     // prints it to stderr, and answers with the token in the state and its whole request as
     // its edge output.
@@ -207,6 +208,10 @@ TEST_F(SecretsTest, NoValueReachesAnythingOeWritesWhileTheProgramsGetThem) {
   EXPECT_EQ(readAll(marks_.path() / "child-subject"), kToken);
   ASSERT_EQ(llm_.requests().size(), 1U);
   EXPECT_NE(llm_.requests()[0].body.find(kToken), std::string::npos);
+  // The key reached the prompt through {{key}}, from the args the node wrote.
+  const std::string sent = llm_.requests()[0].json().dump();
+  const std::string escaped = json(std::string(kFiled)).dump();
+  EXPECT_NE(sent.find(escaped.substr(1, escaped.size() - 2)), std::string::npos) << sent;
   EXPECT_EQ(llm_.requests()[0].header("authorization"), "Bearer " + std::string(kProviderKey));
 
   // What oe kept shows the placeholders.
@@ -218,6 +223,9 @@ TEST_F(SecretsTest, NoValueReachesAnythingOeWritesWhileTheProgramsGetThem) {
             "token=\xC2\xABsecret:TOKEN\xC2\xBB args=-p use "
             "\xC2\xABsecret:FILED\xC2\xBB with got \xC2\xABsecret:TOKEN\xC2\xBB "
             "--output-format text\n");
+  EXPECT_NE(state["answer"].get<std::string>().find("\xC2\xABsecret:FILED\xC2\xBB"),
+            std::string::npos)
+      << state["answer"];
   EXPECT_NE(state["answer"].get<std::string>().find("\xC2\xABsecret:TOKEN\xC2\xBB"),
             std::string::npos)
       << state["answer"];

@@ -153,10 +153,10 @@ const std::vector<std::string>& Run::secretsInFile(const std::string& rel_path) 
   return at->second;
 }
 
-std::string Run::secretArgsJson(const NodeRuntime& node, const Call& call) const {
+Json Run::secretArgs(const NodeRuntime& node, const Call& call) const {
   Json args = call.args;
   secrets_->substituteWritten(node.args.source(), args);
-  return cache::canonicalJson(args);
+  return args;
 }
 
 void Run::keyCall(NodeRuntime& node, Call& call) {

@@ -367,7 +367,7 @@ class Run {
   [[nodiscard]] std::string withSecrets(std::string_view json_text) const {
     return secrets_->substitute(json_text, /*json_string=*/true);
   }
-  [[nodiscard]] std::string secretArgsJson(const NodeRuntime& node, const Call& call) const;
+  [[nodiscard]] Json secretArgs(const NodeRuntime& node, const Call& call) const;
   // The secrets a file of a node's definition (a prompt file) references, read once per run.
   const std::vector<std::string>& secretsInFile(const std::string& rel_path);
   std::unordered_map<std::string, std::vector<std::string>> secret_file_names_;

@@ -250,7 +250,8 @@ void Run::attempt(const std::shared_ptr<Call>& call) {
   if (secrets_ && !secretNames(node).empty()) {
     // The last moment: the values go into the request the plugin reads, and nowhere else (the
     // call's args, its cache key and its events keep `${secret:NAME}`).
-    std::string args_json = secretArgsJson(node, *call);
+    call->args_with_secrets = secretArgs(node, *call);
+    std::string args_json = cache::canonicalJson(call->args_with_secrets);
     std::swap(args_json, call->args_json);
     request = invokeRequest(withSecrets(nodeJson(node)), *call, log_.runId(), node.spec->id,
                             experience_dir_json_, workdir);

@@ -562,12 +562,13 @@ void Worker::execute(const queue::Claimed& attempt) {
   if (secrets != nullptr && (attempt.request.find("${secret:") != std::string::npos ||
                              attempt.config.find("${secret:") != std::string::npos)) {
     with_values = attempt;
-    Json substituted = request;  // the call's own copy keeps the placeholders, as a run's does
-    if (substituted.contains("node") && substituted.contains("args")) {
-      secrets->substituteWritten(substituted["node"].value("args", Json()), substituted["args"]);
+    // The call's prompt services see the same args (a run's call keeps them as
+    // args_with_secrets); the state view and the edge inputs stay as they came.
+    if (request.contains("node") && request.contains("args")) {
+      secrets->substituteWritten(request["node"].value("args", Json()), request["args"]);
     }
-    substituted["node"] = secrets->substitute(substituted["node"]);
-    with_values.request = substituted.dump(-1, ' ', false, Json::error_handler_t::replace);
+    request["node"] = secrets->substitute(request["node"]);
+    with_values.request = request.dump(-1, ' ', false, Json::error_handler_t::replace);
     with_values.config = secrets->substitute(attempt.config, /*json_string=*/true);
     handed = &with_values;
   }
