@@ -296,6 +296,27 @@ TEST_F(SecretsTest, AMissingSecretIsNamedBeforeAnythingIsRecorded) {
       << r.err;
   EXPECT_FALSE(fs::exists(dir_.path() / ".openexpertise" / "runs"));
 
+  // After a run, the next one reads the spec snapshot instead of validating: the run itself
+  // refuses, before it writes a log.
+  auto ran = oe({"run", dir_.path().string(), "--json"}, env());
+  ASSERT_EQ(json::parse(ran.out)["status"], "partial") << ran.out << ran.err;
+  ASSERT_TRUE(fs::exists(dir_.path() / ".openexpertise" / "experience.yaml.spec-snapshot"));
+  const auto logs = [this] {
+    size_t count = 0;
+    for (const auto& entry : fs::directory_iterator(dir_.path() / ".openexpertise" / "runs")) {
+      count += entry.path().extension() == ".jsonl" ? 1 : 0;
+    }
+    return count;
+  };
+  const size_t before = logs();
+  auto refused = oe({"run", dir_.path().string(), "--json"}, vars);
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_NE(refused.err.find("secret \"TOKEN\" reads the environment variable SEC_TOKEN, which "
+                             "is not set; set SEC_TOKEN"),
+            std::string::npos)
+      << refused.err;
+  EXPECT_EQ(logs(), before);
+
   fs::remove(dir_.path() / ".secrets" / "filed");
   auto validated = oe({"validate", dir_.path().string()}, env());
   EXPECT_NE(validated.exit_code, 0);

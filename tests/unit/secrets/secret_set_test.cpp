@@ -114,6 +114,20 @@ TEST(SecretSet, AddMissingKeepsItsOwnValues) {
   EXPECT_EQ(child.substitute("${secret:SHARED}", false), "child-value");
 }
 
+TEST(SecretSet, ARedactOnlyValueIsNeverSubstituted) {
+  SecretSet set;
+  set.addRedactOnly("OPENAI_API_KEY", "sk-test-1234");
+  EXPECT_FALSE(set.empty());
+  EXPECT_EQ(set.find("OPENAI_API_KEY"), nullptr);
+  EXPECT_EQ(set.substitute("${secret:OPENAI_API_KEY}", false), "${secret:OPENAI_API_KEY}");
+  EXPECT_EQ(set.redacted("key sk-test-1234"),
+            "key " + kOpenQuote + "secret:OPENAI_API_KEY" + kCloseQuote);
+  SecretSet child;
+  child.addMissing(set);
+  EXPECT_EQ(child.find("OPENAI_API_KEY"), nullptr);
+  EXPECT_TRUE(child.leaks("sk-test-1234"));
+}
+
 TEST(SecretSet, EmptySetDoesNothing) {
   SecretSet set;
   set.add("EMPTY", "");

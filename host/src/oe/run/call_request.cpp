@@ -120,8 +120,8 @@ const std::vector<std::string>& Run::secretNames(NodeRuntime& node) {
         node.secret_names.emplace_back(ref.name);
       }
       // And the files the definition names (a prompt file): a new value of a secret one of
-      // them uses must not replay the answer its old value got.
-      // Each file is read once per run (10,000 nodes of one tool name its file 10,000 times).
+      // them uses must not replay the answer its old value got. Each file is read once per run
+      // (10,000 nodes of one tool name its file 10,000 times).
       for (const cache::FileDigest& file : file_table_.filesOf(fileIds(node))) {
         const std::vector<std::string>& names = secretsInFile(file.path);
         node.secret_names.insert(node.secret_names.end(), names.begin(), names.end());

@@ -143,6 +143,7 @@ class Run {
   }
   RunSummary execute();
   void destroyInstances();
+  void destroyInstances(NodeRuntime& node);
   // The run's secrets (docs/policy.md, "Secrets"), before prepare: substituted into what a
   // plugin gets at the last moment, redacted out of what it hands back; `key` is the store's
   // key of the keyed digest the cache keys of the nodes that use a secret carry.
@@ -152,7 +153,6 @@ class Run {
   }
   // Null when the run has none.
   [[nodiscard]] const secrets::SecretSet* secretSet() const { return secrets_.get(); }
-  void destroyInstances(NodeRuntime& node);
 
   // Called from worker threads through Call (call_host.cpp).
   void logFromNode(const NodeRuntime& node, oe_log_level level, std::string_view message);

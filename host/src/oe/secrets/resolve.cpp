@@ -78,9 +78,8 @@ void addProviderKeys(SecretSet& set) {
   for (const std::string& name : providerKeyVariables()) {
     const char* value = std::getenv(name.c_str());
     // A key too short to be real is not redacted (it would mangle unrelated text).
-    if (value != nullptr && std::string_view(value).size() >= kMinSecretLength &&
-        set.find(name) == nullptr) {
-      set.add(name, value);
+    if (value != nullptr && std::string_view(value).size() >= kMinSecretLength) {
+      set.addRedactOnly(name, value);
     }
   }
 }

@@ -44,7 +44,8 @@ Resolved resolve(const std::vector<Declaration>& declarations, const std::filesy
 // The environment variables holding the provider API keys oe reads itself (llm/settings.cpp and
 // the provider plugins): their values are redacted as secrets named after the variable.
 const std::vector<std::string>& providerKeyVariables();
-// Adds the provider keys set in this process's environment to `set`.
+// Adds the provider keys set in this process's environment to `set`, to be redacted only: a
+// `${secret:OPENAI_API_KEY}` gets no value unless the experience declares that secret.
 void addProviderKeys(SecretSet& set);
 
 // The key of a store's keyed digests (SecretSet::keyedDigest): 32 random bytes, hex, kept in

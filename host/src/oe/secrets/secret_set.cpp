@@ -124,6 +124,14 @@ void SecretSet::add(std::string name, std::string value) {
   rebuildForms();
 }
 
+void SecretSet::addRedactOnly(std::string name, std::string value) {
+  if (value.empty()) {
+    return;
+  }
+  redact_only_.push_back(Entry{std::move(name), std::move(value)});
+  rebuildForms();
+}
+
 void SecretSet::addMissing(const SecretSet& other) {
   bool added = false;
   for (const Entry& entry : other.entries_) {

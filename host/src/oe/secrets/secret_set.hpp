@@ -49,14 +49,17 @@ class SecretSet {
   // Adds (or replaces) a secret. An empty value is ignored: there is nothing to redact.
   void add(std::string name, std::string value);
 
+  // Adds a value that is redacted as «secret:NAME» but never substituted for `${secret:NAME}`
+  // (the provider keys oe reads: no experience can ask for them by name). Empty: ignored.
+  void addRedactOnly(std::string name, std::string value);
   // Takes `other`'s secrets (a nested run takes its parent's): each whose name this set lacks
   // is added; one whose name it has with another value is still redacted (as that name), never
-  // substituted.
+  // substituted; what `other` only redacts, this set only redacts.
   void addMissing(const SecretSet& other);
 
-  [[nodiscard]] bool empty() const { return entries_.empty(); }
-  [[nodiscard]] size_t size() const { return entries_.size(); }
-  // The value of `name`, or null.
+  // Nothing to redact (then nothing to substitute either).
+  [[nodiscard]] bool empty() const { return forms_.empty(); }
+  // The value of `name` (a secret added with add), or null.
   [[nodiscard]] const std::string* find(std::string_view name) const;
 
   // `text` with each `${secret:NAME}` of a known secret replaced by its value; unknown names stay
