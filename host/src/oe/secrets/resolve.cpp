@@ -78,7 +78,7 @@ void addProviderKeys(SecretSet& set) {
   for (const std::string& name : providerKeyVariables()) {
     const char* value = std::getenv(name.c_str());
     // A key too short to be real is not redacted (it would mangle unrelated text).
-    if (value != nullptr && std::string_view(value).size() >= kMinSecretLength) {
+    if (value != nullptr && std::string_view(value).size() >= kMinProviderKeyLength) {
       set.addRedactOnly(name, value);
     }
   }

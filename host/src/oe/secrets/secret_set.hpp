@@ -38,8 +38,13 @@ struct SecretRef {
 // unique).
 void collectReferences(const Json& value, std::vector<std::string>& names);
 
-// The shortest value a secret may have: a shorter one would be redacted out of unrelated text.
-inline constexpr size_t kMinSecretLength = 4;
+// The shortest value a secret may have: a shorter one would be redacted out of unrelated text
+// (a word such as "none" is everywhere).
+inline constexpr size_t kMinSecretLength = 8;
+// The shortest provider key that is redacted: real keys are far longer ("sk-" and 40+
+// characters); a short one is a stand-in such as OPENAI_API_KEY=none for a local server, and
+// redacting it would rewrite every "none" of the run.
+inline constexpr size_t kMinProviderKeyLength = 16;
 
 // A run's secrets: name -> value. Built once at run start, read-only afterwards (shared by every
 // thread without locks). Empty (no secret declared, no provider key held) costs one branch per
