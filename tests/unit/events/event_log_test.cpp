@@ -500,3 +500,45 @@ TEST_F(EventLogTest, ReadOfAnEmptyFileGivesNoEvents) {
 
 }  // namespace
 }  // namespace oe::events
+
+namespace oe::events {
+namespace {
+
+// The sink-level safety net (docs/policy.md, "Secrets"): whatever a line holds of a secret, the
+// file and every listener get «secret:NAME», in the raw and the JSON-escaped form alike.
+TEST_F(EventLogTest, SecretsAreRedactedFromTheFileAndTheListeners) {
+  auto log = open();
+  ASSERT_NE(log, nullptr);
+  auto set = std::make_shared<secrets::SecretSet>();
+  set->add("TOKEN", "tok-\"quoted\"-9911");
+  log->setSecrets(set);
+  std::vector<std::string> heard;
+  log->subscribe([&heard](const Event& e) { heard.emplace_back(e.json().dump()); });
+  log->runStarted(Json{{"token", "tok-\"quoted\"-9911"}});
+  log->nodeFailed("n", "failed with tok-\"quoted\"-9911", std::nullopt);
+  ASSERT_TRUE(
+      log->nodeEvent("node.activity", "n", R"({"activity":"sent tok-\"quoted\"-9911"})").ok());
+  const std::string text = readAll(path_);
+  EXPECT_EQ(text.find("tok-"), std::string::npos) << text;
+  const std::string shown = "\xC2\xABsecret:TOKEN\xC2\xBB";
+  const auto lines = readLines(path_);
+  ASSERT_EQ(lines.size(), 3U);
+  EXPECT_EQ(Json::parse(lines[0])["args"]["token"], shown);
+  EXPECT_EQ(Json::parse(lines[1])["error"], "failed with " + shown);
+  EXPECT_EQ(Json::parse(lines[2])["activity"], "sent " + shown);
+  ASSERT_EQ(heard.size(), 3U);
+  for (const std::string& json : heard) {
+    EXPECT_EQ(json.find("tok-"), std::string::npos) << json;
+  }
+}
+
+TEST_F(EventLogTest, AnEmptySecretSetChangesNothing) {
+  auto log = open();
+  ASSERT_NE(log, nullptr);
+  log->setSecrets(std::make_shared<secrets::SecretSet>());
+  log->nodeFailed("n", "failed with tok-1234", std::nullopt);
+  EXPECT_NE(readAll(path_).find("failed with tok-1234"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace oe::events

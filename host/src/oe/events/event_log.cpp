@@ -246,6 +246,9 @@ void EventLog::appendPhase(std::string& line, const std::optional<std::string>& 
 void EventLog::commit(std::string& line, std::string_view type, std::string_view node_id,
                       const std::optional<std::string>* phase, bool cached, int64_t item) {
   line += "}\n";
+  if (secrets_) {
+    secrets_->redact(line);
+  }
   // One write(2) per line: with O_APPEND each line lands whole and in order, even across
   // threads and processes; only a kill in the middle of this call can tear it.
   const char* data = line.data();
@@ -271,6 +274,11 @@ void EventLog::commit(std::string& line, std::string_view type, std::string_view
     notify(Event(type, node_id, std::string_view(line.data(), line.size() - 1), cached, phase,
                  item));
   }
+}
+
+void EventLog::setSecrets(std::shared_ptr<const secrets::SecretSet> secrets) {
+  std::lock_guard lock(mutex_);
+  secrets_ = secrets && !secrets->empty() ? std::move(secrets) : nullptr;
 }
 
 std::optional<std::string> EventLog::writeError() const {

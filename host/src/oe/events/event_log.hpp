@@ -16,6 +16,7 @@
 #include "oe/common/json.hpp"
 #include "oe/common/result.hpp"
 #include "oe/events/event.hpp"
+#include "oe/secrets/secret_set.hpp"
 
 namespace oe::events {
 
@@ -88,6 +89,11 @@ class EventLog {
   size_t subscribe(Listener listener);
   void unsubscribe(size_t id);
 
+  // The run's secrets (docs/policy.md, "Secrets"): from here on every line, as written and as the
+  // listeners (the PostgreSQL copy, telemetry, the live view) get it, shows «secret:NAME» where a
+  // value was. The sink-level safety net: what the engine hands over should hold none already.
+  void setSecrets(std::shared_ptr<const secrets::SecretSet> secrets);
+
  private:
   // Builders of one line, used under mutex_: head() opens it with type, run_id and node_id;
   // appendTs() adds the timestamp; commit() closes it, writes it and notifies the listeners
@@ -117,6 +123,7 @@ class EventLog {
   std::shared_ptr<const Subscribers> listeners_;
   size_t next_listener_ = 1;
   std::optional<std::string> write_error_;  // the first failed write, under mutex_
+  std::shared_ptr<const secrets::SecretSet> secrets_;  // null (the usual run): nothing to redact
 };
 
 struct LogReadResult {

@@ -115,6 +115,22 @@ Result<std::unique_ptr<LlmService>> LlmService::create(Settings settings,
   return service;
 }
 
+void LlmService::setSecrets(std::shared_ptr<const secrets::SecretSet> secrets) {
+  if (!secrets || secrets->empty()) {
+    return;
+  }
+  secrets_ = secrets;
+  if (recorder_) {
+    recorder_->setSecrets(std::move(secrets));
+  }
+}
+
+Json LlmService::redactedCopy(const Json& request) const {
+  Json copy = request;
+  secrets_->redact(copy);
+  return copy;
+}
+
 Usage LlmService::runUsage() const {
   Usage total = ledger_.spent();
   total.input_tokens -= prior_.input_tokens;
@@ -164,6 +180,9 @@ Answer LlmService::complete(const Site& site, std::string_view request_json) {
   record.status = answer.status;
   if (answer.status != OE_OK) {
     record.error = answer.body;
+    if (secrets_) {
+      secrets_->redact(record.error);  // a provider's error may quote what it was sent
+    }
   }
   observer->onLlmCall(record);
   return answer;
@@ -183,7 +202,7 @@ Answer LlmService::completeCall(const Site& site, std::string_view request_json,
             record);
     return Answer{OE_OK, answer.dump()};
   }
-  const std::string key = requestKey(request);
+  const std::string key = requestKey(secrets_ ? redactedCopy(request) : request);
 
   if (replayer_) {
     const Replayer::Exchange* found = replayer_->find(key);
@@ -338,7 +357,7 @@ Answer LlmService::beginCli(const Site& site, std::string_view request_json) {
   if (!replayer_) {
     return Answer{OE_OK, {}};
   }
-  const std::string key = cliRequestKey(*request);
+  const std::string key = cliRequestKey(secrets_ ? redactedCopy(*request) : *request);
   const Json* outcome = replayer_->nextCliOutcome(key);
   if (outcome == nullptr) {
     const std::string file = replayer_->path().string();
@@ -368,7 +387,8 @@ Answer LlmService::finishCli(const Site& site, std::string_view request_json,
     accountCli(site, provider, *usage);
   }
   if (recorder_ && !settings_.stand_in) {
-    if (auto recorded = recorder_->appendCli(cliRequestKey(*request), site.node_id, provider,
+    if (auto recorded = recorder_->appendCli(
+            cliRequestKey(secrets_ ? redactedCopy(*request) : *request), site.node_id, provider,
                                              *request, outcome);
         !recorded && site.ctx != nullptr) {
       site.ctx->log(OE_LOG_WARN, recorded.error().message);

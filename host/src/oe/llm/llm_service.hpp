@@ -80,6 +80,10 @@ class LlmService {
   static Result<std::unique_ptr<LlmService>> create(Settings settings,
                                                     const plugins::PluginRegistry& registry,
                                                     Usage prior);
+  // The run's secrets (docs/policy.md, "Secrets"): the recording redacts them, and a recorded
+  // exchange is keyed by its request with them redacted (the key does not depend on a value,
+  // so a replay needs none set). Before the first call.
+  void setSecrets(std::shared_ptr<const secrets::SecretSet> secrets);
 
   // [thread-safe, blocking] One completion for the node at `site`.
   Answer complete(const Site& site, std::string_view request_json);
@@ -127,6 +131,7 @@ class LlmService {
   // A CLI run's usage ({input_tokens, output_tokens, model, cost_usd}), known only afterwards:
   // settled without a reservation, priced from the CLI's own cost, else runtime.prices.
   void accountCli(const Site& site, std::string_view provider, const Json& usage);
+  [[nodiscard]] Json redactedCopy(const Json& request) const;  // secrets_ set
 
   Settings settings_;
   const plugins::PluginRegistry& registry_;
@@ -135,6 +140,7 @@ class LlmService {
   RateLimiter limiter_;
   std::unique_ptr<Recorder> recorder_;
   std::unique_ptr<Replayer> replayer_;
+  std::shared_ptr<const secrets::SecretSet> secrets_;  // null: none (the usual run)
   Usage prior_;
 
   std::mutex provider_mutex_;

@@ -61,6 +61,9 @@ Result<void> Recorder::writeLine(const Json& line) {
   std::string text = line.dump(-1, ' ', false, Json::error_handler_t::replace);
   text += '\n';
   std::lock_guard lock(mutex_);
+  if (secrets_) {
+    secrets_->redact(text);
+  }
   // One write(2) of the whole line on an O_APPEND descriptor: a kill tears at most this line.
   const char* data = text.data();
   size_t left = text.size();

@@ -14,6 +14,7 @@
 
 #include "oe/common/json.hpp"
 #include "oe/common/result.hpp"
+#include "oe/secrets/secret_set.hpp"
 
 namespace oe::llm {
 
@@ -45,6 +46,12 @@ class Recorder {
   // outcome goes under "response" so that an oe which knows only LLM lines still loads the file.
   Result<void> appendCli(const std::string& key, std::string_view node_id,
                          std::string_view provider, const Json& request, const Json& outcome);
+  // The run's secrets (docs/policy.md, "Secrets"): every line written from here on shows
+  // «secret:NAME» where a value was (a prompt that uses one, a CLI that echoes one).
+  void setSecrets(std::shared_ptr<const secrets::SecretSet> secrets) {
+    std::lock_guard lock(mutex_);
+    secrets_ = std::move(secrets);
+  }
 
  private:
   Result<void> writeLine(const Json& line);
@@ -52,6 +59,7 @@ class Recorder {
   std::mutex mutex_;
   int fd_;
   std::filesystem::path path_;
+  std::shared_ptr<const secrets::SecretSet> secrets_;  // under mutex_; null: nothing to redact
 };
 
 class Replayer {

@@ -263,9 +263,20 @@ std::string promptValuesJson(const std::vector<std::string>& reads, const Json& 
   return expr::stringifyIndentedMembers(members, indent);
 }
 
-Json Call::promptValueMap() const { return engine::promptValueMap(state_view, edge_inputs, args); }
+Json Call::promptValueMap() const {
+  return engine::promptValueMap(state_view, edge_inputs, promptArgs());
+}
 
 oe_status Call::renderPrompt(std::string_view template_text, std::string& out) {
+  // A prompt file's `${secret:NAME}` gets its value here, in the template; a placeholder gets
+  // one only from an arg the node's own `args:` wrote (promptArgs), never from the state or an
+  // edge.
+  const secrets::SecretSet* secrets = run->secretSet();
+  std::string with_values;
+  if (secrets != nullptr && template_text.find("${secret:") != std::string_view::npos) {
+    with_values = secrets->substitute(template_text, /*json_string=*/false);
+    template_text = with_values;
+  }
   auto rendered = expr::interpolate(template_text, promptValueMap(), /*strict=*/false);
   if (!rendered) {
     return OE_INTERNAL;  // non-strict interpolation has no failure
@@ -275,8 +286,8 @@ oe_status Call::renderPrompt(std::string_view template_text, std::string& out) {
 }
 
 oe_status Call::promptValues(uint32_t indent, std::string& out) {
-  out =
-      promptValuesJson(node->spec->reads, state_view, edge_inputs, args, static_cast<int>(indent));
+  out = promptValuesJson(node->spec->reads, state_view, edge_inputs, promptArgs(),
+                         static_cast<int>(indent));
   return OE_OK;
 }
 

@@ -1,11 +1,20 @@
 // A call's request and its identity: the D1 args of its bundle, its write key and item (its
 // identity in a chain of runs), its cache key with the data files its args name (and whether it
 // may be cached at all), and the text of the invoke request the plugin gets.
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 
 #include "oe/run/engine.hpp"
 
 namespace oe::run::engine {
+
+namespace {
+// The largest file of a node's definition read for `${secret:NAME}` (a prompt is far smaller).
+constexpr std::uintmax_t kMaxScannedFile = 1 << 20;
+}  // namespace
 
 Json bundleArgs(const Json& run_args, Json node_args, const Json& extra_args) {
   Json args = run_args;
@@ -88,8 +97,66 @@ std::string Run::keyOf(NodeRuntime& node, const Call& call,
                        const std::vector<cache::FileDigest>& data_files) {
   std::vector<cache::FileDigest> files = file_table_.filesOf(fileIds(node));
   files.insert(files.end(), data_files.begin(), data_files.end());
+  if (secrets_ && !secretNames(node).empty()) {
+    // The key input keeps `${secret:NAME}` as written; the values count through a keyed digest
+    // (HMAC under the store's key): a new value gives a new key, the key says nothing of it.
+    const std::string kind = "{\"kind\":" + file_table_.kindIdentity(node.kind) +
+                             ",\"secrets\":\"" +
+                             secrets_->keyedDigest(secretNames(node), secret_key_) + "\"}";
+    return cache::cacheKeyOfText(nodeJson(node), call.state_json, call.edges_json,
+                                 call.args_json, files, kind);
+  }
   return cache::cacheKeyOfText(nodeJson(node), call.state_json, call.edges_json, call.args_json,
                                files, file_table_.kindIdentity(node.kind));
+}
+
+const std::vector<std::string>& Run::secretNames(NodeRuntime& node) {
+  if (!node.secrets_known) {
+    node.secrets_known = true;
+    if (secrets_) {
+      // From the definition's text: a run's nodes keep it rather than their DOM. A name is
+      // the same inside a JSON string as out of it ([A-Za-z0-9_] needs no escape).
+      for (const secrets::SecretRef& ref : secrets::findReferences(nodeJson(node))) {
+        node.secret_names.emplace_back(ref.name);
+      }
+      // And the files the definition names (a prompt file): a new value of a secret one of
+      // them uses must not replay the answer its old value got. Each file is read once per run
+      // (10,000 nodes of one tool name its file 10,000 times).
+      for (const cache::FileDigest& file : file_table_.filesOf(fileIds(node))) {
+        const std::vector<std::string>& names = secretsInFile(file.path);
+        node.secret_names.insert(node.secret_names.end(), names.begin(), names.end());
+      }
+      std::sort(node.secret_names.begin(), node.secret_names.end());
+      node.secret_names.erase(std::unique(node.secret_names.begin(), node.secret_names.end()),
+                              node.secret_names.end());
+    }
+  }
+  return node.secret_names;
+}
+
+const std::vector<std::string>& Run::secretsInFile(const std::string& rel_path) {
+  auto [at, inserted] = secret_file_names_.try_emplace(rel_path);
+  if (!inserted) {
+    return at->second;
+  }
+  const std::filesystem::path path = exp_.dir / rel_path;
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec) ||
+      std::filesystem::file_size(path, ec) > kMaxScannedFile || ec) {
+    return at->second;
+  }
+  std::ifstream in(path, std::ios::binary);
+  const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  for (const secrets::SecretRef& ref : secrets::findReferences(text)) {
+    at->second.emplace_back(ref.name);
+  }
+  return at->second;
+}
+
+Json Run::secretArgs(const NodeRuntime& node, const Call& call) const {
+  Json args = call.args;
+  secrets_->substituteWritten(node.args.source(), args);
+  return args;
 }
 
 void Run::keyCall(NodeRuntime& node, Call& call) {

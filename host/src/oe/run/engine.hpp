@@ -43,6 +43,7 @@
 #include "oe/run/ready_queue.hpp"
 #include "oe/run/run.hpp"
 #include "oe/sandbox/connect_proxy.hpp"
+#include "oe/secrets/secret_set.hpp"
 #include "oe/state/state_store.hpp"
 #include "oe/workspace/worktree.hpp"
 
@@ -103,6 +104,10 @@ struct NodeRuntime {
   std::unique_ptr<ForEachRun> each;      // only while a for_each node runs its items
   // `workspace: worktree`: the worktrees of its repository (owned by the Run); null without.
   workspace::Worktrees* worktrees = nullptr;
+  // `${secret:NAME}` (docs/policy.md, "Secrets"): the names its definition references (sorted),
+  // looked up on its first call of a run that has secrets; empty for every other node.
+  std::vector<std::string> secret_names;
+  bool secrets_known = false;
 };
 
 class Run {
@@ -139,6 +144,15 @@ class Run {
   RunSummary execute();
   void destroyInstances();
   void destroyInstances(NodeRuntime& node);
+  // The run's secrets (docs/policy.md, "Secrets"), before prepare: substituted into what a
+  // plugin gets at the last moment, redacted out of what it hands back; `key` is the store's
+  // key of the keyed digest the cache keys of the nodes that use a secret carry.
+  void setSecrets(std::shared_ptr<const secrets::SecretSet> secrets, std::string key) {
+    secrets_ = secrets && !secrets->empty() ? std::move(secrets) : nullptr;
+    secret_key_ = std::move(key);
+  }
+  // Null when the run has none.
+  [[nodiscard]] const secrets::SecretSet* secretSet() const { return secrets_.get(); }
 
   // Called from worker threads through Call (call_host.cpp).
   void logFromNode(const NodeRuntime& node, oe_log_level level, std::string_view message);
@@ -307,6 +321,9 @@ class Run {
     return *node.raw_dump;
   }
   void emitLocal(Json event) {
+    if (secrets_) {
+      secrets_->redact(event);
+    }
     if (options_.on_event) {
       options_.on_event(events::Event(std::move(event)));
     }
@@ -346,6 +363,19 @@ class Run {
   std::vector<std::unique_ptr<workspace::Worktrees>> worktrees_;
   std::string chain_id_;
   std::vector<std::unique_ptr<sandbox::ConnectProxy>> proxies_;
+  // The run's secrets (null without any) and the store's key for their keyed digests.
+  std::shared_ptr<const secrets::SecretSet> secrets_;
+  std::string secret_key_;
+  // The secrets a node's definition references (empty without secrets_), and what a plugin
+  // gets of a node that references some: its definition and bundle args with the values in.
+  const std::vector<std::string>& secretNames(NodeRuntime& node);
+  [[nodiscard]] std::string withSecrets(std::string_view json_text) const {
+    return secrets_->substitute(json_text, /*json_string=*/true);
+  }
+  [[nodiscard]] Json secretArgs(const NodeRuntime& node, const Call& call) const;
+  // The secrets a file of a node's definition (a prompt file) references, read once per run.
+  const std::vector<std::string>& secretsInFile(const std::string& rel_path);
+  std::unordered_map<std::string, std::vector<std::string>> secret_file_names_;
 
   asio::io_context io_;
   std::unique_ptr<InvokePool> pool_;

@@ -162,6 +162,7 @@ oe_status Run::subrunFromPlugin(Call& call, std::string_view request_text, std::
   nesting.depth = depth;
   nesting.ancestry = std::move(ancestry);
   nesting.llm = llm_;
+  nesting.secrets = secrets_;
   nesting.stop = std::make_shared<StopHandle>();
   {
     std::lock_guard lock(call.phase_mutex);

@@ -179,7 +179,11 @@ Result<oe_node*> Run::acquireInstance(NodeRuntime& node) {
   }
   oe_writer err;
   oe_node* instance = nullptr;
-  const std::string config = createConfig(node);
+  // A node that uses a secret gets its value in its create config (a cli-agent's `env:`, say):
+  // in memory only, never in what is stored.
+  const std::string config = secrets_ && !secretNames(node).empty()
+                                 ? withSecrets(createConfig(node))
+                                 : createConfig(node);
   if (!node.context) {
     node.context = std::make_unique<NodeContext>(*this, node);
   }
@@ -244,8 +248,20 @@ void Run::attempt(const std::shared_ptr<Call>& call) {
   }
   call->instance = *instance;
   const std::string workdir = planWorktree(node, *call);
-  std::string request = invokeRequest(nodeJson(node), *call, log_.runId(), node.spec->id,
-                                      experience_dir_json_, workdir);
+  std::string request;
+  if (secrets_ && !secretNames(node).empty()) {
+    // The last moment: the values go into the request the plugin reads, and nowhere else (the
+    // call's args, its cache key and its events keep `${secret:NAME}`).
+    call->args_with_secrets = secretArgs(node, *call);
+    std::string args_json = cache::canonicalJson(call->args_with_secrets);
+    std::swap(args_json, call->args_json);
+    request = invokeRequest(withSecrets(nodeJson(node)), *call, log_.runId(), node.spec->id,
+                            experience_dir_json_, workdir);
+    std::swap(args_json, call->args_json);
+  } else {
+    request = invokeRequest(nodeJson(node), *call, log_.runId(), node.spec->id,
+                            experience_dir_json_, workdir);
+  }
   ++calls_in_flight_;
   active_calls_.push_back(call);
 
@@ -436,6 +452,12 @@ void Run::invokeDone(const std::shared_ptr<Call>& call) {
     releaseInstance(node, call->instance);
   }
   call->instance = nullptr;
+  if (secrets_) {
+    // A tool that printed a secret, a CLI that echoed one: what the plugin answered is redacted
+    // before anything of it reaches the state, the cache, the events or the summary.
+    secrets_->redact(call->response.data);
+    secrets_->redact(call->error.data);
+  }
 
   if (call->timed_out) {
     attemptFailed(call, "Node \"" + node.spec->id + "\" timed out after " +
@@ -510,6 +532,10 @@ bool Run::stopping() {
 }
 
 void Run::attemptFailed(const std::shared_ptr<Call>& call, std::string message) {
+  if (secrets_) {
+    // Every way a call fails ends here: a plugin's create error that quotes its config, too.
+    secrets_->redact(message);
+  }
   NodeRuntime& node = *call->node;
   const spec::OnError& policy = node.spec->on_error;
   if (call->llm_usage.budget_refused) {

@@ -43,6 +43,12 @@ struct Call final : oe_host_ctx {
   Json edge_inputs;  // what predecessors (or the previous pipeline stage) handed over
   Json state_view;   // the node's `reads`, frozen at dispatch
   Json args;
+  // args with the values of the secrets its node's own `args:` wrote, for the prompt services
+  // of an attempt of a node that uses one (null otherwise): in memory for the call only.
+  Json args_with_secrets;
+  [[nodiscard]] const Json& promptArgs() const {
+    return args_with_secrets.is_null() ? args : args_with_secrets;
+  }
   std::string args_json;   // canonical dumps of args, state_view and edge_inputs (cache key
   std::string state_json;  // and request share them)
   std::string edges_json;

@@ -25,6 +25,7 @@
 #include "oe/pgstore/run_record.hpp"
 #include "oe/pgstore/scope.hpp"
 #include "oe/run/engine.hpp"
+#include "oe/secrets/resolve.hpp"
 #include "oe/spec/workspace.hpp"
 #include "oe/state/state_store.hpp"
 #include "oe/state/store_lock.hpp"
@@ -187,6 +188,32 @@ Result<RunSummary> runExperience(const spec::Experience& experience,
   if (ec) {
     return makeError("cannot create " + (workspace / "runs").string() + ": " + ec.message());
   }
+  // The secrets first (docs/policy.md, "Secrets"): a run that lacks one is refused before
+  // anything is recorded, and names the secret, its line and what to set.
+  auto secret_set = std::make_shared<secrets::SecretSet>();
+  std::string secret_key;
+  if (!experience.secrets.empty()) {
+    secrets::Resolved resolved = secrets::resolve(experience.secrets, experience.dir);
+    if (!resolved.problems.empty()) {
+      std::string message;
+      for (const secrets::Problem& problem : resolved.problems) {
+        message += (message.empty() ? "" : "\n") + experience.file.string() +
+                   (problem.line > 0 ? ":" + std::to_string(problem.line) : std::string()) +
+                   ": " + problem.message;
+      }
+      return makeError(message);
+    }
+    secret_set = std::make_shared<secrets::SecretSet>(std::move(resolved.set));
+    auto key = secrets::storeKey(workspace / "cache" / "secrets.key");
+    if (!key) {
+      return key.error();
+    }
+    secret_key = std::move(key).value();
+  }
+  secrets::addProviderKeys(*secret_set);
+  if (options.nesting.secrets) {
+    secret_set->addMissing(*options.nesting.secrets);
+  }
   const std::filesystem::path db_path = options.state_db ? *options.state_db : statePath(experience);
   const std::string run_id = options.run_id.empty() ? events::newRunId() : options.run_id;
   const std::string chain_id = options.chain_id.empty() ? run_id : options.chain_id;
@@ -338,6 +365,7 @@ Result<RunSummary> runExperience(const spec::Experience& experience,
     }
     own_llm = std::move(created).value();
     llm_service = own_llm.get();
+    own_llm->setSecrets(secret_set);
   }
   // The log last: a run refused above (its store locked, its LLM settings unusable) leaves none.
   const auto log_path = workspace / "runs" / (run_id + ".jsonl");
@@ -356,10 +384,12 @@ Result<RunSummary> runExperience(const spec::Experience& experience,
     sink = std::move(opened).value();
     sink->attach(**log);
   }
+  (*log)->setSecrets(secret_set);  // before any listener or line
   if (options.on_event) {
     (*log)->subscribe(options.on_event);
   }
   engine::Run run(experience, options, **store, **log, cache.get(), llm_service);
+  run.setSecrets(secret_set, secret_key);
   if (auto prepared = run.prepare(plugins); !prepared) {
     return prepared.error();
   }

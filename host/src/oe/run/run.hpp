@@ -17,6 +17,7 @@
 #include "oe/llm/ledger.hpp"
 #include "oe/llm/settings.hpp"
 #include "oe/plugins/registry.hpp"
+#include "oe/secrets/secret_set.hpp"
 #include "oe/spec/experience.hpp"
 #include "oe/spec/validate.hpp"
 
@@ -60,6 +61,9 @@ struct Nesting {
   // The top run's LLM service: its budget, runtime.limits and recording cover the child's calls
   // (the child's own runtime block is not applied to it). Null: the run makes its own.
   llm::LlmService* llm = nullptr;
+  // The parent's secrets (docs/policy.md, "Secrets"): a value the parent handed down in the
+  // child's args is redacted in the child's log and state too. Null: none.
+  std::shared_ptr<const secrets::SecretSet> secrets;
   std::shared_ptr<StopHandle> stop;
   // state_scope shared: the parent's state when the child starts, written into the child's
   // store first; then every delta the child applies goes to `forward_write` first, which writes

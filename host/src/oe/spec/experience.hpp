@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "oe/common/json.hpp"
+#include "oe/secrets/resolve.hpp"
 #include "oe/spec/policy.hpp"
 
 namespace oe::spec {
@@ -201,6 +202,8 @@ struct Experience {
   // `plugins: { override: [...] }` (docs/trust.md): kinds and LLM provider names a plugin that
   // is not built in may take from a built-in one.
   std::vector<std::string> plugin_overrides;
+  // `secrets:` (docs/policy.md, "Secrets"): where each secret's value is read at run start.
+  std::vector<secrets::Declaration> secrets;
 
   std::filesystem::path file;  // absolute path of the yaml
   std::filesystem::path dir;   // experienceDir: the folder holding the yaml

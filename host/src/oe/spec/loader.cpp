@@ -854,6 +854,22 @@ bool fill(Experience& exp, const GraphLines* lines = nullptr) {
       }
     }
   }
+  // `secrets:` (docs/policy.md, "Secrets"); a malformed entry is the schema's error.
+  if (auto secrets = raw.find("secrets"); secrets != raw.end() && secrets->is_object()) {
+    for (const auto& [name, source] : secrets->items()) {
+      if (!source.is_object()) {
+        continue;
+      }
+      secrets::Declaration declaration;
+      declaration.name = name;
+      declaration.env = str(source, "env");
+      declaration.file = str(source, "file");
+      std::string at = "/secrets";
+      appendPointerSegment(at, name);
+      declaration.line = exp.keyMarkOf(at).line;
+      exp.secrets.push_back(std::move(declaration));
+    }
+  }
   if (auto runtime = raw.find("runtime"); runtime != raw.end()) {
     exp.runtime.concurrency = optInt<int>(*runtime, "concurrency");
     if (auto det = runtime->find("deterministic"); det != runtime->end() && det->is_boolean()) {

@@ -50,6 +50,21 @@ constexpr const char* kSchemaText = R"json({
       }
     },
     "policy": { "$ref": "#/definitions/policy" },
+    "secrets": {
+      "type": "object",
+      "description": "oe: secrets nodes reference as ${secret:NAME} in args, env and prompts; each value is read at run start and never stored (docs/policy.md, Secrets)",
+      "propertyNames": { "pattern": "^[A-Za-z_][A-Za-z0-9_]{0,127}$" },
+      "additionalProperties": {
+        "type": "object",
+        "additionalProperties": false,
+        "minProperties": 1,
+        "maxProperties": 1,
+        "properties": {
+          "env": { "type": "string", "minLength": 1, "description": "the environment variable holding the value" },
+          "file": { "type": "string", "minLength": 1, "description": "a file holding the value, relative to the experience folder" }
+        }
+      }
+    },
     "plugins": {
       "type": "object",
       "additionalProperties": false,

@@ -9,6 +9,7 @@
 #include "oe/common/glob.hpp"
 #include "oe/expr/condition.hpp"
 #include "oe/expr/state_path.hpp"
+#include "oe/secrets/resolve.hpp"
 #include "oe/spec/file_check.hpp"
 #include "oe/spec/locate.hpp"
 #include "oe/spec/nested_check.hpp"
@@ -153,6 +154,7 @@ class Validator {
     checkLoops();
     checkPolicies();
     checkWorkspaces();
+    checkSecrets();
     checkCycles();
     std::stable_sort(out_.begin(), out_.end(), [](const Diagnostic& a, const Diagnostic& b) {
       // Unknown positions last; otherwise file order.
@@ -667,6 +669,64 @@ class Validator {
                     (*in_force->network == NetworkRule::kNone ? "none" : "loopback") +
                     ": the coding CLI cannot reach its provider; allow its API host, e.g. "
                     "network: { allow: [\"api.anthropic.com:443\"] }");
+      }
+    }
+  }
+
+  // `secrets:` and `${secret:NAME}` (docs/policy.md, "Secrets"): every reference well-formed and
+  // declared; with the files checked, every declared value readable now.
+  void checkSecrets() {
+    for (size_t i = 0; i < exp_.nodes.size(); ++i) {
+      checkSecretRefs(exp_.nodes[i].raw, indexed("/graph/nodes/", i));
+    }
+    if (!check_files_) {
+      return;
+    }
+    for (const secrets::Declaration& declaration : exp_.secrets) {
+      std::string pointer = "/secrets";
+      appendPointerSegment(pointer, declaration.name);
+      if (auto value = secrets::readValue(declaration, exp_.dir); !value) {
+        error(pointer, value.error().message, true);
+      }
+    }
+  }
+
+  void checkSecretRefs(const Json& value, const std::string& pointer) {
+    if (value.is_object()) {
+      for (auto it = value.begin(); it != value.end(); ++it) {
+        std::string child = pointer;
+        appendPointerSegment(child, it.key());
+        checkSecretRefs(it.value(), child);
+      }
+    } else if (value.is_array()) {
+      for (size_t k = 0; k < value.size(); ++k) {
+        checkSecretRefs(value[k], pointer + "/" + std::to_string(k));
+      }
+    } else if (value.is_string()) {
+      const auto& text = value.get_ref<const std::string&>();
+      if (text.find("${secret:") == std::string::npos) {
+        return;
+      }
+      if (size_t at = secrets::malformedAt(text); at != std::string::npos) {
+        error(pointer, "\"" + text.substr(at, 24) +
+                           "...\" is not a secret reference; write ${secret:NAME} with NAME of "
+                           "letters, digits and _ (at most 128)");
+      }
+      for (const secrets::SecretRef& ref : secrets::findReferences(text)) {
+        const bool declared = std::any_of(
+            exp_.secrets.begin(), exp_.secrets.end(),
+            [&ref](const secrets::Declaration& d) { return d.name == ref.name; });
+        if (!declared) {
+          std::vector<std::string> names;
+          for (const secrets::Declaration& d : exp_.secrets) {
+            names.push_back(d.name);
+          }
+          const std::string name(ref.name);
+          const std::string hint = didYouMean(name, names);
+          error(pointer, "unknown secret \"" + name + "\"" + hint +
+                             (hint.empty() ? "." : "") + " Declare it under secrets: (" + name +
+                             ": { env: VAR } or { file: path })");
+        }
       }
     }
   }

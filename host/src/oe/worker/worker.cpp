@@ -21,6 +21,7 @@
 #include "oe/plugins/crash_guard.hpp"
 #include "oe/plugins/event_budget.hpp"
 #include "oe/run/node_executor.hpp"
+#include "oe/secrets/resolve.hpp"
 #include "oe/spec/loader.hpp"
 
 namespace oe::worker {
@@ -46,12 +47,13 @@ std::string defaultId() {
 class WorkerCall final : public oe_host_ctx {
  public:
   WorkerCall(Worker& worker, const queue::Claimed& attempt, Json request, std::string dir,
-             std::string plugin_id)
+             std::string plugin_id, const secrets::SecretSet* secrets)
       : worker_(worker),
         attempt_(attempt),
         request_(std::move(request)),
         dir_(std::move(dir)),
-        plugin_id_(std::move(plugin_id)) {
+        plugin_id_(std::move(plugin_id)),
+        secrets_(secrets) {
     for (const Json& field : request_["node"].value("reads", Json::array())) {
       if (field.is_string()) {
         reads_.push_back(field.get<std::string>());
@@ -107,7 +109,8 @@ class WorkerCall final : public oe_host_ctx {
   std::vector<std::string> takeEvents() { return std::move(events_); }
 
   void log(oe_log_level level, std::string_view message) override {
-    worker_.log(level, "node " + attempt_.node_id + " (run " + attempt_.run_id + ")", message);
+    worker_.log(level, "node " + attempt_.node_id + " (run " + attempt_.run_id + ")",
+                secrets_ != nullptr ? secrets_->redacted(message) : std::string(message));
   }
 
   oe_status emitEvent(std::string_view type, std::string_view fields_json) override {
@@ -131,8 +134,12 @@ class WorkerCall final : public oe_host_ctx {
     fields["run_id"] = attempt_.run_id;
     fields["node_id"] = attempt_.node_id;
     fields["worker"] = worker_.id();
+    std::string line = fields.dump(-1, ' ', false, Json::error_handler_t::replace);
+    if (secrets_ != nullptr) {
+      secrets_->redact(line);  // the events go to the queue row, then to the run's log
+    }
     std::lock_guard lock(events_mutex_);
-    events_.push_back(fields.dump(-1, ' ', false, Json::error_handler_t::replace));
+    events_.push_back(std::move(line));
     return OE_OK;
   }
 
@@ -206,6 +213,12 @@ class WorkerCall final : public oe_host_ctx {
   }
 
   oe_status renderPrompt(std::string_view template_text, std::string& out) override {
+    // As the run does (call_host.cpp): a prompt template's `${secret:NAME}` gets its value.
+    std::string with_values;
+    if (secrets_ != nullptr && template_text.find("${secret:") != std::string_view::npos) {
+      with_values = secrets_->substitute(template_text, /*json_string=*/false);
+      template_text = with_values;
+    }
     auto rendered = expr::interpolate(template_text, promptValues(), /*strict=*/false);
     if (!rendered) {
       return OE_INTERNAL;  // non-strict interpolation has no failure
@@ -261,6 +274,7 @@ class WorkerCall final : public oe_host_ctx {
   Json request_;
   std::string dir_;
   std::string plugin_id_;
+  const secrets::SecretSet* secrets_;  // the folder's; null without any
   std::vector<std::string> reads_;
   std::atomic<bool> cancelled_{false};
   std::mutex phase_mutex_;
@@ -442,6 +456,20 @@ Worker::Folder& Worker::folderFor(const std::string& dir) {
                       "worker's machine)";
     } else {
       folder->runtime = loaded.experience->raw.value("runtime", Json());
+      // The secrets are read here, from this worker's environment and files, never from the
+      // queue: its rows hold `${secret:NAME}` only (docs/policy.md, "Secrets").
+      secrets::Resolved resolved =
+          secrets::resolve(loaded.experience->secrets, loaded.experience->dir);
+      for (const secrets::Problem& problem : resolved.problems) {
+        if (folder->error.empty()) {
+          folder->error = "worker " + options_.id + ": " + problem.message +
+                          " (in the environment of `oe worker` on its machine)";
+        }
+      }
+      secrets::addProviderKeys(resolved.set);
+      if (!resolved.set.empty()) {
+        folder->secrets = std::make_shared<const secrets::SecretSet>(std::move(resolved.set));
+      }
       // The same kinds and providers as the coordinator's (its plugins.override).
       folder->registry->setOverrides(loaded.experience->plugin_overrides);
     }
@@ -493,6 +521,7 @@ llm::LlmService* Worker::llmFor(const std::string& run_id, const std::string& ex
       return nullptr;
     }
     service = std::move(created).value();
+    service->setSecrets(folder.secrets);
   }
   return service.get();
 }
@@ -527,8 +556,26 @@ void Worker::execute(const queue::Claimed& attempt) {
          "\" on worker " + options_.id + " (for " + dir + "); install it there as for `oe run`");
     return;
   }
-  WorkerCall call(*this, attempt, std::move(request), dir,
-                  kind->library ? kind->library->id() : std::string());
+  const secrets::SecretSet* secrets = folder.secrets.get();
+  // The queue row holds `${secret:NAME}`; the plugin gets the values (in the node's definition,
+  // and in the args its own `args:` wrote), in memory only.
+  queue::Claimed with_values;
+  const queue::Claimed* handed = &attempt;
+  if (secrets != nullptr && (attempt.request.find("${secret:") != std::string::npos ||
+                             attempt.config.find("${secret:") != std::string::npos)) {
+    with_values = attempt;
+    // The call's prompt services see the same args (a run's call keeps them as
+    // args_with_secrets); the state view and the edge inputs stay as they came.
+    if (request.contains("node") && request.contains("args")) {
+      secrets->substituteWritten(request["node"].value("args", Json()), request["args"]);
+    }
+    request["node"] = secrets->substitute(request["node"]);
+    with_values.request = request.dump(-1, ' ', false, Json::error_handler_t::replace);
+    with_values.config = secrets->substitute(attempt.config, /*json_string=*/true);
+    handed = &with_values;
+  }
+  WorkerCall call(*this, *handed, std::move(request), dir,
+                  kind->library ? kind->library->id() : std::string(), secrets);
   oe_writer create_error;
   oe_node* instance = nullptr;
   // A crash is reported on the worker's stderr (its run's log is the coordinator's); the lease
@@ -539,13 +586,13 @@ void Worker::execute(const queue::Claimed& attempt) {
   const oe_status created =
       kind->kind->create(kind->library ? kind->library->self() : nullptr,
                          kind->descriptor != nullptr ? kind->descriptor : kind->kind,
-                         oe_str{attempt.config.data(), attempt.config.size()}, call.handle(),
+                         oe_str{handed->config.data(), handed->config.size()}, call.handle(),
                          &instance, &create_error);
   if (created != OE_OK || instance == nullptr) {
     fail(create_error.data.empty()
              ? "the " + attempt.kind + " plugin could not create the node (status " +
                    std::to_string(created) + ")"
-             : create_error.data);
+             : (secrets != nullptr ? secrets->redacted(create_error.data) : create_error.data));
     return;
   }
   {
@@ -567,6 +614,11 @@ void Worker::execute(const queue::Claimed& attempt) {
     running_.erase(attempt.id);
   }
   kind->kind->destroy(instance);
+  if (secrets != nullptr) {
+    // What the plugin answered goes to the queue row, the cache entry and the run's state.
+    secrets->redact(response.data);
+    secrets->redact(error.data);
+  }
   completion.ok = status == OE_OK;
   completion.result_status = status;
   completion.response = std::move(response.data);

@@ -18,6 +18,7 @@
 #include "oe/pg/connection.hpp"
 #include "oe/plugins/registry.hpp"
 #include "oe/queue/attempt_queue.hpp"
+#include "oe/secrets/secret_set.hpp"
 
 namespace oe::worker {
 
@@ -81,6 +82,9 @@ class Worker {
     std::unique_ptr<plugins::PluginRegistry> registry;
     Json runtime;
     std::string error;  // why the folder cannot serve attempts (no experience.yaml, ...)
+    // Its `secrets:` read on this worker's machine, with the provider keys of this worker's
+    // environment (docs/policy.md, "Secrets"); null when there is none.
+    std::shared_ptr<const secrets::SecretSet> secrets;
   };
 
   Worker(WorkerOptions options, std::shared_ptr<pg::Patience> patience,
