@@ -93,11 +93,8 @@ TEST(ApprovalValidateTest, RefusesAMalformedApprovalThroughTheSchema) {
       "    - id: a\n      kind: tool\n      impl: a.mjs\n      approval: { on_timeout: later, "
       "promt: x }\n"));
   const auto& ds = r.diagnostics;
-  EXPECT_EQ(matching(ds, "must be one of: approve, reject, fail").size(), 1u)
-      << dump(ds);
-  EXPECT_EQ(matching(ds, "unknown key \"promt\"; did you mean \"prompt\"").size(),
-            1u)
-      << dump(ds);
+  EXPECT_EQ(matching(ds, "must be one of: approve, reject, fail").size(), 1u) << dump(ds);
+  EXPECT_EQ(matching(ds, "unknown key \"promt\"; did you mean \"prompt\"").size(), 1u) << dump(ds);
   EXPECT_EQ(ds.size(), 2u) << dump(ds);
   for (const auto& d : ds) {
     EXPECT_EQ(d.line, 13) << dump(ds);
@@ -115,10 +112,10 @@ TEST(ApprovalValidateTest, ShowNamesDeclaredFieldsAndWorktreeNodes) {
 }
 
 TEST(ApprovalValidateTest, RefusesPipelineStagesAndAGateWritingTwoFields) {
-  auto ds = validateApproval(approvalExperience(
-      "    - { id: s, kind: tool, impl: s.mjs, approval: true }\n"
-      "    - { id: g, kind: approval, writes: [decision, other] }\n",
-      "  pipelines:\n    - { id: p, items: $.draft, stages: [s] }\n"));
+  auto ds = validateApproval(
+      approvalExperience("    - { id: s, kind: tool, impl: s.mjs, approval: true }\n"
+                         "    - { id: g, kind: approval, writes: [decision, other] }\n",
+                         "  pipelines:\n    - { id: p, items: $.draft, stages: [s] }\n"));
   EXPECT_EQ(matching(ds, "is a pipeline stage or loop body").size(), 1u) << dump(ds);
   EXPECT_EQ(matching(ds, "writes its decision to one field").size(), 1u) << dump(ds);
 }

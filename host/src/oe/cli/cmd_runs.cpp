@@ -2,7 +2,10 @@
 #include <iomanip>
 #include <iostream>
 #include <memory>
+#include <set>
 
+#include "oe/approvals/approval_store.hpp"
+#include "oe/approvals/decision_text.hpp"
 #include "oe/cli/app.hpp"
 #include "oe/cli/commands.hpp"
 #include "oe/cli/common.hpp"
@@ -58,12 +61,89 @@ std::optional<std::vector<RunRecord>> storeRuns(const std::string& url,
   return runs;
 }
 
+// The parked runs (status waiting, not continued by a later run of their chain) and what each
+// waits for, deadlines settled first (docs/policy.md, "Approvals": a deadline is checked
+// whenever oe looks at the run).
+int printWaiting(const std::filesystem::path& workspace, const std::vector<RunRecord>& runs,
+                 bool json) {
+  std::set<std::string> continued;
+  for (const auto& run : runs) {
+    if (!run.resumed_from.empty()) {
+      continued.insert(run.resumed_from);
+    }
+  }
+  std::unique_ptr<approvals::Store> store;
+  if (std::filesystem::exists(approvals::storePath(workspace))) {
+    auto opened = approvals::Store::open(approvals::storePath(workspace));
+    if (!opened) {
+      std::cerr << "oe: " << opened.error().message << '\n';
+      return kExitFailed;
+    }
+    store = std::move(opened).value();
+  }
+  Json out = Json::array();
+  size_t parked = 0;
+  const int64_t now = approvals::nowMs();
+  for (const auto& run : runs) {
+    if (run.status != "waiting" || continued.count(run.id) != 0) {
+      continue;
+    }
+    const std::string chain = run.chain_id.empty() ? run.id : run.chain_id;
+    std::vector<approvals::Request> requests;
+    if (store) {
+      auto listed = store->list(chain);
+      if (!listed) {
+        std::cerr << "oe: " << listed.error().message << '\n';
+        return kExitFailed;
+      }
+      for (auto& request : *listed) {
+        auto settled = store->settleTimeout(request, now);
+        if (!settled) {
+          std::cerr << "oe: " << settled.error().message << '\n';
+          return kExitFailed;
+        }
+        requests.push_back(std::move(settled).value());
+      }
+    }
+    ++parked;
+    if (json) {
+      Json item = run.toJson();
+      item["approvals"] = Json::array();
+      for (const auto& request : requests) {
+        item["approvals"].push_back(request.toJson());
+      }
+      out.push_back(std::move(item));
+      continue;
+    }
+    std::cout << run.id << "  waiting since " << (run.finished_at.empty() ? "?" : run.finished_at)
+              << '\n';
+    for (const auto& request : requests) {
+      std::cout << "  " << approvals::describeRequest(request);
+      if (request.decision) {
+        std::cout << ": " << approvals::describeDecision(*request.decision)
+                  << "; continue with `oe resume " << run.id << "`";
+      }
+      std::cout << '\n';
+      for (const auto& [entry, value] : request.shown.items()) {
+        std::cout << "    " << entry << " = " << value.dump() << '\n';
+      }
+    }
+  }
+  if (json) {
+    std::cout << out.dump(2) << '\n';
+  } else if (parked == 0) {
+    std::cout << "no run waits for an approval\n";
+  }
+  return kExitOk;
+}
+
 }  // namespace
 
 void addRunsCommand(CLI::App& app, int& exit_code) {
   struct Args {
     std::string experience = ".";
     bool json = false;
+    bool waiting = false;
     std::string store;
   };
   auto a = std::make_shared<Args>();
@@ -72,6 +152,9 @@ void addRunsCommand(CLI::App& app, int& exit_code) {
       "List past runs, newest first (start, duration, status, calls ran/cached/failed/cancelled)");
   cmd->add_option("--experience", a->experience, "Experience folder")->capture_default_str();
   cmd->add_flag("--json", a->json, "Print a JSON array");
+  cmd->add_flag("--waiting", a->waiting,
+                "Only the runs parked on an approval, with what each waits for (a passed "
+                "deadline is decided by its on_timeout now)");
   addStoreOption(*cmd, a->store);
   cmd->callback([a, &exit_code] {
     const auto workspace = experienceWorkspace(a->experience);
@@ -98,6 +181,16 @@ void addRunsCommand(CLI::App& app, int& exit_code) {
       }
     }
     exit_code = kExitOk;
+    if (a->waiting) {
+      if (pg::isUrl(url)) {
+        std::cerr << "oe: --waiting reads the approvals of a SQLite store; approvals on "
+                     "PostgreSQL are not supported yet\n";
+        exit_code = kExitUsage;
+        return;
+      }
+      exit_code = printWaiting(*workspace, runs, a->json);
+      return;
+    }
     if (a->json) {
       Json out = Json::array();
       for (const auto& run : runs) {

@@ -3,6 +3,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include <string>
+
 namespace oe::cli {
 
 // Each adds its subcommand to `app`; when it runs, it stores its exit code in `exit_code`.
@@ -34,5 +36,11 @@ void addMcpCommand(CLI::App& app, int& exit_code);
 void addStoreCommand(CLI::App& app, int& exit_code);
 void addWorkerCommand(CLI::App& app, int& exit_code);
 void addApplyDiffCommand(CLI::App& app, int& exit_code);
+void addApproveCommand(CLI::App& app, int& exit_code);
+void addRejectCommand(CLI::App& app, int& exit_code);
+
+// `oe resume RUN` with the default flags (cmd_run.cpp): how `oe approve` / `oe reject` continue
+// the run they decided. Returns the exit code `oe resume` would.
+int continueRun(const std::string& experience, const std::string& run_id, bool json, bool quiet);
 
 }  // namespace oe::cli

@@ -21,8 +21,8 @@ inline constexpr std::string_view kApprovalKind = "approval";
 enum class OnTimeout : uint8_t { kFail, kApprove, kReject };
 
 struct ApprovalSpec {
-  std::string prompt;               // what the person is asked; empty: "approve node <id>?"
-  std::vector<std::string> show;    // `$.path` of the state, or `diff:<node>` (a worktree diff)
+  std::string prompt;                 // what the person is asked; empty: "approve node <id>?"
+  std::vector<std::string> show;      // `$.path` of the state, or `diff:<node>` (a worktree diff)
   std::optional<int64_t> timeout_ms;  // absent: the run waits for as long as it takes
   OnTimeout on_timeout = OnTimeout::kFail;
   bool gate = false;  // kind: approval (the node is the question) rather than `approval:` on it
