@@ -332,5 +332,54 @@ TEST_F(ApprovalTest, OfTwoApproversAtOnceOneWinsAndTheOtherIsTold) {
   EXPECT_EQ(parsed(resumed).value("status", ""), ana_won ? "success" : "partial") << resumed.err;
 }
 
+// A nested experience that asks: its question is the top run's ("nest/review"), the top run
+// parks with it, and `oe approve TOP nest/review` continues both.
+TEST_F(ApprovalTest, ANestedExperienceParksItsParent) {
+  for (const bool approve : {true, false}) {
+    SCOPED_TRACE(approve ? "approve" : "reject");
+    const auto outer = setUp(approve ? "outer_ok" : "outer_no",
+                             "name: outer\nversion: 1.0.0\nstate:\n  schema:\n"
+                             "    draft: { type: string }\n    items: { type: array }\n"
+                             "    shipped: { type: boolean }\ngraph:\n  nodes:\n"
+                             "    - { id: seed, kind: tool, impl: ./tools/seed.sh, writes: [draft, "
+                             "items] }\n"
+                             "    - { id: nest, kind: experience, impl: ./inner, outputs: { "
+                             "shipped: $.shipped }, writes: [shipped] }\n"
+                             "  edges:\n    - { from: seed, to: nest }\n");
+    const auto inner = setUp((approve ? "outer_ok" : "outer_no") + std::string("/inner"),
+                             "name: inner\nversion: 1.0.0\nstate:\n  schema:\n"
+                             "    decision: { type: object }\n    shipped: { type: boolean }\n"
+                             "graph:\n  nodes:\n"
+                             "    - { id: review, kind: approval, prompt: Inner ship, writes: "
+                             "[decision] }\n"
+                             "    - { id: ship, kind: tool, impl: ./tools/ship.sh, writes: "
+                             "[shipped] }\n"
+                             "  edges:\n    - { from: review, to: ship }\n");
+    const auto parked = at(kT0, {"run", outer.string(), "--json"});
+    ASSERT_EQ(parked.exit_code, kExitWaiting) << parked.err;
+    const json summary = parsed(parked);
+    EXPECT_EQ(summary["waiting"], json::array({"nest/review"}));
+    EXPECT_TRUE(summary["failures"].empty()) << parked.out;
+    const std::string run_id = summary["run_id"];
+    const auto waiting = at(kT0, {"runs", "--waiting", "--experience", outer.string()});
+    EXPECT_NE(waiting.out.find("node \"nest/review\": Inner ship"), std::string::npos)
+        << waiting.out;
+    const auto decided = at(kT0PlusHour, {approve ? "approve" : "reject", run_id, "nest/review",
+                                          "--as", "ana", "--json", "--experience", outer.string()});
+    const json after = parsed(decided);
+    if (approve) {
+      EXPECT_EQ(decided.exit_code, 0) << decided.err;
+      EXPECT_EQ(after.value("status", ""), "success");
+      EXPECT_EQ(after["final_state"]["shipped"], true);
+    } else {
+      // The nested run ends partial (its gate failed, ship skipped); what the experience kind
+      // makes of that is docs/kinds-experience.md's. Nothing shipped, nothing waits any more.
+      EXPECT_NE(after.value("status", ""), "waiting") << decided.out;
+      EXPECT_FALSE(after["final_state"].contains("shipped")) << decided.out;
+    }
+    EXPECT_FALSE(std::filesystem::exists(inner / ".openexpertise" / "approvals.sqlite"));
+  }
+}
+
 }  // namespace
 }  // namespace oe::test

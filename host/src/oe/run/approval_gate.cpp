@@ -11,7 +11,10 @@ namespace oe::run::engine {
 
 Result<approvals::Store*> Run::approvalStore() {
   if (!approvals_) {
-    auto opened = approvals::Store::open(approvals::storePath(workspaceDir(exp_)));
+    // A nested run asks in the top run's file (Nesting::approval_file).
+    auto opened = approvals::Store::open(options_.nesting.approval_file.empty()
+                                             ? approvals::storePath(workspaceDir(exp_))
+                                             : options_.nesting.approval_file);
     if (!opened) {
       return opened.error();
     }
@@ -45,6 +48,11 @@ Json Run::approvalShown(const NodeRuntime& node) {
 Run::Gate Run::approvalGate(NodeRuntime& node, Json& extra) {
   const spec::ApprovalSpec& spec = *node.spec->approval;
   const std::string& id = node.spec->id;
+  // The question's identity: this run's chain and the node, or, in a nested run, the top run's
+  // chain and the path of node ids from the top ("nest/review").
+  const bool nested = options_.nesting.depth > 0;
+  const std::string& chain = nested ? options_.nesting.approval_chain : chain_id_;
+  const std::string key = options_.nesting.approval_prefix + id;
   // A refusal is the node's failure: its on_error applies (skip: its successors are skipped;
   // fail_run: the run stops), and `stop_run` stops the run whatever it says.
   auto refuse = [this, &node, &id](const std::string& error, bool stop_run) {
@@ -59,10 +67,10 @@ Run::Gate Run::approvalGate(NodeRuntime& node, Json& extra) {
     finishNode(node, false);
     return Gate::kRefused;
   };
-  if (options_.nesting.depth > 0) {
+  if (nested && chain.empty()) {
     return refuse("node \"" + id +
-                      "\" asks an approval inside a nested experience, which oe cannot park "
-                      "yet: move the approval to a node of the parent experience",
+                      "\" asks an approval inside a nested experience whose parent passed no "
+                      "approvals file; run it from `oe run`",
                   false);
   }
   if (pg::isUrl(options_.store_url)) {
@@ -75,7 +83,7 @@ Run::Gate Run::approvalGate(NodeRuntime& node, Json& extra) {
   if (!store) {
     return refuse("node \"" + id + "\": " + store.error().message, false);
   }
-  auto found = (*store)->find(chain_id_, id);
+  auto found = (*store)->find(chain, key);
   if (!found) {
     return refuse("node \"" + id + "\": " + found.error().message, false);
   }
@@ -83,9 +91,9 @@ Run::Gate Run::approvalGate(NodeRuntime& node, Json& extra) {
   if (*found) {
     request = std::move(**found);
   } else {
-    request.chain_id = chain_id_;
-    request.node_id = id;
-    request.run_id = log_.runId();
+    request.chain_id = chain;
+    request.node_id = key;
+    request.run_id = nested ? options_.nesting.approval_run_id : log_.runId();
     request.prompt = spec.prompt.empty() ? "Approve " + nodeLabel(node) + "?" : spec.prompt;
     request.shown = approvalShown(node);
     const int64_t now = approvals::nowMs();
@@ -107,7 +115,7 @@ Run::Gate Run::approvalGate(NodeRuntime& node, Json& extra) {
   request = std::move(settled).value();
   if (!request.decision) {
     node.outcome = Outcome::kWaiting;
-    parked_.push_back(id);
+    parked_.push_back(key);
     Json fields = {{"prompt", request.prompt},
                    {"show", request.shown},
                    {"requested_at", request.requested_at},

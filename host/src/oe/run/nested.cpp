@@ -163,6 +163,12 @@ oe_status Run::subrunFromPlugin(Call& call, std::string_view request_text, std::
   nesting.ancestry = std::move(ancestry);
   nesting.llm = llm_;
   nesting.stop = std::make_shared<StopHandle>();
+  const bool top = options_.nesting.depth == 0;
+  nesting.approval_file =
+      top ? approvals::storePath(workspaceDir(exp_)) : options_.nesting.approval_file;
+  nesting.approval_chain = top ? chain_id_ : options_.nesting.approval_chain;
+  nesting.approval_run_id = top ? log_.runId() : options_.nesting.approval_run_id;
+  nesting.approval_prefix = options_.nesting.approval_prefix + node_id + "/";
   {
     std::lock_guard lock(call.phase_mutex);
     if (call.cancelled.load()) {
@@ -216,6 +222,14 @@ oe_status Run::subrunFromPlugin(Call& call, std::string_view request_text, std::
     out = "cancelled: the nested experience " + path.string() + " (run " + sub_run_id +
           ") was stopped";
     return OE_CANCELLED;
+  }
+  if (summary->status == RunStatus::kWaiting) {
+    // Parked on approvals: the call's node parks with it (attemptFailed), and the run that
+    // continues this one runs the nested experience again, which then finds the decisions.
+    call.parked_in = summary->waiting;
+    out = "the nested experience " + path.string() + " (run " + sub_run_id +
+          ") waits for an approval";
+    return OE_UNAVAILABLE;
   }
   out = Json{{"runId", summary->run_id},
              {"status", std::string(toString(summary->status))},

@@ -68,6 +68,13 @@ struct Nesting {
   Json seed_state;
   std::function<Result<std::vector<std::string>>(const Json& delta, const state::WriteMeta& meta)>
       forward_write;
+  // Approvals (docs/policy.md, "Approvals"): a nested run asks in the top run's approvals file,
+  // under the top run's chain, keyed by the path of node ids from the top ("nest/review"), so
+  // the top run parks with it and `oe approve TOP nest/review` decides it.
+  std::filesystem::path approval_file;
+  std::string approval_chain;
+  std::string approval_run_id;
+  std::string approval_prefix;  // "nest/" (empty for the top run)
 };
 
 // The most runs deep a nested experience may go (the top run is depth 0).
