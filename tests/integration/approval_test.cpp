@@ -10,6 +10,7 @@
 
 #include "integration/live_oe.hpp"
 #include "integration/oe_fixture.hpp"
+#include "support/pg_test_db.hpp"
 
 namespace oe::test {
 namespace {
@@ -379,6 +380,57 @@ TEST_F(ApprovalTest, ANestedExperienceParksItsParent) {
     }
     EXPECT_FALSE(std::filesystem::exists(inner / ".openexpertise" / "approvals.sqlite"));
   }
+}
+
+// On PostgreSQL with `oe worker`s: the run parks in the store, and a second checkout of the
+// experience (another machine: no run logs, no approvals.sqlite) lists it and approves it, and
+// its continuation reaches the final state through the workers.
+TEST_F(ApprovalTest, OnPostgreSQLWithWorkersADecisionComesFromAnyMachine) {
+  PgTestDb db;
+  const std::string url = db.url();
+  const auto machine_a = setUp("machine_a", gatedExperience());
+  const auto machine_b = setUp("machine_b", gatedExperience());
+  BackgroundProcess worker({OE_EXE, "worker", "--store", url, "--id", "w1", "--concurrency", "2"},
+                           {{"OE_PLUGIN_PATH", ""}, {"OE_TRUST_FILE", trustFile().string()}},
+                           dir_.path(), dir_.path() / "w1");
+  const auto parked = at(kT0, {"run", machine_a.string(), "--json", "--store", url, "--workers"});
+  ASSERT_EQ(parked.exit_code, kExitWaiting) << parked.err;
+  const json summary = parsed(parked);
+  EXPECT_EQ(summary.value("status", ""), "waiting");
+  const std::string run_id = summary["run_id"];
+  EXPECT_FALSE(std::filesystem::exists(machine_a / ".openexpertise" / "approvals.sqlite"));
+
+  const auto waiting = at(kT0PlusHour, {"runs", "--waiting", "--json", "--store", url,
+                                        "--experience", machine_b.string()});
+  ASSERT_EQ(waiting.exit_code, 0) << waiting.err;
+  const json listed = parsed(waiting);
+  ASSERT_EQ(listed.size(), 1u) << waiting.out;
+  EXPECT_EQ(listed[0]["run_id"], run_id);
+  EXPECT_EQ(listed[0]["approvals"][0]["node_id"], "review");
+  EXPECT_EQ(listed[0]["approvals"][0]["show"], json({{"$.draft", "v1"}}));
+
+  auto env = sqliteReferenceEnv();
+  env.erase("OE_PLUGIN_PATH");
+  env.erase("OE_STORE");
+  env["OE_WORKERS"] = "1";  // the continuation's attempts go to the worker too
+  env["OE_APPROVALS_NOW"] = kT0PlusHour;
+  const auto approved = oe({"approve", run_id, "review", "--as", "ana", "--json", "--store", url,
+                            "--experience", machine_b.string()},
+                           env);
+  ASSERT_EQ(approved.exit_code, 0) << approved.err;
+  const json continued = parsed(approved);
+  EXPECT_EQ(continued.value("status", ""), "success") << approved.err;
+  EXPECT_EQ(continued["final_state"]["shipped"], true);
+  EXPECT_EQ(continued["final_state"]["side"], "done");
+  EXPECT_EQ(continued["final_state"]["results"], json::array({"r1", "r2", "r3"}));
+  EXPECT_EQ(continued["final_state"]["decision"]["by"], "ana");
+  // The other approver, on machine A, is told.
+  const auto late = at(kT0PlusHour, {"reject", run_id, "review", "--no-continue", "--store", url,
+                                     "--experience", machine_a.string()});
+  EXPECT_EQ(late.exit_code, 1);
+  EXPECT_NE(late.err.find("was already approved by ana"), std::string::npos) << late.err;
+  worker.signal(SIGTERM);
+  EXPECT_EQ(worker.wait(), 0) << worker.err();
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "oe/approvals/decision_text.hpp"
+#include "support/pg_test_db.hpp"
 #include "support/temp_dir.hpp"
 
 namespace oe::approvals {
@@ -151,6 +152,48 @@ TEST(ApprovalStoreTest, APassedDeadlineDecidesByItsOnTimeout) {
   auto settled = (*store)->settleTimeout(*no_deadline, INT64_MAX);
   ASSERT_TRUE(settled);
   EXPECT_FALSE(settled->decision);
+}
+
+// The same on a PostgreSQL store (oe_approvals): two connections decide at once, one wins.
+TEST(ApprovalStoreTest, TwoDecidersAtOnceOneWinsOnPostgreSQL) {
+  test::PgTestDb db;
+  constexpr int kRounds = 20;
+  {
+    auto store = Store::open(db.url());
+    ASSERT_TRUE(store) << store.error().message;
+    for (int i = 0; i < kRounds; ++i) {
+      ASSERT_TRUE((*store)->ask(question("n" + std::to_string(i))));
+    }
+    auto again = (*store)->ask(question("n0", 5000));
+    ASSERT_TRUE(again);
+    EXPECT_EQ(again->deadline_ms, -1);  // the first question stands
+  }
+  std::atomic<int> ready{0};
+  std::vector<int> wins(2, 0);
+  std::vector<std::vector<std::string>> seen(2);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 2; ++t) {
+    threads.emplace_back([&, t] {
+      auto store = Store::open(db.url());
+      ASSERT_TRUE(store) << store.error().message;
+      for (int i = 0; i < kRounds; ++i) {
+        ready.fetch_add(1);
+        while (ready.load() < 2 * (i + 1)) {
+          std::this_thread::yield();
+        }
+        auto decided = (*store)->decide("chain-1", "n" + std::to_string(i),
+                                        by(t == 0 ? "ana" : "bob", t == 0));
+        ASSERT_TRUE(decided) << decided.error().message;
+        wins[static_cast<size_t>(t)] += decided->won ? 1 : 0;
+        seen[static_cast<size_t>(t)].push_back(decided->request.decision->by);
+      }
+    });
+  }
+  for (auto& thread : threads) {
+    thread.join();
+  }
+  EXPECT_EQ(wins[0] + wins[1], kRounds);
+  EXPECT_EQ(seen[0], seen[1]);
 }
 
 TEST(ApprovalClockTest, TheSimulatedClockReadsIsoAndMilliseconds) {

@@ -7,6 +7,7 @@
 
 #include "oe/common/clock.hpp"
 #include "oe/common/sqlite.hpp"
+#include "oe/pg/connection.hpp"
 
 namespace oe::approvals {
 
@@ -51,9 +52,19 @@ Request rowOf(sqlite3_stmt* stmt) {
 
 }  // namespace
 
-struct Store::Impl {
-  sqlite::Db db;
-  std::filesystem::path path;
+class SqliteStore final : public Store {
+ public:
+  SqliteStore(sqlite::Db db, std::filesystem::path path)
+      : db_(std::move(db)), path_(std::move(path)) {}
+  Result<Request> ask(const Request& request) override;
+  Result<std::optional<Request>> find(std::string_view chain_id, std::string_view node_id) override;
+  Result<std::vector<Request>> list(std::string_view chain_id) override;
+  Result<DecideResult> decide(std::string_view chain_id, std::string_view node_id,
+                              const Decision& decision) override;
+
+ private:
+  sqlite::Db db_;
+  std::filesystem::path path_;
 };
 
 std::filesystem::path storePath(const std::filesystem::path& workspace_dir) {
@@ -102,10 +113,14 @@ Json Request::toJson() const {
   return out;
 }
 
-Store::Store(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-Store::~Store() = default;
+Result<std::unique_ptr<Store>> Store::open(const std::string& where) {
+  if (pg::isUrl(where)) {
+    return openPgStore(where);
+  }
+  return openSqliteStore(where);
+}
 
-Result<std::unique_ptr<Store>> Store::open(const std::filesystem::path& path) {
+Result<std::unique_ptr<Store>> openSqliteStore(const std::filesystem::path& path) {
   std::error_code ec;
   std::filesystem::create_directories(path.parent_path(), ec);
   auto db = sqlite::open(path);
@@ -122,14 +137,11 @@ Result<std::unique_ptr<Store>> Store::open(const std::filesystem::path& path) {
   if (auto schema = sqlite::createSchema(db->get(), kSchema); !schema) {
     return fail(schema.error());
   }
-  auto impl = std::make_unique<Impl>();
-  impl->db = std::move(db).value();
-  impl->path = path;
-  return std::make_unique<Store>(std::move(impl));
+  return std::unique_ptr<Store>(std::make_unique<SqliteStore>(std::move(db).value(), path));
 }
 
-Result<Request> Store::ask(const Request& request) {
-  sqlite3* h = impl_->db.get();
+Result<Request> SqliteStore::ask(const Request& request) {
+  sqlite3* h = db_.get();
   auto insert = sqlite::prepare(
       h,
       "INSERT OR IGNORE INTO approvals (chain_id, node_id, run_id, prompt, shown, requested_at, "
@@ -148,7 +160,7 @@ Result<Request> Store::ask(const Request& request) {
   sqlite::bindText(insert->get(), 8, request.on_timeout);
   if (sqlite3_step(insert->get()) != SQLITE_DONE) {
     return makeError("cannot record the approval of node \"" + request.node_id + "\" in " +
-                     impl_->path.string() + ": " + sqlite::errorOf(h));
+                     path_.string() + ": " + sqlite::errorOf(h));
   }
   auto stored = find(request.chain_id, request.node_id);
   if (!stored) {
@@ -156,13 +168,14 @@ Result<Request> Store::ask(const Request& request) {
   }
   if (!*stored) {
     return makeError("the approval of node \"" + request.node_id + "\" vanished from " +
-                     impl_->path.string());
+                     path_.string());
   }
   return std::move(**stored);
 }
 
-Result<std::optional<Request>> Store::find(std::string_view chain_id, std::string_view node_id) {
-  sqlite3* h = impl_->db.get();
+Result<std::optional<Request>> SqliteStore::find(std::string_view chain_id,
+                                                 std::string_view node_id) {
+  sqlite3* h = db_.get();
   auto select = sqlite::prepare(h, std::string("SELECT ") + kColumns +
                                        " FROM approvals WHERE chain_id = ?1 AND node_id = ?2");
   if (!select) {
@@ -175,13 +188,13 @@ Result<std::optional<Request>> Store::find(std::string_view chain_id, std::strin
     return std::optional<Request>(rowOf(select->get()));
   }
   if (rc != SQLITE_DONE) {
-    return makeError("cannot read " + impl_->path.string() + ": " + sqlite::errorOf(h));
+    return makeError("cannot read " + path_.string() + ": " + sqlite::errorOf(h));
   }
   return std::optional<Request>();
 }
 
-Result<std::vector<Request>> Store::list(std::string_view chain_id) {
-  sqlite3* h = impl_->db.get();
+Result<std::vector<Request>> SqliteStore::list(std::string_view chain_id) {
+  sqlite3* h = db_.get();
   auto select = sqlite::prepare(
       h, std::string("SELECT ") + kColumns +
              " FROM approvals WHERE ?1 = '' OR chain_id = ?1 ORDER BY requested_at, node_id");
@@ -196,14 +209,14 @@ Result<std::vector<Request>> Store::list(std::string_view chain_id) {
     out.push_back(rowOf(select->get()));
   }
   if (rc != SQLITE_DONE) {
-    return makeError("cannot read " + impl_->path.string() + ": " + sqlite::errorOf(h));
+    return makeError("cannot read " + path_.string() + ": " + sqlite::errorOf(h));
   }
   return out;
 }
 
-Result<DecideResult> Store::decide(std::string_view chain_id, std::string_view node_id,
-                                   const Decision& decision) {
-  sqlite3* h = impl_->db.get();
+Result<DecideResult> SqliteStore::decide(std::string_view chain_id, std::string_view node_id,
+                                         const Decision& decision) {
+  sqlite3* h = db_.get();
   // The one statement that decides: whoever's UPDATE finds the row undecided wins; SQLite runs
   // writers one at a time (the busy timeout makes the other wait, not fail).
   auto update = sqlite::prepare(
@@ -222,7 +235,7 @@ Result<DecideResult> Store::decide(std::string_view chain_id, std::string_view n
   sqlite3_bind_int(update->get(), 7, decision.timed_out ? 1 : 0);
   if (sqlite3_step(update->get()) != SQLITE_DONE) {
     return makeError("cannot record the decision on node \"" + std::string(node_id) + "\" in " +
-                     impl_->path.string() + ": " + sqlite::errorOf(h));
+                     path_.string() + ": " + sqlite::errorOf(h));
   }
   const bool won = sqlite3_changes(h) == 1;
   auto stored = find(chain_id, node_id);

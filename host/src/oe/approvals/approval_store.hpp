@@ -59,31 +59,35 @@ struct DecideResult {
   Request request;
 };
 
+// The approvals of one place: SQLite (approvals.sqlite beside the run logs) or a PostgreSQL
+// store (its oe_approvals table, so a decision can come from any machine).
 class Store {
  public:
-  struct Impl;  // the connection (common/sqlite.hpp stays out of headers)
-  explicit Store(std::unique_ptr<Impl> impl);  // through open()
-  static Result<std::unique_ptr<Store>> open(const std::filesystem::path& path);
-  ~Store();
+  // `where`: a PostgreSQL URL (pg::isUrl), or the path of the SQLite file.
+  static Result<std::unique_ptr<Store>> open(const std::string& where);
+  virtual ~Store() = default;
+  Store() = default;
   Store(const Store&) = delete;
   Store& operator=(const Store&) = delete;
 
   // Records `request` unless (chain, node) asked already; returns the stored request (its first
   // deadline stands: a run that parks again does not extend it).
-  Result<Request> ask(const Request& request);
-  Result<std::optional<Request>> find(std::string_view chain_id, std::string_view node_id);
+  virtual Result<Request> ask(const Request& request) = 0;
+  virtual Result<std::optional<Request>> find(std::string_view chain_id,
+                                              std::string_view node_id) = 0;
   // The requests of a chain (or every one, chain empty), oldest first.
-  Result<std::vector<Request>> list(std::string_view chain_id = {});
+  virtual Result<std::vector<Request>> list(std::string_view chain_id = {}) = 0;
   // Decides (chain, node) when nobody has: exactly one of concurrent deciders wins. An error
   // when the chain never asked about that node.
-  Result<DecideResult> decide(std::string_view chain_id, std::string_view node_id,
-                              const Decision& decision);
+  virtual Result<DecideResult> decide(std::string_view chain_id, std::string_view node_id,
+                                      const Decision& decision) = 0;
   // A request whose deadline has passed at `now_ms` and is undecided: decided by its
   // on_timeout (by "timeout"). Returns the request as it now stands.
   Result<Request> settleTimeout(const Request& request, int64_t now_ms);
-
- private:
-  std::unique_ptr<Impl> impl_;
 };
+
+// The two backends (approval_store.cpp, pg_approval_store.cpp); Store::open picks one.
+Result<std::unique_ptr<Store>> openSqliteStore(const std::filesystem::path& path);
+Result<std::unique_ptr<Store>> openPgStore(const std::string& url);
 
 }  // namespace oe::approvals

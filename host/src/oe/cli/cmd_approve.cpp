@@ -12,6 +12,8 @@
 #include "oe/cli/commands.hpp"
 #include "oe/cli/common.hpp"
 #include "oe/cli/run_lookup.hpp"
+#include "oe/cli/store_option.hpp"
+#include "oe/pgstore/run_record.hpp"
 
 namespace oe::cli {
 
@@ -26,6 +28,16 @@ struct DecideArgs {
   bool json = false;
   bool quiet = false;
   std::string experience = ".";
+  std::string store;  // --store URL (docs/storage.md)
+};
+
+// Where the run and its approvals are: the chain of the named run, the newest run of that chain
+// (the one a continuation resumes), and the approvals' place (Store::open's `where`).
+struct Located {
+  std::string run_id;
+  std::string chain_id;
+  std::string newest;
+  std::string approvals;
 };
 
 // The newest run of `chain_id` (the one a continuation resumes), else `fallback`.
@@ -39,23 +51,66 @@ std::string newestOfChain(const std::filesystem::path& runs_dir, const std::stri
   return fallback;
 }
 
-int decide(const DecideArgs& a, bool approve) {
+// From the experience's logs (SQLite), or from the PostgreSQL store `url`, where the run may
+// have parked on another machine. nullopt after saying why, with `exit_code` set.
+std::optional<Located> locate(const DecideArgs& a, const std::string& url, int& exit_code) {
+  exit_code = kExitUsage;
+  Located where;
+  if (pg::isUrl(url)) {
+    auto conn = openStore(url);
+    if (!conn) {
+      std::cerr << "oe: " << conn.error().message << '\n';
+      exit_code = kExitFailed;
+      return std::nullopt;
+    }
+    auto run = resolveStoreRun(**conn, a.run_id, false, a.experience);
+    if (!run) {
+      return std::nullopt;
+    }
+    where.run_id = run->run_id;
+    where.chain_id = run->chain_id.empty() ? run->run_id : run->chain_id;
+    where.newest = run->run_id;
+    if (auto runs = pgstore::listRuns(**conn, run->scope); runs) {
+      for (const auto& other : *runs) {  // oldest first: the last of the chain wins
+        if ((other.chain_id.empty() ? other.run_id : other.chain_id) == where.chain_id) {
+          where.newest = other.run_id;
+        }
+      }
+    }
+    where.approvals = url;
+    return where;
+  }
   const auto workspace = experienceWorkspace(a.experience);
   if (!workspace) {
-    return kExitUsage;
+    return std::nullopt;
   }
   auto found = resolveRun(a.experience, a.run_id, false);
   if (!found) {
-    return kExitUsage;
+    return std::nullopt;
   }
+  where.run_id = found->id;
   // findRun reads no details; the chain is in the run's record.
-  std::string chain_id = found->id;
+  where.chain_id = found->id;
   for (const auto& run : listRuns(*workspace / "runs", true)) {
     if (run.id == found->id && !run.chain_id.empty()) {
-      chain_id = run.chain_id;
+      where.chain_id = run.chain_id;
     }
   }
-  auto store = approvals::Store::open(approvals::storePath(*workspace));
+  where.newest = newestOfChain(*workspace / "runs", where.chain_id, found->id);
+  where.approvals = approvals::storePath(*workspace).string();
+  return where;
+}
+
+int decide(const DecideArgs& a, bool approve) {
+  const std::string url = resolveStore(a.store, nullptr);
+  int exit_code = kExitOk;
+  const auto where = locate(a, url, exit_code);
+  if (!where) {
+    return exit_code;
+  }
+  const std::string& chain_id = where->chain_id;
+  const Located* found = &*where;
+  auto store = approvals::Store::open(where->approvals);
   if (!store) {
     std::cerr << "oe: " << store.error().message << '\n';
     return kExitFailed;
@@ -72,7 +127,7 @@ int decide(const DecideArgs& a, bool approve) {
         asked += (asked.empty() ? "" : ", ") + ("\"" + r.node_id + "\"");
       }
     }
-    std::cerr << "oe: run " << found->id << " asks no approval of node \"" << a.node << "\""
+    std::cerr << "oe: run " << found->run_id << " asks no approval of node \"" << a.node << "\""
               << (asked.empty() ? std::string("; it asks none (`oe runs --waiting` lists "
                                               "the runs that wait)")
                                 : "; it asks about " + asked)
@@ -97,21 +152,20 @@ int decide(const DecideArgs& a, bool approve) {
   }
   const approvals::Decision& stands = *decided->request.decision;
   if (!decided->won) {
-    std::cerr << "oe: node \"" << a.node << "\" of run " << found->id << " was already "
+    std::cerr << "oe: node \"" << a.node << "\" of run " << found->run_id << " was already "
               << approvals::describeDecision(stands) << "; your "
               << (approve ? "approval" : "rejection") << " was not recorded"
               << (a.no_continue ? "" : " and the run is not continued by it") << '\n';
     return kExitFailed;
   }
-  std::cerr << "oe: node \"" << a.node << "\" of run " << found->id << " "
+  std::cerr << "oe: node \"" << a.node << "\" of run " << found->run_id << " "
             << approvals::describeDecision(stands) << '\n';
   if (a.no_continue) {
-    std::cerr << "oe: continue it with `oe resume " << found->id
+    std::cerr << "oe: continue it with `oe resume " << found->run_id
               << (a.experience == "." ? std::string() : " --experience " + a.experience) << "`\n";
     return kExitOk;
   }
-  return continueRun(a.experience, newestOfChain(*workspace / "runs", chain_id, found->id), a.json,
-                     a.quiet);
+  return continueRun(a.experience, where->newest, a.store, a.json, a.quiet);
 }
 
 void addDecideCommand(CLI::App& app, int& exit_code, bool approve) {
@@ -131,6 +185,7 @@ void addDecideCommand(CLI::App& app, int& exit_code, bool approve) {
   cmd->add_option("--experience", a->experience, "Experience folder")->capture_default_str();
   cmd->add_flag("--json", a->json, "The continued run's summary as JSON, no progress");
   cmd->add_flag("-q,--quiet", a->quiet, "No per-node progress of the continued run");
+  addStoreOption(*cmd, a->store);
   cmd->callback([a, &exit_code, approve] { exit_code = decide(*a, approve); });
 }
 

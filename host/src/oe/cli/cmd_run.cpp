@@ -333,10 +333,11 @@ int resumeWith(const RunArgs& a) {
 
 }  // namespace
 
-int continueRun(const std::string& experience, const std::string& run_id, bool json,
-                bool quiet) {
+int continueRun(const std::string& experience, const std::string& run_id,
+                const std::string& store, bool json, bool quiet) {
   RunArgs a;
   a.experience = experience;
+  a.store = store;
   a.run_id = run_id;
   a.json = json;
   a.quiet = quiet;

@@ -64,8 +64,8 @@ std::optional<std::vector<RunRecord>> storeRuns(const std::string& url,
 // The parked runs (status waiting, not continued by a later run of their chain) and what each
 // waits for, deadlines settled first (docs/policy.md, "Approvals": a deadline is checked
 // whenever oe looks at the run).
-int printWaiting(const std::filesystem::path& workspace, const std::vector<RunRecord>& runs,
-                 bool json) {
+// `where`: the approvals' place (approvals::Store::open), a PostgreSQL URL or the SQLite file.
+int printWaiting(const std::string& where, const std::vector<RunRecord>& runs, bool json) {
   std::set<std::string> continued;
   for (const auto& run : runs) {
     if (!run.resumed_from.empty()) {
@@ -73,8 +73,8 @@ int printWaiting(const std::filesystem::path& workspace, const std::vector<RunRe
     }
   }
   std::unique_ptr<approvals::Store> store;
-  if (std::filesystem::exists(approvals::storePath(workspace))) {
-    auto opened = approvals::Store::open(approvals::storePath(workspace));
+  if (pg::isUrl(where) || std::filesystem::exists(where)) {
+    auto opened = approvals::Store::open(where);
     if (!opened) {
       std::cerr << "oe: " << opened.error().message << '\n';
       return kExitFailed;
@@ -182,13 +182,8 @@ void addRunsCommand(CLI::App& app, int& exit_code) {
     }
     exit_code = kExitOk;
     if (a->waiting) {
-      if (pg::isUrl(url)) {
-        std::cerr << "oe: --waiting reads the approvals of a SQLite store; approvals on "
-                     "PostgreSQL are not supported yet\n";
-        exit_code = kExitUsage;
-        return;
-      }
-      exit_code = printWaiting(*workspace, runs, a->json);
+      exit_code = printWaiting(pg::isUrl(url) ? url : approvals::storePath(*workspace).string(),
+                               runs, a->json);
       return;
     }
     if (a->json) {

@@ -40,7 +40,9 @@ void addApproveCommand(CLI::App& app, int& exit_code);
 void addRejectCommand(CLI::App& app, int& exit_code);
 
 // `oe resume RUN` with the default flags (cmd_run.cpp): how `oe approve` / `oe reject` continue
-// the run they decided. Returns the exit code `oe resume` would.
-int continueRun(const std::string& experience, const std::string& run_id, bool json, bool quiet);
+// the run they decided; `store`: --store as given (empty: OE_STORE, runtime.store). Returns the
+// exit code `oe resume` would.
+int continueRun(const std::string& experience, const std::string& run_id,
+                const std::string& store, bool json, bool quiet);
 
 }  // namespace oe::cli

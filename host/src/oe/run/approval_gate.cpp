@@ -11,10 +11,13 @@ namespace oe::run::engine {
 
 Result<approvals::Store*> Run::approvalStore() {
   if (!approvals_) {
-    // A nested run asks in the top run's file (Nesting::approval_file).
-    auto opened = approvals::Store::open(options_.nesting.approval_file.empty()
-                                             ? approvals::storePath(workspaceDir(exp_))
-                                             : options_.nesting.approval_file);
+    // A nested run asks where the top run does (Nesting::approval_store); a run on a
+    // PostgreSQL store asks in it, so a decision can come from any machine.
+    const std::string where =
+        !options_.nesting.approval_store.empty() ? options_.nesting.approval_store
+        : pg::isUrl(options_.store_url)          ? options_.store_url
+                                        : approvals::storePath(workspaceDir(exp_)).string();
+    auto opened = approvals::Store::open(where);
     if (!opened) {
       return opened.error();
     }
@@ -71,12 +74,6 @@ Run::Gate Run::approvalGate(NodeRuntime& node, Json& extra) {
     return refuse("node \"" + id +
                       "\" asks an approval inside a nested experience whose parent passed no "
                       "approvals file; run it from `oe run`",
-                  false);
-  }
-  if (pg::isUrl(options_.store_url)) {
-    return refuse("node \"" + id +
-                      "\" asks an approval, which oe keeps on SQLite only for now: run it "
-                      "without --store postgresql://... (or drop the approval)",
                   false);
   }
   auto store = approvalStore();

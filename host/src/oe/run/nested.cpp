@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "oe/pg/connection.hpp"
 #include "oe/run/engine.hpp"
 #include "oe/spec/loader.hpp"
 #include "oe/spec/validate.hpp"
@@ -164,8 +165,10 @@ oe_status Run::subrunFromPlugin(Call& call, std::string_view request_text, std::
   nesting.llm = llm_;
   nesting.stop = std::make_shared<StopHandle>();
   const bool top = options_.nesting.depth == 0;
-  nesting.approval_file =
-      top ? approvals::storePath(workspaceDir(exp_)) : options_.nesting.approval_file;
+  nesting.approval_store = top ? (pg::isUrl(options_.store_url)
+                                      ? options_.store_url
+                                      : approvals::storePath(workspaceDir(exp_)).string())
+                                : options_.nesting.approval_store;
   nesting.approval_chain = top ? chain_id_ : options_.nesting.approval_chain;
   nesting.approval_run_id = top ? log_.runId() : options_.nesting.approval_run_id;
   nesting.approval_prefix = options_.nesting.approval_prefix + node_id + "/";

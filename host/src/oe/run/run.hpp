@@ -71,7 +71,7 @@ struct Nesting {
   // Approvals (docs/policy.md, "Approvals"): a nested run asks in the top run's approvals file,
   // under the top run's chain, keyed by the path of node ids from the top ("nest/review"), so
   // the top run parks with it and `oe approve TOP nest/review` decides it.
-  std::filesystem::path approval_file;
+  std::string approval_store;  // approvals::Store::open's `where`: a URL or the SQLite file
   std::string approval_chain;
   std::string approval_run_id;
   std::string approval_prefix;  // "nest/" (empty for the top run)
