@@ -169,6 +169,15 @@ TEST_F(ApprovalTest, ParksExitsAndAnApprovalAnHourLaterReachesTheStateOfOneGiven
   EXPECT_EQ(final_state["shipped"], true);
 }
 
+// --only / --from: a gate outside the selection is not executed, so nobody is asked.
+TEST_F(ApprovalTest, ANodeOutsideOnlyIsNotAsked) {
+  const auto exp = setUp("only", gatedExperience());
+  const auto r = at(kT0, {"run", exp.string(), "--json", "--only", "side"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(parsed(r).value("status", ""), "success") << r.out;
+  EXPECT_FALSE(std::filesystem::exists(exp / ".openexpertise" / "approvals.sqlite"));
+}
+
 TEST_F(ApprovalTest, ARejectionFollowsOnError) {
   // The gate with on_error skip (the default): it fails, what follows it is skipped.
   const auto skip = setUp("skip", gatedExperience());

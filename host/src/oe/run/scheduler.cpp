@@ -54,7 +54,8 @@ void Run::startNode(NodeRuntime& node) {
     return;
   }
   Json extra = Json::object();
-  if (held && node.spec->approval) {
+  // Not for a node outside --from/--only: it is not executed, so nobody is asked about it.
+  if (held && node.spec->approval && node.selected) {
     switch (approvalGate(node, extra)) {
       case Gate::kProceed:
         break;
