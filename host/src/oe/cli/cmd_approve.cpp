@@ -109,7 +109,6 @@ int decide(const DecideArgs& a, bool approve) {
     return exit_code;
   }
   const std::string& chain_id = where->chain_id;
-  const Located* found = &*where;
   auto store = approvals::Store::open(where->approvals);
   if (!store) {
     std::cerr << "oe: " << store.error().message << '\n';
@@ -127,16 +126,16 @@ int decide(const DecideArgs& a, bool approve) {
         asked += (asked.empty() ? "" : ", ") + ("\"" + r.node_id + "\"");
       }
     }
-    std::cerr << "oe: run " << found->run_id << " asks no approval of node \"" << a.node << "\""
+    std::cerr << "oe: run " << where->run_id << " asks no approval of node \"" << a.node << "\""
               << (asked.empty() ? std::string("; it asks none (`oe runs --waiting` lists "
                                               "the runs that wait)")
                                 : "; it asks about " + asked)
               << '\n';
     return kExitUsage;
   }
-  // A deadline that passed is decided by its on_timeout before anyone else can.
-  auto settled = (*store)->settleTimeout(**request, approvals::nowMs());
-  if (!settled) {
+  // A deadline that passed is decided by its on_timeout before anyone else can (the decide
+  // below then reads that decision back and says so).
+  if (auto settled = (*store)->settleTimeout(**request, approvals::nowMs()); !settled) {
     std::cerr << "oe: " << settled.error().message << '\n';
     return kExitFailed;
   }
@@ -152,17 +151,18 @@ int decide(const DecideArgs& a, bool approve) {
   }
   const approvals::Decision& stands = *decided->request.decision;
   if (!decided->won) {
-    std::cerr << "oe: node \"" << a.node << "\" of run " << found->run_id << " was already "
+    std::cerr << "oe: node \"" << a.node << "\" of run " << where->run_id << " was already "
               << approvals::describeDecision(stands) << "; your "
               << (approve ? "approval" : "rejection") << " was not recorded"
               << (a.no_continue ? "" : " and the run is not continued by it") << '\n';
     return kExitFailed;
   }
-  std::cerr << "oe: node \"" << a.node << "\" of run " << found->run_id << " "
+  std::cerr << "oe: node \"" << a.node << "\" of run " << where->run_id << " "
             << approvals::describeDecision(stands) << '\n';
   if (a.no_continue) {
-    std::cerr << "oe: continue it with `oe resume " << found->run_id
-              << (a.experience == "." ? std::string() : " --experience " + a.experience) << "`\n";
+    std::cerr << "oe: continue it with `oe resume " << where->newest
+              << (a.experience == "." ? std::string() : " --experience " + a.experience)
+              << (a.store.empty() ? std::string() : " --store ...") << "`\n";
     return kExitOk;
   }
   return continueRun(a.experience, where->newest, a.store, a.json, a.quiet);
