@@ -259,6 +259,18 @@ TEST_F(ApprovalTest, APassedDeadlineDecidesByOnTimeoutWhenOeLooksAtTheRun) {
     EXPECT_EQ(summary.value("status", ""), c.status) << resumed.out << resumed.err;
     EXPECT_EQ(summary["final_state"].value("shipped", false), c.shipped);
   }
+  // A plain `oe runs` past the deadline decides it too: read back at T0, before the deadline,
+  // where nothing would decide it, the decision is there.
+  {
+    const auto exp =
+        setUp("plain_runs", gatedExperience("timeout: 30m\n      on_timeout: approve\n"));
+    parkedRun(exp);
+    ASSERT_EQ(at(kT0PlusHour, {"runs", "--experience", exp.string()}).exit_code, 0);
+    const auto looked = at(kT0, {"runs", "--waiting", "--json", "--experience", exp.string()});
+    const json decision = parsed(looked)[0]["approvals"][0]["decision"];
+    EXPECT_EQ(decision.value("by", ""), "timeout") << looked.out;
+    EXPECT_EQ(decision.value("decision", ""), "approved") << looked.out;
+  }
   // `oe resume` alone (nobody ran `oe runs`) settles the deadline too.
   const auto exp =
       setUp("resume_only", gatedExperience("timeout: 30m\n      on_timeout: approve\n"));

@@ -2,6 +2,7 @@
 #include <iomanip>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <set>
 
 #include "oe/approvals/approval_store.hpp"
@@ -61,53 +62,71 @@ std::optional<std::vector<RunRecord>> storeRuns(const std::string& url,
   return runs;
 }
 
-// The parked runs (status waiting, not continued by a later run of their chain) and what each
-// waits for, deadlines settled first (docs/policy.md, "Approvals": a deadline is checked
-// whenever oe looks at the run).
-// `where`: the approvals' place (approvals::Store::open), a PostgreSQL URL or the SQLite file.
-int printWaiting(const std::string& where, const std::vector<RunRecord>& runs, bool json) {
+// A parked run (status waiting, not continued by a later run of its chain) and its questions.
+struct Parked {
+  const RunRecord* run = nullptr;
+  std::vector<approvals::Request> requests;
+};
+
+// The parked runs of `runs` and their questions, each deadline that has passed decided by its
+// on_timeout first (docs/policy.md, "Approvals": a deadline is checked whenever oe looks at the
+// run). `where`: the approvals' place (approvals::Store::open), a PostgreSQL URL or the SQLite
+// file. nullopt after saying why on stderr.
+std::optional<std::vector<Parked>> parkedRuns(const std::string& where,
+                                              const std::vector<RunRecord>& runs) {
   std::set<std::string> continued;
+  bool any = false;
   for (const auto& run : runs) {
     if (!run.resumed_from.empty()) {
       continued.insert(run.resumed_from);
     }
+    any = any || run.status == "waiting";
+  }
+  std::vector<Parked> out;
+  if (!any) {
+    return out;  // nothing to open: `oe runs` of an experience without approvals costs nothing
   }
   std::unique_ptr<approvals::Store> store;
   if (pg::isUrl(where) || std::filesystem::exists(where)) {
     auto opened = approvals::Store::open(where);
     if (!opened) {
       std::cerr << "oe: " << opened.error().message << '\n';
-      return kExitFailed;
+      return std::nullopt;
     }
     store = std::move(opened).value();
   }
-  Json out = Json::array();
-  size_t parked = 0;
   const int64_t now = approvals::nowMs();
   for (const auto& run : runs) {
     if (run.status != "waiting" || continued.count(run.id) != 0) {
       continue;
     }
-    const std::string chain = run.chain_id.empty() ? run.id : run.chain_id;
-    std::vector<approvals::Request> requests;
+    Parked parked{&run, {}};
     if (store) {
-      auto listed = store->list(chain);
+      auto listed = store->list(run.chain_id.empty() ? run.id : run.chain_id);
       if (!listed) {
         std::cerr << "oe: " << listed.error().message << '\n';
-        return kExitFailed;
+        return std::nullopt;
       }
       for (auto& request : *listed) {
         auto settled = store->settleTimeout(request, now);
         if (!settled) {
           std::cerr << "oe: " << settled.error().message << '\n';
-          return kExitFailed;
+          return std::nullopt;
         }
-        requests.push_back(std::move(settled).value());
+        parked.requests.push_back(std::move(settled).value());
       }
     }
-    ++parked;
+    out.push_back(std::move(parked));
+  }
+  return out;
+}
+
+// `oe runs --waiting`: the parked runs and what each waits for.
+void printWaiting(const std::vector<Parked>& parked, bool json) {
+  Json out = Json::array();
+  for (const auto& [run, requests] : parked) {
     if (json) {
-      Json item = run.toJson();
+      Json item = run->toJson();
       item["approvals"] = Json::array();
       for (const auto& request : requests) {
         item["approvals"].push_back(request.toJson());
@@ -115,13 +134,13 @@ int printWaiting(const std::string& where, const std::vector<RunRecord>& runs, b
       out.push_back(std::move(item));
       continue;
     }
-    std::cout << run.id << "  waiting since " << (run.finished_at.empty() ? "?" : run.finished_at)
-              << '\n';
+    std::cout << run->id << "  waiting since "
+              << (run->finished_at.empty() ? "?" : run->finished_at) << '\n';
     for (const auto& request : requests) {
       std::cout << "  " << approvals::describeRequest(request);
       if (request.decision) {
         std::cout << ": " << approvals::describeDecision(*request.decision)
-                  << "; continue with `oe resume " << run.id << "`";
+                  << "; continue with `oe resume " << run->id << "`";
       }
       std::cout << '\n';
       for (const auto& [entry, value] : request.shown.items()) {
@@ -131,10 +150,9 @@ int printWaiting(const std::string& where, const std::vector<RunRecord>& runs, b
   }
   if (json) {
     std::cout << out.dump(2) << '\n';
-  } else if (parked == 0) {
+  } else if (parked.empty()) {
     std::cout << "no run waits for an approval\n";
   }
-  return kExitOk;
 }
 
 }  // namespace
@@ -153,8 +171,8 @@ void addRunsCommand(CLI::App& app, int& exit_code) {
   cmd->add_option("--experience", a->experience, "Experience folder")->capture_default_str();
   cmd->add_flag("--json", a->json, "Print a JSON array");
   cmd->add_flag("--waiting", a->waiting,
-                "Only the runs parked on an approval, with what each waits for (a passed "
-                "deadline is decided by its on_timeout now)");
+                "Only the runs parked on an approval, with what each waits for (every "
+                "listing decides a passed deadline by its on_timeout)");
   addStoreOption(*cmd, a->store);
   cmd->callback([a, &exit_code] {
     const auto workspace = experienceWorkspace(a->experience);
@@ -181,9 +199,15 @@ void addRunsCommand(CLI::App& app, int& exit_code) {
       }
     }
     exit_code = kExitOk;
+    // Every listing looks at the parked runs' deadlines, not only --waiting.
+    const auto parked =
+        parkedRuns(pg::isUrl(url) ? url : approvals::storePath(*workspace).string(), runs);
+    if (!parked) {
+      exit_code = kExitFailed;
+      return;
+    }
     if (a->waiting) {
-      exit_code = printWaiting(pg::isUrl(url) ? url : approvals::storePath(*workspace).string(),
-                               runs, a->json);
+      printWaiting(*parked, a->json);
       return;
     }
     if (a->json) {
