@@ -23,7 +23,7 @@ const work = mkdtempSync(join(tmpdir(), `oe-mcp-${flavour}-`));
 // Not a .openexpertise/ left by someone who ran the example in place (README's first command).
 cpSync(join(source, "examples", "hello-tool"), join(work, "hello-tool"),
        { recursive: true, filter: (path) => !path.split("/").includes(".openexpertise") });
-for (const name of ["slow", "noisy", "broken"]) {
+for (const name of ["slow", "noisy", "broken", "gated"]) {
   cpSync(join(here, "fixtures", name), join(work, name), { recursive: true });
 }
 const outside = mkdtempSync(join(tmpdir(), "oe-mcp-outside-"));
@@ -121,7 +121,7 @@ try {
     const names = tools.map((t) => t.name);
     for (const name of ["oe_validate", "oe_state", "oe_inspect", "oe_run", "oe_evolve",
                         "oe_ultra", "oe_ultra_revise", "oe_graph", "oe_resume", "oe_runs",
-                        "oe_init", "oe_diff"]) {
+                        "oe_init", "oe_diff", "oe_approvals", "oe_decide"]) {
       expect(names.includes(name), `${name} in ${names}`);
     }
     const run = tools.find((t) => t.name === "oe_run");
@@ -181,6 +181,28 @@ try {
   await check("oe_runs lists the run", async () => {
     const out = structured(await call("oe_runs", { experience_path: "hello-tool" }));
     expect(out.runs.length === 1 && out.runs[0].run_id === run_id, JSON.stringify(out));
+  });
+
+  await check("a parked run is listed by oe_approvals and continued by oe_decide", async () => {
+    const parked = structured(await call("oe_run", { experience_path: "gated" }));
+    expect(parked.status === "waiting", JSON.stringify(parked));
+    const listed = structured(await call("oe_approvals", { experience_path: "gated" }));
+    expect(listed.waiting.length === 1 && listed.waiting[0].run_id === parked.run_id &&
+           listed.waiting[0].approvals[0].node_id === "review" &&
+           listed.waiting[0].approvals[0].prompt === "Ship it", JSON.stringify(listed));
+    const decided = structured(await call("oe_decide", {
+      experience_path: "gated", run_id: parked.run_id, node: "review", decision: "approve",
+      as: "ana", comment: "fine" }));
+    expect(decided.recorded === true && decided.run.status === "success" &&
+           decided.run.final_state.shipped === true &&
+           decided.run.final_state.decision.by === "ana", JSON.stringify(decided));
+    const late = structured(await call("oe_decide", {
+      experience_path: "gated", run_id: parked.run_id, node: "review", decision: "reject",
+      as: "bob" }));
+    expect(late.recorded === false && late.message.includes("was already approved by ana"),
+           JSON.stringify(late));
+    const none = structured(await call("oe_approvals", { experience_path: "gated" }));
+    expect(none.waiting.length === 0, JSON.stringify(none));
   });
 
   await check("oe_graph draws the graph", async () => {

@@ -33,9 +33,9 @@ using abi_test::TempDir;
 using nlohmann::json;
 
 // What the built-in plugins are, by file: each must be in the oe package.
-const std::vector<std::string> kBuiltInPlugins = {"agent.so",     "cli_agent.so",  "dataset.so",
-                                                  "evolution.so", "experience.so", "openai_llm.so",
-                                                  "skill.so",     "tool.so"};
+const std::vector<std::string> kBuiltInPlugins = {
+    "agent.so",      "approval.so",   "cli_agent.so", "dataset.so", "evolution.so",
+    "experience.so", "openai_llm.so", "skill.so",     "tool.so"};
 
 std::string readText(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -527,7 +527,7 @@ std::vector<std::string> complete(const std::string& oe, const std::vector<std::
 TEST_F(Packaging, BashCompletionOffersCommandsSubcommandsAndOptions) {
   using V = std::vector<std::string>;
   const std::string oe = std::string(OE_BINARY_DIR) + "/bin/oe";
-  EXPECT_EQ(complete(oe, {"re"}), (V{"registry", "reset-state", "resume"}));
+  EXPECT_EQ(complete(oe, {"re"}), (V{"registry", "reject", "reset-state", "resume"}));
   EXPECT_EQ(complete(oe, {"run", "--fre"}), (V{"--fresh"}));
   EXPECT_EQ(complete(oe, {"cache", ""}), (V{"clear", "ls"}));
   EXPECT_EQ(complete(oe, {"store", "m"}), (V{"migrate"}));

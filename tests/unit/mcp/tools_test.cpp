@@ -34,7 +34,8 @@ TEST(McpTools, EveryToolHasASchemaAndHints) {
     EXPECT_FALSE(tool.description.empty()) << tool.name;
   }
   for (const char* name : {"oe_validate", "oe_state", "oe_inspect", "oe_run", "oe_evolve",
-                           "oe_graph", "oe_resume", "oe_runs", "oe_init", "oe_diff"}) {
+                           "oe_graph", "oe_resume", "oe_runs", "oe_init", "oe_diff",
+                           "oe_approvals", "oe_decide"}) {
     EXPECT_EQ(names.count(name), 1U) << name;
   }
 }

@@ -30,6 +30,8 @@ int main(int argc, char** argv, std::string_view build_commit) {
   int exit_code = kExitOk;
   addRunCommand(app, exit_code);
   addResumeCommand(app, exit_code);
+  addApproveCommand(app, exit_code);
+  addRejectCommand(app, exit_code);
   addValidateCommand(app, exit_code);
   addPluginsCommand(app, exit_code);
   addTrustCommand(app, exit_code);

@@ -61,6 +61,8 @@ int exitCodeOf(const run::RunSummary& s) {
       return kExitOk;
     case run::RunStatus::kInterrupted:
       return 128 + (s.signal != 0 ? s.signal : SIGINT);  // as a shell reports a killed command
+    case run::RunStatus::kWaiting:
+      return kExitWaiting;
     default:
       return kExitFailed;
   }
@@ -310,6 +312,39 @@ std::optional<launch::ResumePoint> resumePoint(const RunArgs& a, const std::stri
   return std::move(point).value();
 }
 
+namespace {
+
+// `oe resume` as its callback does it, for `oe resume` and for continueRun.
+int resumeWith(const RunArgs& a) {
+  int exit_code = kExitOk;
+  const auto quiet = spec::loadExperience(spec::resolveExperiencePath(a.experience));
+  const std::string store =
+      resolveStore(a.store, quiet.experience ? &quiet.experience->raw : nullptr);
+  const auto point = resumePoint(a, store, exit_code);
+  if (!point) {
+    return exit_code;
+  }
+  RunArgs with_store = a;
+  if (pg::isUrl(store)) {
+    with_store.store = store;
+  }
+  return execute(with_store, a.experience, point->args, &*point);
+}
+
+}  // namespace
+
+int continueRun(const std::string& experience, const std::string& run_id,
+                const std::string& store, bool json, bool quiet) {
+  RunArgs a;
+  a.experience = experience;
+  a.store = store;
+  a.run_id = run_id;
+  a.json = json;
+  a.quiet = quiet;
+  a.no_tui = true;
+  return resumeWith(a);
+}
+
 void addResumeCommand(CLI::App& app, int& exit_code) {
   auto a = std::make_shared<RunArgs>();
   CLI::App* cmd = app.add_subcommand(
@@ -320,21 +355,8 @@ void addResumeCommand(CLI::App& app, int& exit_code) {
   cmd->add_flag("--last", a->last, "Resume the newest run")->excludes(run_id);
   cmd->add_option("--experience", a->experience, "Experience folder")->capture_default_str();
   addCommonFlags(*cmd, *a);
-  cmd->callback([a, &exit_code] {
-    // runtime.store from the yaml, loaded quietly (execute() reports its diagnostics).
-    const auto quiet = spec::loadExperience(spec::resolveExperiencePath(a->experience));
-    const std::string store =
-        resolveStore(a->store, quiet.experience ? &quiet.experience->raw : nullptr);
-    const auto point = resumePoint(*a, store, exit_code);
-    if (!point) {
-      return;
-    }
-    RunArgs with_store = *a;
-    if (pg::isUrl(store)) {
-      with_store.store = store;
-    }
-    exit_code = execute(with_store, a->experience, point->args, &*point);
-  });
+  // runtime.store from the yaml, loaded quietly (execute() reports its diagnostics).
+  cmd->callback([a, &exit_code] { exit_code = resumeWith(*a); });
 }
 
 }  // namespace oe::cli

@@ -2,7 +2,11 @@
 #include <iomanip>
 #include <iostream>
 #include <memory>
+#include <optional>
+#include <set>
 
+#include "oe/approvals/approval_store.hpp"
+#include "oe/approvals/decision_text.hpp"
 #include "oe/cli/app.hpp"
 #include "oe/cli/commands.hpp"
 #include "oe/cli/common.hpp"
@@ -58,12 +62,106 @@ std::optional<std::vector<RunRecord>> storeRuns(const std::string& url,
   return runs;
 }
 
+// A parked run (status waiting, not continued by a later run of its chain) and its questions.
+struct Parked {
+  const RunRecord* run = nullptr;
+  std::vector<approvals::Request> requests;
+};
+
+// The parked runs of `runs` and their questions, each deadline that has passed decided by its
+// on_timeout first (docs/policy.md, "Approvals": a deadline is checked whenever oe looks at the
+// run). `where`: the approvals' place (approvals::Store::open), a PostgreSQL URL or the SQLite
+// file. nullopt after saying why on stderr.
+std::optional<std::vector<Parked>> parkedRuns(const std::string& where,
+                                              const std::vector<RunRecord>& runs) {
+  std::set<std::string> continued;
+  bool any = false;
+  for (const auto& run : runs) {
+    if (!run.resumed_from.empty()) {
+      continued.insert(run.resumed_from);
+    }
+    any = any || run.status == "waiting";
+  }
+  std::vector<Parked> out;
+  if (!any) {
+    return out;  // nothing to open: `oe runs` of an experience without approvals costs nothing
+  }
+  std::unique_ptr<approvals::Store> store;
+  if (pg::isUrl(where) || std::filesystem::exists(where)) {
+    auto opened = approvals::Store::open(where);
+    if (!opened) {
+      std::cerr << "oe: " << opened.error().message << '\n';
+      return std::nullopt;
+    }
+    store = std::move(opened).value();
+  }
+  const int64_t now = approvals::nowMs();
+  for (const auto& run : runs) {
+    if (run.status != "waiting" || continued.count(run.id) != 0) {
+      continue;
+    }
+    Parked parked{&run, {}};
+    if (store) {
+      auto listed = store->list(run.chain_id.empty() ? run.id : run.chain_id);
+      if (!listed) {
+        std::cerr << "oe: " << listed.error().message << '\n';
+        return std::nullopt;
+      }
+      for (auto& request : *listed) {
+        auto settled = store->settleTimeout(request, now);
+        if (!settled) {
+          std::cerr << "oe: " << settled.error().message << '\n';
+          return std::nullopt;
+        }
+        parked.requests.push_back(std::move(settled).value());
+      }
+    }
+    out.push_back(std::move(parked));
+  }
+  return out;
+}
+
+// `oe runs --waiting`: the parked runs and what each waits for.
+void printWaiting(const std::vector<Parked>& parked, bool json) {
+  Json out = Json::array();
+  for (const auto& [run, requests] : parked) {
+    if (json) {
+      Json item = run->toJson();
+      item["approvals"] = Json::array();
+      for (const auto& request : requests) {
+        item["approvals"].push_back(request.toJson());
+      }
+      out.push_back(std::move(item));
+      continue;
+    }
+    std::cout << run->id << "  waiting since "
+              << (run->finished_at.empty() ? "?" : run->finished_at) << '\n';
+    for (const auto& request : requests) {
+      std::cout << "  " << approvals::describeRequest(request);
+      if (request.decision) {
+        std::cout << ": " << approvals::describeDecision(*request.decision)
+                  << "; continue with `oe resume " << run->id << "`";
+      }
+      std::cout << '\n';
+      for (const auto& [entry, value] : request.shown.items()) {
+        std::cout << "    " << entry << " = " << value.dump() << '\n';
+      }
+    }
+  }
+  if (json) {
+    std::cout << out.dump(2) << '\n';
+  } else if (parked.empty()) {
+    std::cout << "no run waits for an approval\n";
+  }
+}
+
 }  // namespace
 
 void addRunsCommand(CLI::App& app, int& exit_code) {
   struct Args {
     std::string experience = ".";
     bool json = false;
+    bool waiting = false;
     std::string store;
   };
   auto a = std::make_shared<Args>();
@@ -72,6 +170,9 @@ void addRunsCommand(CLI::App& app, int& exit_code) {
       "List past runs, newest first (start, duration, status, calls ran/cached/failed/cancelled)");
   cmd->add_option("--experience", a->experience, "Experience folder")->capture_default_str();
   cmd->add_flag("--json", a->json, "Print a JSON array");
+  cmd->add_flag("--waiting", a->waiting,
+                "Only the runs parked on an approval, with what each waits for (every "
+                "listing decides a passed deadline by its on_timeout)");
   addStoreOption(*cmd, a->store);
   cmd->callback([a, &exit_code] {
     const auto workspace = experienceWorkspace(a->experience);
@@ -98,6 +199,17 @@ void addRunsCommand(CLI::App& app, int& exit_code) {
       }
     }
     exit_code = kExitOk;
+    // Every listing looks at the parked runs' deadlines, not only --waiting.
+    const auto parked =
+        parkedRuns(pg::isUrl(url) ? url : approvals::storePath(*workspace).string(), runs);
+    if (!parked) {
+      exit_code = kExitFailed;
+      return;
+    }
+    if (a->waiting) {
+      printWaiting(*parked, a->json);
+      return;
+    }
     if (a->json) {
       Json out = Json::array();
       for (const auto& run : runs) {

@@ -3,6 +3,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include <string>
+
 namespace oe::cli {
 
 // Each adds its subcommand to `app`; when it runs, it stores its exit code in `exit_code`.
@@ -34,5 +36,13 @@ void addMcpCommand(CLI::App& app, int& exit_code);
 void addStoreCommand(CLI::App& app, int& exit_code);
 void addWorkerCommand(CLI::App& app, int& exit_code);
 void addApplyDiffCommand(CLI::App& app, int& exit_code);
+void addApproveCommand(CLI::App& app, int& exit_code);
+void addRejectCommand(CLI::App& app, int& exit_code);
+
+// `oe resume RUN` with the default flags (cmd_run.cpp): how `oe approve` / `oe reject` continue
+// the run they decided; `store`: --store as given (empty: OE_STORE, runtime.store). Returns the
+// exit code `oe resume` would.
+int continueRun(const std::string& experience, const std::string& run_id,
+                const std::string& store, bool json, bool quiet);
 
 }  // namespace oe::cli

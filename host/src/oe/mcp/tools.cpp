@@ -505,6 +505,74 @@ Result<Json> ultraReviseTool(const McpContext& context, mcp::ToolCall& call) {
   return ultraResult("ultra-revise", *child);
 }
 
+// oe_approvals: `oe runs --waiting --json` of the experience (a passed deadline is decided by
+// its on_timeout as oe looks, docs/policy.md "Approvals").
+Result<Json> approvalsTool(const McpContext& context, mcp::ToolCall& call) {
+  auto path = experienceArg(context, call);
+  if (!path) {
+    return std::move(path).error();
+  }
+  auto child = runOe(context, call, {"runs", "--waiting", "--json", "--experience", path->string()},
+                     nullptr);
+  if (!child) {
+    return std::move(child).error();
+  }
+  Json doc = lastJsonDocument(child->stdout_text);
+  if (!mcp::exitedOk(child->wait_status) || !doc.is_array()) {
+    return makeError(childFailure("runs --waiting", *child));
+  }
+  return Json{{"waiting", std::move(doc)}};
+}
+
+// oe_decide: `oe approve` / `oe reject` of a parked run's node. A decision someone else made
+// first is a result ({recorded: false, message}), not an error: the caller is told who did.
+Result<Json> decideTool(const McpContext& context, mcp::ToolCall& call) {
+  auto path = experienceArg(context, call);
+  auto id = call.stringArg("run_id", true);
+  auto node = call.stringArg("node", true);
+  auto decision = call.stringArg("decision", true);
+  auto comment = call.stringArg("comment", false);
+  auto as = call.stringArg("as", false);
+  for (const Result<std::string>* arg : {&id, &node, &decision, &comment, &as}) {
+    if (!*arg) {
+      return arg->error();
+    }
+  }
+  if (!path) {
+    return std::move(path).error();
+  }
+  if (*decision != "approve" && *decision != "reject") {
+    return makeError("decision must be \"approve\" or \"reject\"");
+  }
+  std::vector<std::string> args = {*decision, *id, *node, "--experience", path->string(),
+                                   "--json"};
+  if (!comment->empty()) {
+    args.insert(args.end(), {"--comment", *comment});
+  }
+  if (!as->empty()) {
+    args.insert(args.end(), {"--as", *as});
+  }
+  const bool go_on = call.args().value("continue", true) != false;
+  if (!go_on) {
+    args.emplace_back("--no-continue");
+  }
+  auto child = runOe(context, call, std::move(args), nullptr);
+  if (!child) {
+    return std::move(child).error();
+  }
+  Json doc = lastJsonDocument(child->stdout_text);
+  if (doc.is_object() && doc.contains("run_id")) {
+    return Json{{"recorded", true}, {"run", std::move(doc)}};  // decided, then continued
+  }
+  if (mcp::exitedOk(child->wait_status)) {
+    return Json{{"recorded", true}, {"message", child->stderr_tail}};
+  }
+  if (child->stderr_tail.find("was already") != std::string::npos) {
+    return Json{{"recorded", false}, {"message", child->stderr_tail}};
+  }
+  return makeError(childFailure(*decision, *child));
+}
+
 struct ToolEntry {
   const char* name;
   const char* title;
@@ -571,6 +639,18 @@ constexpr ToolEntry kTools[] = {
      "ran, cached, failed, ...}]}.",
      R"({"type":"object","properties":{"experience_path":{"type":"string"}},"required":["experience_path"]})",
      true, false, runsTool},
+    {"oe_approvals", "List the runs waiting for an approval",
+     "The parked runs of an experience (status waiting) and what each waits for: {waiting:[{"
+     "run_id, ..., approvals:[{node_id, prompt, show, requested_at, deadline, on_timeout, "
+     "decision}]}]}. A passed deadline is decided by its on_timeout as this looks.",
+     R"({"type":"object","properties":{"experience_path":{"type":"string"}},"required":["experience_path"]})",
+     true, false, approvalsTool},
+    {"oe_decide", "Approve or reject a parked run's node",
+     "Record a decision on the node a parked run waits for (who: `as`; when; `comment`), then "
+     "continue the run (unless continue: false): {recorded: true, run?: the continued run's "
+     "result}. When someone decided first: {recorded: false, message} saying who.",
+     R"({"type":"object","properties":{"experience_path":{"type":"string"},"run_id":{"type":"string"},"node":{"type":"string","description":"The node; nest/child for a node of a nested experience"},"decision":{"type":"string","enum":["approve","reject"]},"comment":{"type":"string"},"as":{"type":"string","description":"Who decides"},"continue":{"type":"boolean","description":"Continue the run after recording; default true"}},"required":["experience_path","run_id","node","decision"]})",
+     false, false, decideTool},
     {"oe_init", "Create an experience",
      "Create an experience folder from a template (tool-only, agent, cli-agent, full-pipeline): "
      "{experience_path, template, files}. The folder must be new or empty.",

@@ -211,6 +211,27 @@ CREATE INDEX oe_attempts_finished ON oe_attempts (run_id, id)
   WHERE status IN ('done', 'failed', 'cancelled') AND collected_at IS NULL;
 )sql";
 
+// Version 4: durable human approvals (docs/policy.md, "Approvals"): the question a parked run
+// asks, per chain of runs and node, and the decision, which one conditional UPDATE records.
+constexpr std::string_view kV4 = R"sql(
+CREATE TABLE oe_approvals (
+  chain_id text NOT NULL,
+  node_id text NOT NULL,
+  run_id text NOT NULL,
+  prompt text NOT NULL,
+  shown text NOT NULL,
+  requested_at text NOT NULL,
+  deadline_ms bigint NOT NULL,
+  on_timeout text NOT NULL,
+  decision text,
+  decided_by text,
+  decided_at text,
+  comment text,
+  timed_out boolean,
+  PRIMARY KEY (chain_id, node_id)
+);
+)sql";
+
 // The advisory lock key of migrations: any 64-bit constant of oe's own.
 constexpr int64_t kMigrateLock = 0x6f655f6d69677261;  // "oe_migra"
 
@@ -221,6 +242,7 @@ const std::vector<Migration>& migrations() {
       {1, "runs, events, state, cache, attempts, workers, limits, budget", kV1},
       {2, "attempts: LLM usage, plugin events, the coordinator's submit number", kV2},
       {3, "write claims, scope epochs, event numbers, cancelled attempts collected", kV3},
+      {4, "approvals: the questions of parked runs and their decisions", kV4},
   };
   return all;
 }

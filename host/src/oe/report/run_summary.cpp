@@ -186,6 +186,13 @@ std::string runSummaryText(const run::RunSummary& s, const spec::Experience& exp
   if (s.stop_reason == "budget_exhausted") {
     out << "raise runtime.budget (or pass --max-tokens / --max-cost-usd) and ";
   }
+  if (s.status == run::RunStatus::kWaiting) {
+    for (const auto& node : s.waiting) {
+      out << "waiting: node \"" << node << "\" for an approval: `oe approve " << s.run_id << ' '
+          << node << experienceFlag(path) << "` or `oe reject ...`; `oe runs --waiting` shows "
+          << "the question\n";
+    }
+  }
   if (s.status == run::RunStatus::kInterrupted || s.stop_reason == "budget_exhausted") {
     out << "run `oe resume " << s.run_id << experienceFlag(path) << "` to continue\n";
   }
@@ -221,6 +228,9 @@ Json runSummaryJson(const run::RunSummary& s, const Json& changes) {
   }
   if (s.signal != 0) {
     out["signal"] = s.signal;
+  }
+  if (!s.waiting.empty()) {
+    out["waiting"] = s.waiting;
   }
   if (!s.chain_id.empty()) {
     out["chain_id"] = s.chain_id;

@@ -28,6 +28,7 @@
 
 #include <boost/asio/post.hpp>
 
+#include "oe/approvals/approval_store.hpp"
 #include "oe/cache/cache_store.hpp"
 #include "oe/events/event_log.hpp"
 #include "oe/expr/args_template.hpp"
@@ -56,7 +57,8 @@ constexpr size_t kMaxPoolThreads = 64;
 // work: each keeps its thread until the plugin returns, if ever.
 constexpr size_t kMaxAbandonedCalls = 8;
 
-enum class Outcome { kPending, kRunning, kSucceeded, kFailed, kSkipped };
+// kWaiting: parked on an approval nobody has decided yet (the run ends `waiting`).
+enum class Outcome { kPending, kRunning, kSucceeded, kFailed, kSkipped, kWaiting };
 
 class Run;
 struct NodeRuntime;
@@ -189,6 +191,16 @@ class Run {
   Result<bool> whenHolds(const NodeRuntime& node);
   void releaseSuccessors(NodeRuntime& node);
   void mainPassDone();
+
+  // Approvals (approval_gate.cpp, docs/policy.md "Approvals"). Before a node with `approval:`
+  // (or kind approval) starts: kProceed once approved (a gate gets the decision in `extra`),
+  // kParked when nobody has decided yet (the node waits, the run ends `waiting`), kRefused when
+  // it was rejected or expired (the node failed, following its on_error).
+  enum class Gate { kProceed, kParked, kRefused };
+  Gate approvalGate(NodeRuntime& node, Json& extra);
+  // What `show:` presents, as it is now: {entry: value}.
+  Json approvalShown(const NodeRuntime& node);
+  Result<approvals::Store*> approvalStore();
   // The pipelines, then the loops, run one after the other once the ready queue drains (a
   // "unit" numbers them: pipelines first). unitDone releases the main nodes that waited for
   // the unit and runs them before the next unit.
@@ -424,6 +436,9 @@ class Run {
   // Per unit (pipelines, then loops): the main nodes waiting for it; the unit to run next.
   std::vector<std::vector<uint32_t>> unit_waiters_;
   size_t next_unit_ = 0;
+  // The approvals file (opened at the first node that asks) and the nodes parked on it.
+  std::unique_ptr<approvals::Store> approvals_;
+  std::vector<std::string> parked_;
 };
 
 }  // namespace oe::run::engine

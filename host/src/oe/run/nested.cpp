@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "oe/pg/connection.hpp"
 #include "oe/run/engine.hpp"
 #include "oe/spec/loader.hpp"
 #include "oe/spec/validate.hpp"
@@ -164,6 +165,14 @@ oe_status Run::subrunFromPlugin(Call& call, std::string_view request_text, std::
   nesting.llm = llm_;
   nesting.secrets = secrets_;
   nesting.stop = std::make_shared<StopHandle>();
+  const bool top = options_.nesting.depth == 0;
+  nesting.approval_store = top ? (pg::isUrl(options_.store_url)
+                                      ? options_.store_url
+                                      : approvals::storePath(workspaceDir(exp_)).string())
+                                : options_.nesting.approval_store;
+  nesting.approval_chain = top ? chain_id_ : options_.nesting.approval_chain;
+  nesting.approval_run_id = top ? log_.runId() : options_.nesting.approval_run_id;
+  nesting.approval_prefix = options_.nesting.approval_prefix + node_id + "/";
   {
     std::lock_guard lock(call.phase_mutex);
     if (call.cancelled.load()) {
@@ -217,6 +226,14 @@ oe_status Run::subrunFromPlugin(Call& call, std::string_view request_text, std::
     out = "cancelled: the nested experience " + path.string() + " (run " + sub_run_id +
           ") was stopped";
     return OE_CANCELLED;
+  }
+  if (summary->status == RunStatus::kWaiting) {
+    // Parked on approvals: the call's node parks with it (attemptFailed), and the run that
+    // continues this one runs the nested experience again, which then finds the decisions.
+    call.parked_in = summary->waiting;
+    out = "the nested experience " + path.string() + " (run " + sub_run_id +
+          ") waits for an approval";
+    return OE_UNAVAILABLE;
   }
   out = Json{{"runId", summary->run_id},
              {"status", std::string(toString(summary->status))},

@@ -538,6 +538,21 @@ void Run::attemptFailed(const std::shared_ptr<Call>& call, std::string message) 
   }
   NodeRuntime& node = *call->node;
   const spec::OnError& policy = node.spec->on_error;
+  if (!call->parked_in.empty() && !cancelling_) {
+    if (node.main && !node.each) {
+      // Its nested experience parked on approvals: this node parks with it, neither failed
+      // nor done (its successors wait), and the run ends `waiting` (approval_gate.cpp).
+      node.outcome = Outcome::kWaiting;
+      parked_.insert(parked_.end(), call->parked_in.begin(), call->parked_in.end());
+      (void)log_.nodeEvent("approval.waiting", node.spec->id,
+                           Json{{"nested", call->parked_in}}.dump());
+      ready_.finished();
+      asio::post(io_, [this] { pump(); });
+      return;
+    }
+    message += ": a for_each item, pipeline stage or loop body cannot park on an approval; "
+               "put the approval on a main-pass node";
+  }
   if (call->llm_usage.budget_refused) {
     // Not the node's fault and not worth a retry: the run stops starting work, lets the calls
     // in flight finish (their spend is already reserved), and `oe resume` continues it.

@@ -55,6 +55,9 @@ struct Call final : oe_host_ctx {
   std::string cache_key;
   // The call's identity in its chain of runs (writeKey: "node", "node#3", "stage@p#1", ...).
   std::string write_key;
+  // A nested experience this call ran parked on approvals (nested.cpp): their keys
+  // ("node/child"); the call's node parks with it instead of failing (attemptFailed).
+  std::vector<std::string> parked_in;
   // The files its args name and its cache.inputs match, as they were when it was keyed: after a
   // run that changed them, the output is also stored under the key of the files as it left
   // them (Run::storeInCache).

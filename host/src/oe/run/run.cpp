@@ -42,6 +42,8 @@ std::string_view toString(RunStatus status) {
       return "failed";
     case RunStatus::kInterrupted:
       return "interrupted";
+    case RunStatus::kWaiting:
+      return "waiting";
     default:
       return "failed";
   }

@@ -72,13 +72,22 @@ struct Nesting {
   Json seed_state;
   std::function<Result<std::vector<std::string>>(const Json& delta, const state::WriteMeta& meta)>
       forward_write;
+  // Approvals (docs/policy.md, "Approvals"): a nested run asks in the top run's approvals file,
+  // under the top run's chain, keyed by the path of node ids from the top ("nest/review"), so
+  // the top run parks with it and `oe approve TOP nest/review` decides it.
+  std::string approval_store;  // approvals::Store::open's `where`: a URL or the SQLite file
+  std::string approval_chain;
+  std::string approval_run_id;
+  std::string approval_prefix;  // "nest/" (empty for the top run)
 };
 
 // The most runs deep a nested experience may go (the top run is depth 0).
 using spec::kMaxNestingDepth;
 
 // kInterrupted: stopped by SIGINT/SIGTERM (RunSummary::signal says which); `oe resume` continues.
-enum class RunStatus { kSuccess, kPartial, kFailed, kInterrupted };
+// kWaiting: parked on an approval nobody has decided (docs/policy.md, "Approvals"); `oe approve`
+// / `oe reject` decide it and continue the run, `oe resume` continues it once decided.
+enum class RunStatus { kSuccess, kPartial, kFailed, kInterrupted, kWaiting };
 [[nodiscard]] std::string_view toString(RunStatus status);
 
 // A node whose definition changed since the run `oe resume` continues (diffPins' "changed"),
@@ -168,6 +177,7 @@ struct RunSummary {
   // nested run's parent stopped), waiting for a retry then, refused by the LLM budget, or done
   // but not applied (D16 order): `oe resume` runs them. The error says which.
   std::vector<NodeFailure> cancellations;
+  std::vector<std::string> waiting;   // kWaiting: the nodes parked on an approval
   std::vector<std::string> warnings;  // run.warning events (e.g. a for_each over an unset field)
   // Neither runtime.concurrency nor --concurrency was set (upstream's default of 1 applied) and
   // up to this many ready main-pass nodes waited at once for the one slot; 0 otherwise.

@@ -288,9 +288,18 @@ void Run::finishRun() {
   }
   // D6, plus D7: a run stopped by fail_run (or a signal) is `failed`.
   summary_.status = decideStatus(cancelling_, any_success_, any_failure_, summary_.signal);
+  if (!parked_.empty() && !cancelling_ && summary_.signal == 0) {
+    // Parked on approvals (approval_gate.cpp): not over, not failed; everything it did is
+    // committed below like any run's end, and the process holds nothing while it waits.
+    summary_.status = RunStatus::kWaiting;
+    summary_.waiting = parked_;
+  }
   summary_.final_state = store_.snapshot();
   summary_.held_back_by_default_concurrency = most_held_back_;
   Json extra = finishedFields(summary_);
+  if (!summary_.waiting.empty()) {
+    extra["waiting"] = summary_.waiting;
+  }
   if (options_.nesting.depth > 0) {
     extra["parent_run_id"] = options_.nesting.parent_run_id;
     extra["parent_node_id"] = options_.nesting.parent_node_id;

@@ -26,6 +26,12 @@ void Run::pump() {
   }
   if (ready_.drained() && !main_done_) {
     main_done_ = true;
+    if (!parked_.empty()) {
+      // Everything that could run has: the pipelines and loops run after the main pass, so
+      // after the resume that continues it, as they would have in one uninterrupted run.
+      finishRun();
+      return;
+    }
     mainPassDone();
   }
 }
@@ -46,6 +52,19 @@ void Run::startNode(NodeRuntime& node) {
   if (held && !*held) {
     skipNode(node, "when: condition false");
     return;
+  }
+  Json extra = Json::object();
+  // Not for a node outside --from/--only: it is not executed, so nobody is asked about it.
+  if (held && node.spec->approval && node.selected) {
+    switch (approvalGate(node, extra)) {
+      case Gate::kProceed:
+        break;
+      case Gate::kParked:
+        return;  // not started: its successors wait with it, the run ends `waiting`
+      case Gate::kRefused:
+      default:
+        return;  // failed as its on_error says (approvalGate did it)
+    }
   }
   node.outcome = Outcome::kRunning;
   ready_.started();
@@ -84,7 +103,7 @@ void Run::startNode(NodeRuntime& node) {
     return;
   }
   // Moved, not copied: every predecessor is done, so nothing adds to them any more.
-  startCall(node, Json::object(), std::move(node.edge_inputs),
+  startCall(node, std::move(extra), std::move(node.edge_inputs),
             [this, &node](bool ok, const Json* /*edge_output*/) { finishNode(node, ok); });
 }
 

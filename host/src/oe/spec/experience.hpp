@@ -14,6 +14,7 @@
 
 #include "oe/common/json.hpp"
 #include "oe/secrets/resolve.hpp"
+#include "oe/spec/approval.hpp"
 #include "oe/spec/policy.hpp"
 
 namespace oe::spec {
@@ -133,6 +134,9 @@ struct NodeSpec {
   // `workspace: worktree` (docs/workspaces.md): each attempt in a git worktree of its own; null
   // for the nodes without one (a pointer, as policy).
   std::shared_ptr<const WorkspaceSpec> workspace;
+  // `approval:` or kind approval (docs/policy.md, "Approvals"): a person decides before the node
+  // runs; null for the nodes without one (a pointer, as policy).
+  std::shared_ptr<const ApprovalSpec> approval;
   Json args = Json::object();         // unresolved; may contain `$.path` strings
   Json raw;                           // the whole node as JSON (null once compacted)
   // The whole node as canonical JSON (sorted keys, compact): what the plugin, the cache key and

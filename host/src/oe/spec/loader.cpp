@@ -711,6 +711,9 @@ NodeSpec nodeFrom(const Experience& exp, const Json& n, size_t i) {
       node.workspace = std::make_shared<const WorkspaceSpec>(std::move(spec));
     }
   }
+  if (auto approval = approvalOf(n)) {
+    node.approval = std::make_shared<const ApprovalSpec>(std::move(*approval));
+  }
   node.mark = exp.markOf(pointer);
   return node;
 }

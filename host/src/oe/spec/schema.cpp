@@ -182,6 +182,10 @@ constexpr const char* kSchemaText = R"json({
         },
         "args": { "type": "object" },
         "policy": { "$ref": "#/definitions/policy" },
+        "approval": {
+          "description": "oe: a person approves or rejects before the node runs; the run parks (status waiting) until `oe approve` or `oe reject` (docs/policy.md, Approvals)",
+          "$ref": "#/definitions/approval"
+        },
         "workspace": {
           "description": "oe: worktree runs each attempt (each for_each item) of a tool or cli-agent node in a fresh git worktree of the experience's repository and captures its diff (docs/workspaces.md)",
           "oneOf": [
@@ -197,6 +201,16 @@ constexpr const char* kSchemaText = R"json({
             }
           ]
         }
+      }
+    },
+    "approval": {
+      "type": ["object", "boolean"],
+      "additionalProperties": false,
+      "properties": {
+        "prompt": { "type": "string", "description": "what the person is asked" },
+        "show": { "type": "array", "items": { "type": "string", "minLength": 1 }, "description": "what is presented with the question: $.path of the state, or diff:NODE (a worktree node's diff)" },
+        "timeout": { "type": "string", "pattern": "^[0-9]+[smhd]$", "description": "how long the question stays open, e.g. 30m, 2h, 7d" },
+        "on_timeout": { "enum": ["approve", "reject", "fail"], "description": "what a passed deadline decides (default fail)" }
       }
     },
     "policy": {

@@ -155,6 +155,7 @@ class Validator {
     checkPolicies();
     checkWorkspaces();
     checkSecrets();
+    checkApprovals();
     checkCycles();
     std::stable_sort(out_.begin(), out_.end(), [](const Diagnostic& a, const Diagnostic& b) {
       // Unknown positions last; otherwise file order.
@@ -776,6 +777,100 @@ class Validator {
                              "is (git init and a first commit)");
       }
     }
+  }
+
+  // Approvals (docs/policy.md, "Approvals"): a timeout that is a duration, what `show:` names,
+  // and only on main-pass nodes (a pipeline stage or loop body runs per item after the main
+  // pass; a run parks only between main-pass nodes).
+  void checkApprovals() {
+    std::unordered_set<std::string_view> repeated;
+    for (const auto& p : exp_.pipelines) {
+      repeated.insert(p.stages.begin(), p.stages.end());
+    }
+    for (const auto& l : exp_.loops) {
+      repeated.insert(l.body);
+    }
+    for (size_t i = 0; i < exp_.nodes.size(); ++i) {
+      const NodeSpec& n = exp_.nodes[i];
+      if (!n.approval) {
+        continue;
+      }
+      const bool gate = n.approval->gate;
+      const std::string node_pointer = indexed("/graph/nodes/", i);
+      const std::string pointer = gate ? node_pointer : node_pointer + "/approval";
+      const std::string who = "node \"" + n.id + "\"";
+      if (gate && n.raw.is_object() && n.raw.contains("approval")) {
+        error(node_pointer + "/approval", who + " is an approval gate (kind approval): its "
+                                                "prompt, show, timeout and on_timeout are its "
+                                                "own keys; remove `approval:`");
+      }
+      if (repeated.count(n.id) != 0) {
+        error(pointer, who + " is a pipeline stage or loop body, which runs once per item after "
+                             "the main pass: an approval applies to main-pass nodes only; put an "
+                             "approval gate node before the pipeline or loop");
+      }
+      if (gate && n.for_each) {
+        error(node_pointer + "/for_each",
+              who + " (kind approval) is one question, asked once: remove for_each (an "
+                    "`approval:` on the for_each node asks once before all its items)");
+      }
+      if (gate && n.writes.size() > 1) {
+        error(node_pointer + "/writes",
+              who + " (kind approval) writes its decision to one field; it declares " +
+                  std::to_string(n.writes.size()) + ": keep one");
+      }
+      const Json* block = nullptr;
+      if (n.raw.is_object()) {
+        block = gate ? &n.raw : (n.raw.contains("approval") ? &n.raw.at("approval") : nullptr);
+      }
+      if (block == nullptr || !block->is_object()) {
+        continue;
+      }
+      if (auto t = block->find("timeout"); t != block->end() && t->is_string()) {
+        if (auto ms = parseApprovalTimeout(t->get_ref<const std::string&>()); !ms) {
+          error(pointer + "/timeout", who + ": " + ms.error().message);
+        }
+      } else if (block->contains("on_timeout")) {
+        warning(pointer + "/on_timeout",
+                who + ": on_timeout applies only with a timeout; without one the run waits for "
+                      "a decision for as long as it takes");
+      }
+      if (auto show = block->find("show"); show != block->end() && show->is_array()) {
+        for (size_t j = 0; j < show->size(); ++j) {
+          const Json& entry = (*show)[j];
+          if (!entry.is_string()) {
+            continue;  // the schema check reports it
+          }
+          checkShowEntry(n, entry.get_ref<const std::string&>(),
+                         pointer + "/show/" + std::to_string(j));
+        }
+      }
+    }
+  }
+
+  void checkShowEntry(const NodeSpec& n, const std::string& entry, const std::string& pointer) {
+    const std::string who = "node \"" + n.id + "\": show: \"" + entry + "\"";
+    if (entry.rfind("$.", 0) == 0) {
+      const std::string field = entry.substr(2, entry.find_first_of(".[", 2) - 2);
+      if (!declared(field)) {
+        error(pointer, who + " names state field \"" + field + "\", which state.schema does "
+                                                              "not declare" +
+                           didYouMean(field, field_names_));
+      }
+      return;
+    }
+    if (entry.rfind("diff:", 0) == 0) {
+      const std::string id = entry.substr(5);
+      const NodeSpec* target = exp_.findNode(id);
+      if (target == nullptr) {
+        error(pointer, who + " names no node of the graph" + didYouMean(id, node_ids_));
+      } else if (!target->workspace) {
+        error(pointer, who + ": node \"" + id +
+                           "\" has no `workspace: worktree`, so it makes no diff to show");
+      }
+      return;
+    }
+    error(pointer, who + " is neither a state path ($.field) nor a node's diff (diff:NODE)");
   }
 
   void checkPipelines() {
