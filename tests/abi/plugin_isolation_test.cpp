@@ -170,6 +170,48 @@ TEST_F(OeBinary, IsolatedPluginAnswersAsInProcess) {
   EXPECT_EQ(states["process"], states["in-process"]);
 }
 
+// The trust record can ask for isolation (oe trust --isolation process): that library runs in a
+// helper without the variable; the variable, when set, decides for every plugin.
+TEST_F(OeBinary, TrustRecordAsksForIsolation) {
+  trust({"good"});
+  const ProcessResult trusted =
+      oe({"trust", "--isolation", "process", fixtureDir("crashes").string()}, {});
+  ASSERT_EQ(trusted.exit_code, 0) << trusted.describe();
+  const ProcessResult listed = oe({"trust", "--list", "--json"}, {});
+  ASSERT_EQ(listed.exit_code, 0) << listed.describe();
+  int isolated_records = 0;
+  for (const nlohmann::json& record : nlohmann::json::parse(listed.out)) {
+    if (record.value("isolation", "") == "process") {
+      ++isolated_records;
+      EXPECT_EQ(record.value("plugin", ""), "dev.oe.fixture.crashes") << listed.out;
+    }
+  }
+  EXPECT_EQ(isolated_records, 1) << listed.out;
+
+  TempDir experience;
+  writeIsolationExperience(experience.path());
+  const ProcessResult run =
+      oe({"run", experience.path().string()}, {"good", "crashes"}, {{"OE_FIXTURE_CRASH", "abort"}});
+  ASSERT_TRUE(run.exited) << run.describe();
+  EXPECT_EQ(run.exit_code, 1) << run.describe();
+  EXPECT_NE(run.err.find("plugin `dev.oe.fixture.crashes` crashed in invoke (SIGABRT)"),
+            std::string::npos)
+      << run.describe();
+
+  // --plugin-isolation in-process overrides the record: the abort takes oe down, as it would
+  // without isolation (and the in-process crash report names the plugin).
+  TempDir in_process;
+  writeIsolationExperience(in_process.path());
+  const ProcessResult crashed =
+      oe({"run", in_process.path().string(), "--plugin-isolation", "in-process"},
+         {"good", "crashes"}, {{"OE_FIXTURE_CRASH", "abort"}});
+  EXPECT_FALSE(crashed.exited && crashed.exit_code == 1) << crashed.describe();
+  EXPECT_NE(crashed.err.find("oe: plugin `dev.oe.fixture.crashes` crashed in invoke (SIGABRT) "
+                             "while running node `second`"),
+            std::string::npos)
+      << crashed.describe();
+}
+
 TEST_F(OeBinary, UnknownIsolationIsRefused) {
   trust({"good"});
   TempDir experience;

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <csignal>
 #include <cstdio>
 #include <deque>
 #include <functional>
@@ -451,6 +452,10 @@ int PluginHost::run(const std::filesystem::path& path) {
 }  // namespace
 
 int runPluginHost(int fd, const std::filesystem::path& library) {
+  // Ctrl-C reaches the whole process group: oe cancels the calls it concerns (which reaches the
+  // plugin through cancel and is_cancelled) and lets the library go; the helper dying of it
+  // would turn a cancellation into a crash.
+  std::signal(SIGINT, SIG_IGN);
   PluginHost host(fd);
   const int code = host.run(library);
   // Threads of the pool (and any the plugin started) are still there: end without running

@@ -188,8 +188,26 @@ void PluginRegistry::loadFrom(const std::vector<std::filesystem::path>& dirs) {
           continue;
         }
       }
-      const bool isolated = !builtin && isolation && isolation->value_or(Isolation::kInProcess) ==
-                                                         Isolation::kProcess;
+      // The environment (or --plugin-isolation) decides for every plugin when set; else the
+      // library's trust record (oe trust --isolation); else in-process.
+      bool isolated = false;
+      if (!builtin && isolation) {
+        std::optional<Isolation> mode = *isolation;
+        if (!mode && gate_ != nullptr) {
+          const std::string recorded =
+              gate_->isolationOf(std::filesystem::canonical(file, ec), entry.manifest.sha256);
+          if (!recorded.empty()) {
+            auto parsed = parseIsolation(recorded, "its trust record's isolation");
+            if (!parsed) {
+              refusals_.push_back(Refusal{file, file.string() + ": " + parsed.error().message +
+                                                    "; trust it again: " + trustCommand(file)});
+              continue;
+            }
+            mode = *parsed;
+          }
+        }
+        isolated = mode.value_or(Isolation::kInProcess) == Isolation::kProcess;
+      }
       auto opened = isolated ? openIsolated(file, log_sink_, entry.manifest.sha256)
                              : PluginLibrary::open(file, log_sink_);
       if (!opened) {
