@@ -125,7 +125,8 @@ class PluginHost {
   // Every create, invoke and destroy runs on a thread of this pool, which grows to the number of
   // them at once (the run's parallelism): the reading thread never waits for the plugin.
   std::mutex pool_mutex_;
-  std::condition_variable pool_changed_;
+  std::condition_variable pool_changed_;  // a task arrived
+  std::condition_variable drained_;       // nothing runs or waits any more
   std::deque<std::function<void()>> tasks_;
   size_t idle_ = 0;
   size_t busy_ = 0;
@@ -273,7 +274,9 @@ void PluginHost::work() {
     task();
     lock.lock();
     --busy_;
-    pool_changed_.notify_all();
+    if (busy_ == 0 && tasks_.empty()) {
+      drained_.notify_all();  // only finish() waits for it; idle workers need no wake-up
+    }
   }
 }
 
