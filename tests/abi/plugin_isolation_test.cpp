@@ -147,6 +147,34 @@ TEST_F(OeBinary, IsolatedCrashIsRetriedInANewHelper) {
   EXPECT_EQ(retries, 1) << run.describe();
 }
 
+// on_error: fail_run stops the run at the crash, as at any failure; once the plugin behaves,
+// `oe resume` runs the crashed node and what follows it, replaying `first` from the cache.
+TEST_F(OeBinary, RunStoppedByAnIsolatedCrashResumes) {
+  trust({"good", "crashes"});
+  TempDir experience;
+  writeIsolationExperience(experience.path(), "      on_error: { policy: fail_run }",
+                           /*chain=*/true);
+  const ProcessResult run = oe({"run", experience.path().string()}, {"good", "crashes"},
+                               {{"OE_FIXTURE_CRASH", "segv"}, {"OE_PLUGIN_ISOLATION", "process"}});
+  ASSERT_TRUE(run.exited) << run.describe();
+  EXPECT_EQ(run.exit_code, 1) << run.describe();
+  const std::vector<nlohmann::json> events = onlyRunEvents(experience.path());
+  ASSERT_FALSE(events.empty());
+  const std::string run_id = events.front().value("run_id", "");
+  const auto ends = nodeOutcomes(events);
+  EXPECT_EQ(ends.count("third"), 0U) << run.describe();
+
+  const ProcessResult resumed = oe({"resume", run_id, "--experience", experience.path().string()},
+                                   {"good", "crashes"}, {{"OE_PLUGIN_ISOLATION", "process"}});
+  ASSERT_TRUE(resumed.exited && resumed.exit_code == 0) << resumed.describe();
+  EXPECT_NE(resumed.err.find("cached  first"), std::string::npos) << resumed.describe();
+  EXPECT_NE(resumed.err.find("ok      second"), std::string::npos) << resumed.describe();
+  const ProcessResult state =
+      oe({"state", "--json", "--experience", experience.path().string()}, {"good", "crashes"});
+  ASSERT_EQ(state.exit_code, 0) << state.describe();
+  EXPECT_NE(state.out.find("from third"), std::string::npos) << state.out;
+}
+
 // The same run gives the same state in both modes (the echoed request included: what crosses
 // the socket is the request as the run built it).
 TEST_F(OeBinary, IsolatedPluginAnswersAsInProcess) {

@@ -209,8 +209,8 @@ class RemotePlugin final : public PluginLibrary::Server {
   oe_status place(RemoteNode& node, const std::shared_ptr<Helper>& helper, std::string& error);
   std::string crashed(std::string_view phase, const std::string& how) const {
     return "plugin `" + id_ + "` crashed in " + std::string(phase) + " (" + how +
-           "); it runs in a helper process of its own (isolation: process), so only this call "
-           "failed, and the next call starts a new one";
+           ") in its helper process (isolation: process); oe goes on, and the plugin's next "
+           "call starts a new helper";
   }
 
   std::filesystem::path path_;
