@@ -10,8 +10,6 @@
 #include <condition_variable>
 #include <csignal>
 #include <cstdio>
-#include <deque>
-#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -100,8 +98,8 @@ class PluginHost {
     std::optional<wire::Frame> reply;
   };
 
-  void submit(std::function<void()> task);
-  void work();
+  void follow();
+  void dispatch(wire::Frame frame);
   void create(const wire::Frame& frame);
   void invoke(const wire::Frame& frame);
   void destroy(const wire::Frame& frame);
@@ -122,14 +120,18 @@ class PluginHost {
   uint64_t next_call_ = 1;
   bool host_gone_ = false;
 
-  // Every create, invoke and destroy runs on a thread of this pool, which grows to the number of
-  // them at once (the run's parallelism): the reading thread never waits for the plugin.
+  // Leader/follower: the threads of this pool take turns reading the socket; the one that reads
+  // a create, invoke or destroy hands the reading to another (waking an idle one, or starting
+  // one) and runs it itself, so a request reaches the plugin without a hand-off between
+  // threads, and the pool grows to the number of requests at once (the run's parallelism).
   std::mutex pool_mutex_;
-  std::condition_variable pool_changed_;  // a task arrived
-  std::condition_variable drained_;       // nothing runs or waits any more
-  std::deque<std::function<void()>> tasks_;
-  size_t idle_ = 0;
-  size_t busy_ = 0;
+  std::condition_variable pool_changed_;  // the reading was handed over, or the stream ended
+  std::condition_variable drained_;       // nothing runs any more
+  std::condition_variable finished_;      // the stream ended (run() waits for it)
+  bool reading_ = false;                  // a thread is in receive()
+  bool ended_ = false;                    // the stream ended
+  size_t idle_ = 0;                       // threads waiting for their turn to read
+  size_t busy_ = 0;                       // requests running
   std::vector<std::thread> threads_;
 };
 
@@ -251,32 +253,61 @@ void PluginHost::reply(wire::Frame frame) {
   }
 }
 
-void PluginHost::submit(std::function<void()> task) {
-  std::lock_guard lock(pool_mutex_);
-  tasks_.push_back(std::move(task));
-  if (tasks_.size() > idle_) {
-    threads_.emplace_back([this] { work(); });
-  } else {
-    pool_changed_.notify_one();
-  }
-}
-
-void PluginHost::work() {
+void PluginHost::follow() {
   std::unique_lock lock(pool_mutex_);
   while (true) {
     ++idle_;
-    pool_changed_.wait(lock, [this] { return !tasks_.empty(); });
+    pool_changed_.wait(lock, [this] { return !reading_ || ended_; });
     --idle_;
-    std::function<void()> task = std::move(tasks_.front());
-    tasks_.pop_front();
+    if (ended_) {
+      return;
+    }
+    reading_ = true;
+    lock.unlock();
+    std::optional<wire::Frame> frame = channel_.receive();
+    lock.lock();
+    reading_ = false;
+    if (!frame) {
+      ended_ = true;
+      pool_changed_.notify_all();  // the followers end
+      finished_.notify_all();      // run() finishes
+      return;
+    }
+    const std::string op = frame->head.value("op", "");
+    if (op != "invoke" && op != "create" && op != "destroy") {
+      lock.unlock();
+      dispatch(std::move(*frame));  // cancel, reply: quick, done by the reader
+      lock.lock();
+      continue;
+    }
+    // A request to run: someone else reads meanwhile.
+    if (idle_ == 0) {
+      threads_.emplace_back([this] { follow(); });
+    } else {
+      pool_changed_.notify_one();
+    }
     ++busy_;
     lock.unlock();
-    task();
+    dispatch(std::move(*frame));
     lock.lock();
-    --busy_;
-    if (busy_ == 0 && tasks_.empty()) {
-      drained_.notify_all();  // only finish() waits for it; idle workers need no wake-up
+    if (--busy_ == 0) {
+      drained_.notify_all();
     }
+  }
+}
+
+void PluginHost::dispatch(wire::Frame frame) {
+  const std::string op = frame.head.value("op", "");
+  if (op == "invoke") {
+    invoke(frame);
+  } else if (op == "create") {
+    create(frame);
+  } else if (op == "destroy") {
+    destroy(frame);
+  } else if (op == "cancel") {
+    cancel(frame);
+  } else if (op == "reply") {
+    reply(std::move(frame));
   }
 }
 
@@ -394,8 +425,8 @@ void PluginHost::finish() {
     }
   }
   std::unique_lock lock(pool_mutex_);
-  const bool quiet = pool_changed_.wait_for(lock, std::chrono::seconds(5),
-                                            [this] { return busy_ == 0 && tasks_.empty(); });
+  const bool quiet =
+      drained_.wait_for(lock, std::chrono::seconds(5), [this] { return busy_ == 0; });
   lock.unlock();
   if (!quiet) {
     return;  // a call still in the plugin: deinit would free what it uses
@@ -434,19 +465,10 @@ int PluginHost::run(const std::filesystem::path& path) {
         {"min_host", library_->minHostAbi()},
         {"kinds", kinds},
         {"llm_providers", library_->llmProviders()}});
-  while (std::optional<wire::Frame> frame = channel_.receive()) {
-    const std::string op = frame->head.value("op", "");
-    if (op == "invoke") {
-      submit([this, f = std::move(*frame)] { invoke(f); });
-    } else if (op == "create") {
-      submit([this, f = std::move(*frame)] { create(f); });
-    } else if (op == "destroy") {
-      submit([this, f = std::move(*frame)] { destroy(f); });
-    } else if (op == "cancel") {
-      cancel(*frame);
-    } else if (op == "reply") {
-      reply(std::move(*frame));
-    }
+  {
+    std::unique_lock lock(pool_mutex_);
+    threads_.emplace_back([this] { follow(); });
+    finished_.wait(lock, [this] { return ended_; });
   }
   finish();
   return 0;
