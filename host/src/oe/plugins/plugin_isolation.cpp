@@ -150,7 +150,18 @@ struct RemoteNode {
   uint64_t generation = 0;  // of the helper holding `id`; 0 = none
 };
 
+// One helper process. Its socket closes with the last holder, never while a thread may still
+// send on it (a cancel, a reply after the helper died): a descriptor number closed early could be
+// reused by another file, which that send would then write into.
 struct Helper {
+  Helper() = default;
+  Helper(const Helper&) = delete;
+  Helper& operator=(const Helper&) = delete;
+  ~Helper() {
+    if (fd >= 0) {
+      ::close(fd);
+    }
+  }
   pid_t pid = -1;
   int fd = -1;
   uint64_t generation = 0;
@@ -306,7 +317,7 @@ Result<wire::Frame> RemotePlugin::start() {
     }
   }
   if (!hello || hello->head.value("op", "") != "hello" || hello->head.contains("error")) {
-    ::close(helper->fd);
+    ::close(std::exchange(helper->fd, -1));  // a helper waiting for requests ends
     const std::string how = reap(pid);
     if (hello && hello->head.contains("error")) {
       return makeError(hello->head.value("error", std::string()));
@@ -316,7 +327,7 @@ Result<wire::Frame> RemotePlugin::start() {
   }
   const std::string offered = hello->head.value("kinds", nlohmann::json::array()).dump();
   if (generations_ > 1 && offered != first_hello_) {
-    ::close(helper->fd);
+    ::close(std::exchange(helper->fd, -1));
     reap(pid);
     return makeError(path_.string() +
                      ": its new helper process offers other kinds than the "
@@ -372,7 +383,6 @@ void RemotePlugin::read(std::shared_ptr<Helper> helper) {
                             {}, "the call this belongs to has ended");
     }
   }
-  ::close(helper->fd);
   const std::string how = reap(helper->pid);
   std::lock_guard lock(mutex_);
   if (helper_ == helper) {
