@@ -52,9 +52,10 @@ graph:
                                                            : "    - { from: first, to: third }\n"));
 }
 
-// A fault in a sanitizer build's helper is the sanitizer's to report: it exits (1) instead of
-// dying by the signal, and the message names that. A test expecting a fault's signal accepts it.
-#if defined(__SANITIZE_ADDRESS__)
+// A fault in a sanitizer build's helper is the sanitizer's to report: it exits (ASan 1, TSan 66)
+// instead of dying by the signal, and the message names that. A test expecting a fault's signal
+// accepts it.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 constexpr bool kSanitizerTakesFaults = true;
 #else
 constexpr bool kSanitizerTakesFaults = false;

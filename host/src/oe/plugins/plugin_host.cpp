@@ -105,7 +105,7 @@ class PluginHost {
   void destroy(const wire::Frame& frame);
   void cancel(const wire::Frame& frame);
   void reply(wire::Frame frame);
-  void finish();
+  bool finish();
 
   wire::Channel channel_;
   std::shared_ptr<PluginLibrary> library_;
@@ -416,7 +416,7 @@ void PluginHost::cancel(const wire::Frame& frame) {
 
 // oe closed the socket (it let the library go, or died): what runs is told oe is gone, what is
 // left is destroyed, and the library deinitialised, as an in-process library would be.
-void PluginHost::finish() {
+bool PluginHost::finish() {
   {
     std::lock_guard lock(reply_mutex_);
     host_gone_ = true;
@@ -429,7 +429,7 @@ void PluginHost::finish() {
       drained_.wait_for(lock, std::chrono::seconds(5), [this] { return busy_ == 0; });
   lock.unlock();
   if (!quiet) {
-    return;  // a call still in the plugin: deinit would free what it uses
+    return false;  // a call still in the plugin: deinit would free what it uses
   }
   std::lock_guard nodes_lock(mutex_);
   for (auto& [id, node] : nodes_) {
@@ -437,6 +437,7 @@ void PluginHost::finish() {
   }
   nodes_.clear();
   library_.reset();
+  return true;
 }
 
 int PluginHost::run(const std::filesystem::path& path) {
@@ -470,7 +471,18 @@ int PluginHost::run(const std::filesystem::path& path) {
     threads_.emplace_back([this] { follow(); });
     finished_.wait(lock, [this] { return ended_; });
   }
-  finish();
+  if (finish()) {
+    // Every thread of the pool has seen the end of the stream and returned (or is about to):
+    // joined, so the process ends with none of its own left behind.
+    std::vector<std::thread> threads;
+    {
+      std::lock_guard lock(pool_mutex_);
+      threads.swap(threads_);
+    }
+    for (std::thread& thread : threads) {
+      thread.join();
+    }
+  }
   return 0;
 }
 
