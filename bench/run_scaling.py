@@ -20,6 +20,12 @@ fixed base).
 
   --policy      every experience confines its tools (gen_experience.py --policy): what a
                 policy costs per node (oe-sandbox per process for exe and mjs tools).
+  --plugin-isolation
+                the native flavour's `tool` plugin runs in a helper process (docs/trust.md,
+                "Process isolation"): a copy of it in each experience's plugins/ takes the kind
+                (plugins.override), is trusted in a throwaway trust store, and every run gets
+                OE_PLUGIN_ISOLATION=process. What isolation costs per node, to compare with a
+                run without the flag (the same copy, in-process: --plugin-isolation-baseline).
   --store URL   runs with `--store URL` (state, cache, events and run records in PostgreSQL,
                 docs/storage.md); `--store pg` starts a throwaway cluster with
                 tests/support/pg_cluster.sh. Between the two runs the scope's rows and the
@@ -43,11 +49,17 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 STORE = None  # --store URL, else None (SQLite)
 
 
+ISOLATION = None  # --plugin-isolation[-baseline]: "process" or "in-process"
+TRUST_FILE = None  # the throwaway trust store of the copied tool plugin
+
+
 def run_once(oe, exp_dir):
     start = time.perf_counter()
     args = [oe, "run", exp_dir, "-q"] + (["--store", STORE] if STORE else [])
     # Each folder is its own scope, so that runs never meet in the database.
     env = dict(os.environ, OE_STORE_SCOPE=exp_dir)
+    if ISOLATION:
+        env.update(OE_PLUGIN_ISOLATION=ISOLATION, OE_TRUST_FILE=TRUST_FILE)
     proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
     _, status, rusage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - start
@@ -93,11 +105,22 @@ def start_cluster():
 POLICY = False  # --policy: every experience confines its tools (gen_experience.py --policy)
 
 
-def generate(d, n, shape, flavour, native, exe):
+def generate(d, n, shape, flavour, native, exe, oe=None):
     subprocess.check_call([sys.executable, os.path.join(HERE, "gen_experience.py"), d,
                            "--nodes", str(n), "--shape", shape, "--flavour", flavour,
                            "--native-lib", native, "--exe-tool", exe] +
                           (["--policy"] if POLICY else []))
+    if ISOLATION:
+        # A copy of the built tool plugin is not built in: it takes the kind, and is trusted.
+        built = os.path.join(os.path.dirname(oe), "..", "lib", "oe", "plugins", "tool.so")
+        os.makedirs(os.path.join(d, "plugins"), exist_ok=True)
+        for suffix in ("", ".oe-manifest.json"):
+            shutil.copy(built + suffix, os.path.join(d, "plugins", "tool.so" + suffix))
+        with open(os.path.join(d, "experience.yaml"), "a") as f:
+            f.write("plugins:\n  override: [tool]\n")
+        subprocess.check_call([oe, "trust", os.path.join(d, "plugins")],
+                              env=dict(os.environ, OE_TRUST_FILE=TRUST_FILE),
+                              stdout=subprocess.DEVNULL)
 
 
 def main():
@@ -111,11 +134,18 @@ def main():
                    help="cap N for the exe flavour (one process per node)")
     p.add_argument("--store", default="",
                    help="a PostgreSQL URL, or `pg` to start a throwaway cluster")
+    p.add_argument("--plugin-isolation", action="store_true",
+                   help="run the tool plugin (a trusted copy) in a helper process")
+    p.add_argument("--plugin-isolation-baseline", action="store_true",
+                   help="the same copy of the tool plugin, in-process")
     p.add_argument("--policy", action="store_true",
                    help="give every experience a policy that confines its tools (docs/policy.md)")
     a = p.parse_args()
-    global STORE, POLICY
+    global STORE, POLICY, ISOLATION, TRUST_FILE
     POLICY = a.policy
+    if a.plugin_isolation or a.plugin_isolation_baseline:
+        ISOLATION = "process" if a.plugin_isolation else "in-process"
+        TRUST_FILE = os.path.join(tempfile.mkdtemp(prefix="oe-bench-trust-"), "trust.json")
     stop = None
     if a.store == "pg":
         STORE, stop = start_cluster()
@@ -143,7 +173,7 @@ def measure(a):
         base_peaks = []
         for _ in range(a.repeat):
             d = tempfile.mkdtemp(prefix="oe-bench-")
-            generate(d, 3, "chain", flavour, native, exe)
+            generate(d, 3, "chain", flavour, native, exe, oe)
             run_once(oe, d)
             forget_run(d)
             base_peaks.append(run_once(oe, d)[1])
@@ -156,7 +186,7 @@ def measure(a):
                 firsts, reruns, peaks, cpus = [], [], [], []
                 for _ in range(a.repeat):
                     d = tempfile.mkdtemp(prefix="oe-bench-")
-                    generate(d, n, shape, flavour, native, exe)
+                    generate(d, n, shape, flavour, native, exe, oe)
                     firsts.append(run_once(oe, d)[0])
                     forget_run(d)
                     before = resource.getrusage(resource.RUSAGE_CHILDREN)

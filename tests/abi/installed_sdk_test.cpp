@@ -302,6 +302,17 @@ TEST_F(InstalledSdk, CppPluginAskingForCxx17GetsCxx20FromTheSdkTargetAndRuns) {
   const ProcessResult run = runProcess({oe.string(), "run", experience.string()}, run_options);
   EXPECT_EQ(run.exit_code, 0) << run.describe();
   EXPECT_NE((run.out + run.err).find("Hello, installed SDK!"), std::string::npos) << run.describe();
+
+  // The same in a helper process (docs/trust.md, "Process isolation").
+  const fs::path isolated = tmp_.path() / "isolated";
+  fs::copy(source / "experience", isolated, fs::copy_options::recursive);
+  ProcessOptions isolated_options = run_options;
+  isolated_options.env["OE_PLUGIN_ISOLATION"] = "process";
+  const ProcessResult in_helper =
+      runProcess({oe.string(), "run", isolated.string()}, isolated_options);
+  EXPECT_EQ(in_helper.exit_code, 0) << in_helper.describe();
+  EXPECT_NE((in_helper.out + in_helper.err).find("Hello, installed SDK!"), std::string::npos)
+      << in_helper.describe();
 }
 
 TEST_F(InstalledSdk, Cxx17BuildOfTheGlueStopsAtOneMessage) {

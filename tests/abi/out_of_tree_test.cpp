@@ -81,6 +81,20 @@ TEST(OutOfTree, CPluginBuildsAgainstInstalledSdk) {
       << run.describe();
   EXPECT_TRUE(fs::exists(experience / ".openexpertise"));
   EXPECT_FALSE(fs::exists(source / "experience" / ".openexpertise"));
+
+  // The same in a helper process (docs/trust.md, "Process isolation"): the installed oe is the
+  // helper's program, so an install needs nothing more.
+  const fs::path isolated = tmp.path() / "isolated";
+  fs::copy(source / "experience", isolated, fs::copy_options::recursive);
+  ProcessOptions isolated_options = run_options;
+  isolated_options.env["OE_PLUGIN_ISOLATION"] = "process";
+  const ProcessResult in_helper =
+      runProcess({oe.string(), "run", isolated.string()}, isolated_options);
+  ASSERT_TRUE(in_helper.exited) << in_helper.describe();
+  EXPECT_EQ(in_helper.exit_code, 0) << in_helper.describe();
+  EXPECT_NE((in_helper.out + in_helper.err).find("HELLO FROM A PLUGIN WRITTEN IN C!"),
+            std::string::npos)
+      << in_helper.describe();
 }
 
 }  // namespace

@@ -143,16 +143,25 @@ TEST(RustPlugin, BuildsWithBindgenAndCargoAgainstInstalledSdk) {
 
   const ProcessResult trusted = runProcess({oe.string(), "trust", plugins.string()}, run_options);
   ASSERT_EQ(trusted.exit_code, 0) << trusted.describe();
-  const ProcessResult run = runProcess({oe.string(), "run", experience.string()}, run_options);
-  ASSERT_TRUE(run.exited) << run.describe();
-  EXPECT_EQ(run.exit_code, 0) << run.describe();
-  const std::string output = run.out + run.err;
-  EXPECT_NE(output.find("!tsuR ni nettirw nigulp a morf olleH"), std::string::npos)
-      << run.describe();
-  EXPECT_NE(output.find("words: 7"), std::string::npos) << run.describe();
-  // create logged through the node context it was given, so the host names the node.
-  EXPECT_NE(run.err.find("reverse: text-reverse writes `reversed`"), std::string::npos)
-      << run.describe();
+  // In-process, then in a helper process (docs/trust.md, "Process isolation"): the same answers
+  // and the same log line from create, which crosses the socket there.
+  for (const char* mode : {"in-process", "process"}) {
+    SCOPED_TRACE(mode);
+    const fs::path copy = tmp.path() / (std::string("experience-") + mode);
+    fs::copy(experience, copy, fs::copy_options::recursive);
+    ProcessOptions mode_options = run_options;
+    mode_options.env["OE_PLUGIN_ISOLATION"] = mode;
+    const ProcessResult run = runProcess({oe.string(), "run", copy.string()}, mode_options);
+    ASSERT_TRUE(run.exited) << run.describe();
+    EXPECT_EQ(run.exit_code, 0) << run.describe();
+    const std::string output = run.out + run.err;
+    EXPECT_NE(output.find("!tsuR ni nettirw nigulp a morf olleH"), std::string::npos)
+        << run.describe();
+    EXPECT_NE(output.find("words: 7"), std::string::npos) << run.describe();
+    // create logged through the node context it was given, so the host names the node.
+    EXPECT_NE(run.err.find("reverse: text-reverse writes `reversed`"), std::string::npos)
+        << run.describe();
+  }
   EXPECT_FALSE(fs::exists(source / "experience" / ".openexpertise"));
 
   // Failures come back as a status and a message naming the node, through the host's writers.
@@ -170,14 +179,66 @@ graph:
     - { id: unset, kind: word-count, args: { text: $.a }, writes: [n] }
   edges: []
 )");
-  const ProcessResult failed = runProcess({oe.string(), "run", bad.string()}, run_options);
-  EXPECT_EQ(failed.exit_code, 1) << failed.describe();
-  EXPECT_NE(failed.out.find("text-reverse node \"two\": list exactly one state field in `writes`"),
+  // A Rust panic that nothing catches (tests/abi/fixtures/rust_panic) aborts the process that
+  // runs it: under isolation: process, that is the plugin's helper alone. The node fails with the
+  // signal, and the example's node beside it runs.
+  const fs::path panic_crate = tmp.path() / "panic-crate";
+  fs::create_directories(panic_crate);
+  for (const char* entry : {"Cargo.toml", "src"}) {
+    fs::copy(fs::path(OE_SOURCE_DIR) / "tests" / "abi" / "fixtures" / "rust_panic" / entry,
+             panic_crate / entry, fs::copy_options::recursive);
+  }
+  ProcessOptions panic_cargo = cargo;
+  panic_cargo.cwd = panic_crate;
+  const ProcessResult panic_build =
+      runProcess({OE_CARGO_PROGRAM, "build", "--release", "--offline"}, panic_cargo);
+  ASSERT_EQ(panic_build.exit_code, 0) << panic_build.describe();
+  const fs::path panic_library = plugins / "liboe_rust_panic.so";
+  fs::copy_file(tmp.path() / "target" / "release" / "liboe_rust_panic.so", panic_library);
+  ASSERT_EQ(runProcess({(prefix / "bin" / "oe-plugin-manifest").string(), panic_library.string()},
+                       options)
+                .exit_code,
+            0);
+  ASSERT_EQ(runProcess({oe.string(), "trust", panic_library.string()}, run_options).exit_code, 0);
+  const fs::path panics = tmp.path() / "panics";
+  writeFile(panics / "experience.yaml", R"(name: panics
+version: 0.1.0
+state:
+  schema:
+    reversed: { type: string }
+    never: { type: string }
+graph:
+  nodes:
+    - { id: reverse, kind: text-reverse, args: { text: "ok" }, writes: [reversed] }
+    - { id: boom, kind: rust-panics, writes: [never] }
+  edges: []
+)");
+  ProcessOptions isolated_options = run_options;
+  isolated_options.env["OE_PLUGIN_ISOLATION"] = "process";
+  const ProcessResult panicked =
+      runProcess({oe.string(), "run", panics.string()}, isolated_options);
+  ASSERT_TRUE(panicked.exited) << panicked.describe();
+  EXPECT_EQ(panicked.exit_code, 1) << panicked.describe();
+  EXPECT_NE(panicked.err.find("plugin `dev.oe.fixture.rust-panic` crashed in invoke (SIGABRT)"),
             std::string::npos)
-      << failed.describe();
-  EXPECT_NE(failed.out.find("word-count node \"unset\": args.text must be a string"),
-            std::string::npos)
-      << failed.describe();
+      << panicked.describe();
+  EXPECT_NE((panicked.out + panicked.err).find("reversed: \"ko\""), std::string::npos)
+      << panicked.describe();
+
+  for (const char* mode : {"in-process", "process"}) {
+    SCOPED_TRACE(mode);
+    ProcessOptions mode_options = run_options;
+    mode_options.env["OE_PLUGIN_ISOLATION"] = mode;
+    const ProcessResult failed = runProcess({oe.string(), "run", bad.string()}, mode_options);
+    EXPECT_EQ(failed.exit_code, 1) << failed.describe();
+    EXPECT_NE(
+        failed.out.find("text-reverse node \"two\": list exactly one state field in `writes`"),
+        std::string::npos)
+        << failed.describe();
+    EXPECT_NE(failed.out.find("word-count node \"unset\": args.text must be a string"),
+              std::string::npos)
+        << failed.describe();
+  }
 }
 
 }  // namespace

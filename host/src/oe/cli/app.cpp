@@ -1,14 +1,18 @@
 // argv -> command. CLI11 parses; parse errors exit 2 as upstream's commander did.
 #include "oe/cli/app.hpp"
 
+#include <cstdlib>
 #include <csignal>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "oe/cli/commands.hpp"
 #include "oe/plugins/crash_guard.hpp"
 #include "oe/plugins/host_context.hpp"
+#include "oe/plugins/plugin_isolation.hpp"
 
 namespace oe::cli {
 
@@ -58,6 +62,36 @@ int main(int argc, char** argv, std::string_view build_commit) {
   addMcpCommand(app, exit_code);
   addStoreCommand(app, exit_code);
   addWorkerCommand(app, exit_code);
+  addPluginHostCommand(app, exit_code);
+  // `--plugin-isolation MODE` is accepted anywhere on the line, by every command: it sets
+  // OE_PLUGIN_ISOLATION, so what this oe starts (workers, `oe mcp`'s runs) runs plugins the same
+  // way (docs/trust.md, "Process isolation").
+  std::vector<char*> args;
+  for (int i = 0; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    std::optional<std::string> mode;
+    if (arg == "--plugin-isolation") {
+      if (i + 1 >= argc) {
+        std::cerr << "oe: --plugin-isolation needs a value: process or in-process\n";
+        return kExitUsage;
+      }
+      mode = argv[++i];
+    } else if (arg.starts_with("--plugin-isolation=")) {
+      mode = std::string(arg.substr(std::string_view("--plugin-isolation=").size()));
+    }
+    if (!mode) {
+      args.push_back(argv[i]);
+      continue;
+    }
+    if (auto parsed = plugins::parseIsolation(*mode, "--plugin-isolation"); !parsed) {
+      std::cerr << "oe: " << parsed.error().message << '\n';
+      return kExitUsage;
+    }
+    ::setenv("OE_PLUGIN_ISOLATION", mode->c_str(), 1);
+  }
+  argc = static_cast<int>(args.size());
+  args.push_back(nullptr);
+  argv = args.data();
   // CLI11 would call an unknown command a missing one ("A subcommand is required"). The top
   // level takes no positional argument, so the first one is the command.
   for (int i = 1; i < argc; ++i) {
@@ -68,6 +102,10 @@ int main(int argc, char** argv, std::string_view build_commit) {
     std::string names;
     bool known = false;
     for (const CLI::App* sub : app.get_subcommands({})) {
+      if (sub->get_group().empty()) {  // hidden (plugin-host)
+        known = known || sub->check_name(std::string(arg));
+        continue;
+      }
       names += (names.empty() ? "" : ", ") + sub->get_name();
       known = known || sub->check_name(std::string(arg));
     }

@@ -74,7 +74,8 @@ std::string describe(const fs::path& library, const std::string& sha256, std::st
          (manifest->description.empty() ? "" : "  " + manifest->description + "\n");
 }
 
-int trustPaths(const std::vector<std::string>& paths, const fs::path& store) {
+int trustPaths(const std::vector<std::string>& paths, const fs::path& store,
+               const std::string& isolation) {
   struct Chosen {
     fs::path path;
     std::string sha256;
@@ -114,6 +115,7 @@ int trustPaths(const std::vector<std::string>& paths, const fs::path& store) {
       std::erase_if(records,
                     [&](const plugins::TrustRecord& r) { return r.path == item.path.string(); });
       records.push_back(plugins::trustRecordNow(item.path, item.sha256, item.plugin_id));
+      records.back().isolation = isolation;
     }
   });
   if (!written) {
@@ -168,6 +170,9 @@ int listRecords(const fs::path& store, bool json) {
                     {"plugin", record.plugin_id},
                     {"trusted_at", record.trusted_at},
                     {"state", state}});
+    if (!record.isolation.empty()) {
+      list.back()["isolation"] = record.isolation;
+    }
     if (!json) {
       std::cout << record.path << "  " << record.sha256.substr(0, 12) << "  "
                 << (record.plugin_id.empty() ? "-" : record.plugin_id) << "  " << record.trusted_at
@@ -190,6 +195,7 @@ void addTrustCommand(CLI::App& app, int& exit_code) {
     bool list = false;
     bool remove = false;
     bool json = false;
+    std::string isolation;
   };
   auto a = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand(
@@ -201,6 +207,11 @@ void addTrustCommand(CLI::App& app, int& exit_code) {
   cmd->add_flag("--remove", a->remove, "Forget the libraries PATH names (or holds)")
       ->excludes(list);
   cmd->add_flag("--json", a->json, "With --list: print a JSON array")->needs(list);
+  cmd->add_option("--isolation", a->isolation,
+                  "Where runs load them: process (a helper process of their own) or in-process "
+                  "(docs/trust.md, \"Process isolation\")")
+      ->check(CLI::IsMember({"process", "in-process"}))
+      ->excludes(list);
   cmd->callback([a, &exit_code] {
     const auto store = plugins::trustStorePath();
     if (!store) {
@@ -223,7 +234,7 @@ void addTrustCommand(CLI::App& app, int& exit_code) {
       exit_code = kExitUsage;
       return;
     }
-    exit_code = a->remove ? removePaths(a->paths, *store) : trustPaths(a->paths, *store);
+    exit_code = a->remove ? removePaths(a->paths, *store) : trustPaths(a->paths, *store, a->isolation);
   });
 }
 

@@ -38,6 +38,8 @@ void addWorkerCommand(CLI::App& app, int& exit_code);
 void addApplyDiffCommand(CLI::App& app, int& exit_code);
 void addApproveCommand(CLI::App& app, int& exit_code);
 void addRejectCommand(CLI::App& app, int& exit_code);
+// Hidden: the helper process of a plugin under isolation: process.
+void addPluginHostCommand(CLI::App& app, int& exit_code);
 
 // `oe resume RUN` with the default flags (cmd_run.cpp): how `oe approve` / `oe reject` continue
 // the run they decided; `store`: --store as given (empty: OE_STORE, runtime.store). Returns the

@@ -165,6 +165,28 @@ std::vector<std::string> PluginLibrary::llmProviders() const {
   return names;
 }
 
+std::shared_ptr<PluginLibrary> PluginLibrary::isolated(std::filesystem::path path,
+                                                      LogSink* log_sink,
+                                                      const Described& described,
+                                                      std::deque<KindTable> kinds,
+                                                      std::unique_ptr<Server> server,
+                                                      const char* static_id) {
+  std::shared_ptr<PluginLibrary> lib(new PluginLibrary());  // private constructor
+  lib->path_ = std::move(path);
+  lib->id_ = described.id;
+  lib->version_ = described.version;
+  lib->description_ = described.description;
+  lib->entry_copy_.plugin_id = static_id;
+  lib->entry_copy_.abi_version = described.abi_version;
+  lib->entry_copy_.min_host_abi = described.min_host_abi;
+  lib->kinds_ = std::move(kinds);
+  lib->server_ = std::move(server);
+  lib->context_ = std::make_unique<PluginContext>(lib->id_);
+  lib->context_->setOwner("the plugin context", static_id, nullptr);
+  lib->context_->attachSink(log_sink);
+  return lib;
+}
+
 Result<std::shared_ptr<PluginLibrary>> PluginLibrary::open(const std::filesystem::path& path,
                                                             LogSink* log_sink) {
   std::shared_ptr<PluginLibrary> lib(new PluginLibrary());  // private constructor

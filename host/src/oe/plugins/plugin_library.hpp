@@ -39,6 +39,36 @@ class PluginLibrary {
   // and why, in words a user can act on ("built for plugin ABI 9.0, this oe speaks 0.1: ...").
   static Result<std::shared_ptr<PluginLibrary>> open(const std::filesystem::path& path,
                                                       LogSink* log_sink);
+
+  // What serves a library whose code runs in a helper process (plugin_isolation.hpp); the
+  // library owns it, so it outlives every node made through the library's kinds.
+  class Server {
+   public:
+    virtual ~Server() = default;
+  };
+  // The descriptor's strings and versions, as the helper read them.
+  struct Described {
+    std::string id;
+    std::string version;
+    std::string description;
+    uint32_t abi_version = 0;
+    uint32_t min_host_abi = 0;
+  };
+  // A library loaded in a helper process (docs/trust.md, "Process isolation"): nothing of it is
+  // loaded here. `kinds` are the host's tables, whose functions forward to `server`; their
+  // strings, and `static_id`, live as long as the process (labels of contexts point at them).
+  // It offers no plugin-level extension here (its LLM providers are not forwarded).
+  static std::shared_ptr<PluginLibrary> isolated(std::filesystem::path path, LogSink* log_sink,
+                                                 const Described& described,
+                                                 std::deque<KindTable> kinds,
+                                                 std::unique_ptr<Server> server,
+                                                 const char* static_id);
+  [[nodiscard]] bool isIsolated() const { return server_ != nullptr; }
+  // The plugin context's handle (what init was given): where an isolated library's
+  // plugin-level log lines are written.
+  [[nodiscard]] oe_host_ctx* contextHandle() const {
+    return context_ ? context_->handle() : nullptr;
+  }
   // What open() attached, once the one who gave it no longer needs the library's lines.
   void detachSink(LogSink* log_sink);
   ~PluginLibrary();
@@ -101,6 +131,7 @@ class PluginLibrary {
   };
   std::mutex abandoned_mutex_;
   std::vector<Abandoned> abandoned_;
+  std::unique_ptr<Server> server_;  // an isolated library's helper; destroyed first
 };
 
 [[nodiscard]] std::string abiVersionString(uint32_t version);

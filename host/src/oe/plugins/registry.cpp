@@ -9,6 +9,7 @@
 #include <system_error>
 
 #include "oe/cache/cache_store.hpp"
+#include "oe/plugins/plugin_isolation.hpp"
 #include "oe/plugins/trust_store.hpp"
 
 namespace oe::plugins {
@@ -126,6 +127,8 @@ void PluginRegistry::loadFrom(const std::vector<std::filesystem::path>& dirs) {
   std::set<std::filesystem::path> seen_dirs;
   std::set<std::filesystem::path> seen_files;
   const std::filesystem::path builtin_dir = builtinDir();
+  // Where the plugins that are not built in run (docs/trust.md, "Process isolation").
+  const Result<std::optional<Isolation>> isolation = isolationFromEnvironment();
   for (const auto& dir : dirs) {
     std::error_code ec;
     auto canonical_dir = std::filesystem::canonical(dir, ec);
@@ -180,8 +183,33 @@ void PluginRegistry::loadFrom(const std::vector<std::filesystem::path>& dirs) {
           continue;
         }
         entry.manifest.sha256 = *digest;
+        if (!isolation) {
+          refusals_.push_back(Refusal{file, file.string() + ": " + isolation.error().message});
+          continue;
+        }
       }
-      auto opened = PluginLibrary::open(file, log_sink_);
+      // The environment (or --plugin-isolation) decides for every plugin when set; else the
+      // library's trust record (oe trust --isolation); else in-process.
+      bool isolated = false;
+      if (!builtin && isolation) {
+        std::optional<Isolation> mode = *isolation;
+        if (!mode && gate_ != nullptr) {
+          const std::string recorded =
+              gate_->isolationOf(std::filesystem::canonical(file, ec), entry.manifest.sha256);
+          if (!recorded.empty()) {
+            auto parsed = parseIsolation(recorded, "its trust record's isolation");
+            if (!parsed) {
+              refusals_.push_back(Refusal{file, file.string() + ": " + parsed.error().message +
+                                                    "; trust it again: " + trustCommand(file)});
+              continue;
+            }
+            mode = *parsed;
+          }
+        }
+        isolated = mode.value_or(Isolation::kInProcess) == Isolation::kProcess;
+      }
+      auto opened = isolated ? openIsolated(file, log_sink_, entry.manifest.sha256)
+                             : PluginLibrary::open(file, log_sink_);
       if (!opened) {
         refusals_.push_back(Refusal{file, opened.error().message});
         continue;

@@ -50,6 +50,9 @@ Json toJson(const std::vector<TrustRecord>& records) {
                     {"sha256", record.sha256},
                     {"plugin", record.plugin_id},
                     {"trusted_at", record.trusted_at}});
+    if (!record.isolation.empty()) {
+      list.back()["isolation"] = record.isolation;
+    }
   }
   return Json{{"oe_trust_store", kTrustStoreFormat}, {"trusted", std::move(list)}};
 }
@@ -83,6 +86,9 @@ Result<std::vector<TrustRecord>> parse(const std::string& text, const std::files
     }
     if (auto at = item.find("trusted_at"); at != item.end() && at->is_string()) {
       record.trusted_at = at->get<std::string>();
+    }
+    if (auto mode = item.find("isolation"); mode != item.end() && mode->is_string()) {
+      record.isolation = mode->get<std::string>();
     }
     records.push_back(std::move(record));
   }
@@ -225,7 +231,7 @@ TrustRecord trustRecordNow(const std::filesystem::path& library, std::string sha
   gmtime_r(&now, &utc);
   char when[32];
   std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &utc);
-  return TrustRecord{library.string(), std::move(sha256), std::move(plugin_id), when};
+  return TrustRecord{library.string(), std::move(sha256), std::move(plugin_id), when, {}};
 }
 
 std::string trustCommand(const std::filesystem::path& library) {
@@ -238,6 +244,16 @@ std::string trustCommand(const std::filesystem::path& library) {
     quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
   }
   return "oe trust " + quoted + "'";
+}
+
+std::string TrustGate::isolationOf(const std::filesystem::path& library,
+                                   const std::string& sha256) {
+  std::lock_guard lock(mutex_);
+  if (!records_ || !*records_) {
+    return {};
+  }
+  const TrustRecord* record = findTrust(records_->value(), library);
+  return record != nullptr && record->sha256 == sha256 ? record->isolation : std::string();
 }
 
 Result<void> TrustGate::admit(const std::filesystem::path& library, const std::string& sha256,

@@ -23,6 +23,9 @@ struct TrustRecord {
   std::string sha256;      // of the library when it was trusted
   std::string plugin_id;   // from its manifest; empty when it had no current one
   std::string trusted_at;  // UTC, RFC 3339
+  // Where it runs (`oe trust --isolation`; docs/trust.md, "Process isolation"): "process",
+  // "in-process", or empty for the default.
+  std::string isolation;
 };
 
 // $OE_TRUST_FILE, else $XDG_CONFIG_HOME/oe/trust.json, else $HOME/.config/oe/trust.json;
@@ -79,6 +82,11 @@ class TrustGate {
   // `oe trust` command that trusts it.
   [[nodiscard]] Result<void> admit(const std::filesystem::path& library, const std::string& sha256,
                                    const PluginManifest* manifest);
+
+  // The isolation its record asks for ("process", "in-process", or empty), for a library admit()
+  // just admitted with these bytes.
+  [[nodiscard]] std::string isolationOf(const std::filesystem::path& library,
+                                        const std::string& sha256);
 
   [[nodiscard]] const std::optional<std::filesystem::path>& store() const { return store_; }
 
