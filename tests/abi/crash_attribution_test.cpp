@@ -24,24 +24,10 @@ namespace {
 
 // `first` (a well-behaved kind) hands over to `second`, whose plugin crashes when asked.
 void writeTwoNodes(const std::filesystem::path& dir) {
-  writeFile(dir / "experience.yaml", R"(name: crash-attribution
-version: 0.1.0
-state:
-  schema:
-    echo: { type: object }
-graph:
-  nodes:
-    - id: first
-      kind: abi-good
-      args: { text: "from first" }
-      writes: [echo]
-    - id: second
-      kind: abi-crashes
-      args: { text: "from second" }
-      writes: [echo]
-  edges:
-    - { from: first, to: second }
-)");
+  writeEchoExperience(dir, "crash-attribution",
+                      echoNode("first", "abi-good", "from first") +
+                          echoNode("second", "abi-crashes", "from second"),
+                      "    - { from: first, to: second }\n");
 }
 
 // ms since the epoch of an event's "ts" (2026-12-07T12:09:00.017Z).

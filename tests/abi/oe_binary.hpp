@@ -77,6 +77,23 @@ inline std::regex listingLine(const std::string& id, const std::string& kinds,
                     "  kinds: " + escape(kinds) + "  [^\n]*/" + escape(file) + "(\n|$)");
 }
 
+// An experience whose nodes write the request they were given to state `echo`, as the fixtures'
+// kinds do: `nodes` and `edges` are the lines under graph.nodes and graph.edges (echoNode).
+inline void writeEchoExperience(const std::filesystem::path& dir, const std::string& name,
+                                const std::string& nodes, const std::string& edges) {
+  writeFile(dir / "experience.yaml", "name: " + name +
+                                         "\nversion: 0.1.0\nstate:\n  schema:\n    echo: { type: "
+                                         "object }\ngraph:\n  nodes:\n" +
+                                         nodes + "  edges:" + (edges.empty() ? " []\n" : "\n" + edges));
+}
+
+// One node of such an experience, with `text` as its one arg.
+inline std::string echoNode(const std::string& id, const std::string& kind,
+                            const std::string& text) {
+  return "    - id: " + id + "\n      kind: " + kind + "\n      args: { text: \"" + text +
+         "\" }\n      writes: [echo]\n";
+}
+
 // The events of the one run an experience folder has seen (its .openexpertise/runs/*.jsonl);
 // empty, with a test failure, when there is not exactly one.
 inline std::vector<nlohmann::json> onlyRunEvents(const std::filesystem::path& experience) {

@@ -25,31 +25,14 @@ namespace {
 // the request it was given to `echo`.
 void writeIsolationExperience(const std::filesystem::path& dir, const std::string& on_error = "",
                               bool chain = false) {
-  writeFile(dir / "experience.yaml", R"(name: isolation
-version: 0.1.0
-state:
-  schema:
-    echo: { type: object }
-graph:
-  nodes:
-    - id: first
-      kind: abi-good
-      args: { text: "from first" }
-      writes: [echo]
-    - id: second
-      kind: abi-crashes
-      args: { text: "from second" }
-      writes: [echo]
-)" + on_error + R"(
-    - id: third
-      kind: abi-good
-      args: { text: "from third" }
-      writes: [echo]
-  edges:
-    - { from: first, to: second }
-)" +
-                                         std::string(chain ? "    - { from: second, to: third }\n"
-                                                           : "    - { from: first, to: third }\n"));
+  writeEchoExperience(dir, "isolation",
+                      echoNode("first", "abi-good", "from first") +
+                          echoNode("second", "abi-crashes", "from second") + on_error +
+                          (on_error.empty() ? "" : "\n") +
+                          echoNode("third", "abi-good", "from third"),
+                      std::string("    - { from: first, to: second }\n") +
+                          (chain ? "    - { from: second, to: third }\n"
+                                 : "    - { from: first, to: third }\n"));
 }
 
 // A fault in a sanitizer build's helper is the sanitizer's to report: it exits (ASan 1, TSan 66)

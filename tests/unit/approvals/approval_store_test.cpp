@@ -83,28 +83,19 @@ TEST(ApprovalStoreTest, TheFirstDecisionStandsAndTheSecondIsToldWhoDecided) {
   EXPECT_NE(never.error().message.find("no approval of node \"nope\""), std::string::npos);
 }
 
-// Two deciders, each with its own connection as two `oe approve` processes have, released at
-// once: exactly one wins every time, and both read back the same decision.
-TEST(ApprovalStoreTest, TwoDecidersAtOnceOneWins) {
-  test::TempDir dir;
-  const auto path = storePath(dir.path());
-  constexpr int kRounds = 40;
-  {
-    auto store = Store::open(path);
-    ASSERT_TRUE(store);
-    for (int i = 0; i < kRounds; ++i) {
-      ASSERT_TRUE((*store)->ask(question("n" + std::to_string(i))));
-    }
-  }
+// Two deciders, each with its own connection (`open`), released at once on each of the
+// questions n0..n<rounds-1>: exactly one wins every time, and both read back the same decision.
+template <class Open>
+void expectOneWinnerPerRound(const Open& open, int rounds) {
   std::atomic<int> ready{0};
   std::vector<int> wins(2, 0);
   std::vector<std::vector<std::string>> seen(2);
   std::vector<std::thread> threads;
   for (int t = 0; t < 2; ++t) {
     threads.emplace_back([&, t] {
-      auto store = Store::open(path);
+      auto store = open();
       ASSERT_TRUE(store) << store.error().message;
-      for (int i = 0; i < kRounds; ++i) {
+      for (int i = 0; i < rounds; ++i) {
         ready.fetch_add(1);
         while (ready.load() < 2 * (i + 1)) {
           std::this_thread::yield();
@@ -120,8 +111,24 @@ TEST(ApprovalStoreTest, TwoDecidersAtOnceOneWins) {
   for (auto& thread : threads) {
     thread.join();
   }
-  EXPECT_EQ(wins[0] + wins[1], kRounds);
+  EXPECT_EQ(wins[0] + wins[1], rounds);
   EXPECT_EQ(seen[0], seen[1]);  // both were told the one decision that stands
+}
+
+// Two deciders, each with its own connection as two `oe approve` processes have, released at
+// once: exactly one wins every time, and both read back the same decision.
+TEST(ApprovalStoreTest, TwoDecidersAtOnceOneWins) {
+  test::TempDir dir;
+  const auto path = storePath(dir.path());
+  constexpr int kRounds = 40;
+  {
+    auto store = Store::open(path);
+    ASSERT_TRUE(store);
+    for (int i = 0; i < kRounds; ++i) {
+      ASSERT_TRUE((*store)->ask(question("n" + std::to_string(i))));
+    }
+  }
+  expectOneWinnerPerRound([&] { return Store::open(path); }, kRounds);
 }
 
 TEST(ApprovalStoreTest, APassedDeadlineDecidesByItsOnTimeout) {
@@ -168,32 +175,7 @@ TEST(ApprovalStoreTest, TwoDecidersAtOnceOneWinsOnPostgreSQL) {
     ASSERT_TRUE(again);
     EXPECT_EQ(again->deadline_ms, -1);  // the first question stands
   }
-  std::atomic<int> ready{0};
-  std::vector<int> wins(2, 0);
-  std::vector<std::vector<std::string>> seen(2);
-  std::vector<std::thread> threads;
-  for (int t = 0; t < 2; ++t) {
-    threads.emplace_back([&, t] {
-      auto store = Store::open(db.url());
-      ASSERT_TRUE(store) << store.error().message;
-      for (int i = 0; i < kRounds; ++i) {
-        ready.fetch_add(1);
-        while (ready.load() < 2 * (i + 1)) {
-          std::this_thread::yield();
-        }
-        auto decided = (*store)->decide("chain-1", "n" + std::to_string(i),
-                                        by(t == 0 ? "ana" : "bob", t == 0));
-        ASSERT_TRUE(decided) << decided.error().message;
-        wins[static_cast<size_t>(t)] += decided->won ? 1 : 0;
-        seen[static_cast<size_t>(t)].push_back(decided->request.decision->by);
-      }
-    });
-  }
-  for (auto& thread : threads) {
-    thread.join();
-  }
-  EXPECT_EQ(wins[0] + wins[1], kRounds);
-  EXPECT_EQ(seen[0], seen[1]);
+  expectOneWinnerPerRound([&] { return Store::open(db.url()); }, kRounds);
 }
 
 TEST(ApprovalClockTest, TheSimulatedClockReadsIsoAndMilliseconds) {
