@@ -153,46 +153,42 @@ void ForwardedContext::log(oe_log_level level, std::string_view message) {
 
 oe_status statusOf(const wire::Frame& frame) { return frame.head.value("status", OE_INTERNAL); }
 
+// A forwarded call's answer into `out`: the reply's first string, or with `error_in_b` its second
+// when the call failed (the host's error text).
+oe_status takeReply(wire::Frame reply, std::string& out, bool error_in_b = false) {
+  const oe_status status = statusOf(reply);
+  out = error_in_b && status != OE_OK ? std::move(reply.b) : std::move(reply.a);
+  return status;
+}
+
 oe_status ForwardedCallContext::emitEvent(std::string_view type, std::string_view fields_json) {
   return statusOf(host_.call(request_, remote_, "emit_event", type, fields_json));
 }
 
 oe_status ForwardedCallContext::stateGet(std::string_view field, std::string& out_json) {
-  wire::Frame reply = host_.call(request_, remote_, "state_get", field);
-  out_json = std::move(reply.a);
-  return statusOf(reply);
+  return takeReply(host_.call(request_, remote_, "state_get", field), out_json);
 }
 
 oe_status ForwardedCallContext::llmComplete(std::string_view request_json, std::string& out) {
-  wire::Frame reply = host_.call(request_, remote_, "llm", request_json);
-  const oe_status status = statusOf(reply);
-  out = status == OE_OK ? std::move(reply.a) : std::move(reply.b);
-  return status;
+  return takeReply(host_.call(request_, remote_, "llm", request_json), out, /*error_in_b=*/true);
 }
 
 oe_status ForwardedCallContext::renderPrompt(std::string_view template_text, std::string& out) {
-  wire::Frame reply = host_.call(request_, remote_, "prompt.render", template_text);
-  out = std::move(reply.a);
-  return statusOf(reply);
+  return takeReply(host_.call(request_, remote_, "prompt.render", template_text), out);
 }
 
 oe_status ForwardedCallContext::promptValues(uint32_t indent, std::string& out) {
-  wire::Frame reply = host_.call(request_, remote_, "prompt.values", {}, {}, {{"indent", indent}});
-  out = std::move(reply.a);
-  return statusOf(reply);
+  return takeReply(host_.call(request_, remote_, "prompt.values", {}, {}, {{"indent", indent}}),
+                   out);
 }
 
 oe_status ForwardedCallContext::runSubExperience(std::string_view request_json, std::string& out) {
-  wire::Frame reply = host_.call(request_, remote_, "subrun", request_json);
-  out = std::move(reply.a);
-  return statusOf(reply);
+  return takeReply(host_.call(request_, remote_, "subrun", request_json), out);
 }
 
 oe_status ForwardedCallContext::cliReplayBegin(std::string_view request_json, std::string& out) {
-  wire::Frame reply = host_.call(request_, remote_, "cli_replay.begin", request_json);
-  const oe_status status = statusOf(reply);
-  out = status == OE_OK ? std::move(reply.a) : std::move(reply.b);
-  return status;
+  return takeReply(host_.call(request_, remote_, "cli_replay.begin", request_json), out,
+                   /*error_in_b=*/true);
 }
 
 oe_status ForwardedCallContext::cliReplayFinish(std::string_view request_json,
