@@ -15,6 +15,7 @@
 #include "oe/common/json.hpp"
 #include "oe/secrets/resolve.hpp"
 #include "oe/spec/approval.hpp"
+#include "oe/spec/plugin_isolation.hpp"
 #include "oe/spec/policy.hpp"
 
 namespace oe::spec {
@@ -206,6 +207,9 @@ struct Experience {
   // `plugins: { override: [...] }` (docs/trust.md): kinds and LLM provider names a plugin that
   // is not built in may take from a built-in one.
   std::vector<std::string> plugin_overrides;
+  // `plugins: { isolation: ... }` (docs/trust.md, "Process isolation"); a run reads it before
+  // the plugins load (scanPluginIsolation), validation from here.
+  PluginIsolationSpec plugin_isolation;
   // `secrets:` (docs/policy.md, "Secrets"): where each secret's value is read at run start.
   std::vector<secrets::Declaration> secrets;
 

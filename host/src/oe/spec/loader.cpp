@@ -849,6 +849,7 @@ bool fill(Experience& exp, const GraphLines* lines = nullptr) {
   }
   // `plugins: { override: [...] }` (docs/trust.md); a malformed one is the schema's error.
   if (auto plugins = raw.find("plugins"); plugins != raw.end() && plugins->is_object()) {
+    exp.plugin_isolation = pluginIsolationFrom(*plugins);
     if (auto names = plugins->find("override"); names != plugins->end() && names->is_array()) {
       for (const Json& name : *names) {
         if (name.is_string()) {

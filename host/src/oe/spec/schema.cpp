@@ -75,6 +75,18 @@ constexpr const char* kSchemaText = R"json({
           "description": "Kinds and LLM provider names that a plugin of this experience (its plugins/ folder, OE_PLUGIN_PATH) may take from a built-in plugin; without it the built-in one keeps them",
           "uniqueItems": true,
           "items": { "type": "string", "minLength": 1 }
+        },
+        "isolation": {
+          "description": "Where this experience's plugins that are not built in run: process (each in a helper process, oe plugin-host, so a crash fails only the node) or in-process; one value for all, or an object by plugin id. --plugin-isolation and OE_PLUGIN_ISOLATION win over it; it wins over a trust record's (docs/trust.md, Process isolation)",
+          "oneOf": [
+            { "enum": ["process", "in-process"] },
+            {
+              "type": "object",
+              "minProperties": 1,
+              "propertyNames": { "minLength": 1 },
+              "additionalProperties": { "enum": ["process", "in-process"] }
+            }
+          ]
         }
       }
     },
