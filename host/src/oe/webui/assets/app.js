@@ -304,6 +304,7 @@ class EventStream {
         if (this.lastId !== null && this.lastId !== undefined) {
           headers["Last-Event-ID"] = String(this.lastId);
         }
+        this.onStatus(this.delay > 500 ? "retry" : "connecting");
         const response = await fetch(this.url, {
           headers,
           signal: this.controller.signal,
@@ -394,9 +395,10 @@ class EventStream {
 
 function setLive(state) {
   const live = document.getElementById("live");
-  const names = { on: "live", retry: "reconnecting…", denied: "no access", off: "offline" };
-  live.textContent = names[state] || state;
+  const names = { on: "live", connecting: "connecting…", retry: "reconnecting…", denied: "no access", off: "" };
+  live.textContent = names[state] ?? state;
   live.className = `live ${state}`;
+  live.hidden = state === "off";
 }
 
 // ---------------------------------------------------------------- routing
@@ -554,7 +556,7 @@ function runsView(main, query) {
           h("th", { text: "Status" }), h("th", { text: "Run" }), h("th", { text: "Experience" }),
           h("th", { class: "opt", text: "Started" }), h("th", { class: "num", text: "Duration" }),
           h("th", { class: "opt", text: "Nodes" }), h("th", { class: "num opt", text: "Tokens" }),
-          h("th", { class: "num", text: "Cost" }))),
+          h("th", { class: "num opt", text: "Cost" }))),
         body)),
     h("div", { class: "row" }, more));
 
@@ -610,7 +612,7 @@ function runsView(main, query) {
         duration,
         h("td", { class: "opt", text: nodes }),
         h("td", { class: "num opt", text: fmtInt(run.tokens) }),
-        h("td", { class: "num", text: fmtCost(run.cost) }));
+        h("td", { class: "num opt", text: fmtCost(run.cost) }));
       row.addEventListener("click", (event) => {
         if (!(event.target instanceof HTMLAnchorElement)) {
           go(`#/runs/${encodeURIComponent(run.id)}`);
@@ -844,7 +846,7 @@ function runView(main, runId) {
       fact("Experience", experience || "–"),
       fact("Started", fmtTime(started)),
       fact("Duration", fmtDuration(duration)),
-      fact("Nodes", `${counts.succeeded + counts.cached} done · ${counts.failed} failed · ${counts.skipped} skipped`),
+      fact("Nodes", `${counts.succeeded + counts.cached} done, ${counts.failed} failed${counts.skipped ? `, ${counts.skipped} skipped` : ""}`),
       fact("Tokens", tokensIn + tokensOut > 0 ? `${fmtInt(tokens)} (${fmtInt(tokensIn)} in, ${fmtInt(tokensOut)} out)` : fmtInt(tokens)),
       fact("Cost", fmtCost(cost)),
       fact("Priority", String(pick(summary, "priority") ?? "–")));
@@ -1003,6 +1005,10 @@ function runView(main, runId) {
     selected = id;
     paint();
     drawDetail(true);
+    // On a phone the detail is below the graph: bring it into view.
+    if (window.matchMedia("(max-width: 760px)").matches) {
+      detail.scrollIntoView({ block: "start", behavior: "smooth" });
+    }
   };
 
   let detailFetched = null;
@@ -1154,31 +1160,46 @@ function runView(main, runId) {
   };
 
   // ---- approvals
+  // One card per node asked about, kept across redraws so what a person types stays put.
+  const approvalCards = new Map();
+  const decided = new Set();  // answered here: not asked again while the summary catches up
   const drawApprovals = () => {
-    clear(approvalBox);
-    if (status() !== "waiting" || model.waiting.size === 0) {
-      const waitingNodes = asList(pick(summary, "waiting"), "nodes");
-      if (status() !== "waiting" || waitingNodes.length === 0) {
-        return;
+    const wanted = new Map();
+    if (status() === "waiting") {
+      for (const [node, question] of model.waiting) {
+        wanted.set(node, question);
       }
-      for (const id of waitingNodes) {
-        if (!model.waiting.has(String(id))) {
-          model.waiting.set(String(id), { node_id: String(id) });
+      for (const id of asList(pick(summary, "waiting"), "nodes")) {
+        if (!wanted.has(String(id))) {
+          wanted.set(String(id), { node_id: String(id) });
         }
       }
     }
-    for (const [node, question] of model.waiting) {
-      approvalBox.append(approvalCard(runId, node, question, (result) => {
+    for (const [node, card] of approvalCards) {
+      if (!wanted.has(node)) {
+        card.remove();
+        approvalCards.delete(node);
+      }
+    }
+    for (const [node, question] of wanted) {
+      if (approvalCards.has(node) || decided.has(node)) {
+        continue;
+      }
+      const card = approvalCard(runId, node, question, (result) => {
         const next = pick(pick(result, "continued"), "id") ?? pick(result, "id", "run_id");
         if (next && next !== runId) {
           go(`#/runs/${encodeURIComponent(next)}`);
         } else {
           notice("Decision recorded: the run is continued through the queue.", "good");
           model.waiting.delete(node);
-          drawApprovals();
+          decided.add(node);
+          card.remove();
+          approvalCards.delete(node);
           loadSummary();
         }
-      }));
+      });
+      approvalCards.set(node, card);
+      approvalBox.append(card);
     }
   };
 
@@ -1188,10 +1209,10 @@ function runView(main, runId) {
     try {
       summary = await api(`/api/runs/${enc}`);
       const fields = runFields(summary);
-      if (!model.status) {
+      // The server's word on a finished run is final (it maps the log's "partial" and says
+      // "cancelled" of a queued run that never started); until then the log is fresher.
+      if (!model.status || FINISHED.has(fields.status)) {
         model.status = fields.status;
-      } else if (FINISHED.has(fields.status) && !FINISHED.has(model.status)) {
-        model.status = fields.status;  // e.g. a queued run cancelled before it started
       }
       for (const entry of asList(pick(summary, "timeline"), "nodes")) {
         const id = pick(entry, "node", "node_id", "id");
