@@ -217,6 +217,10 @@ try {
   await waitIn(page, "the runs list", () => document.querySelectorAll("#runs tbody tr[data-run]").length >= 4);
   const listed = await page.$$eval("#runs tbody tr[data-run]", (rows) => rows.map((row) => row.dataset.run));
   check("the list shows the runs", listed.includes(flowRun) && listed.includes(parked), listed.join(","));
+  await waitIn(page, "the server's figures", () => !document.querySelector("#overview")?.hidden &&
+    document.querySelector('#overview .badge[data-status="succeeded"]') !== null);
+  const figures = await page.$eval("#overview", (box) => box.textContent);
+  check("the figures of /metrics are shown", /succeeded\s*[2-9]/.test(figures) && figures.includes("Queue"), figures);
   await page.screenshot({ path: join(shots, "runs-1280x800.png") });
   await page.select("#filter-status", "succeeded");
   await waitIn(page, "the filtered list",

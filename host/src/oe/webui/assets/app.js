@@ -489,6 +489,70 @@ function errorBox(err) {
   return h("div", { class: "notice bad", role: "alert", text: err instanceof ApiError ? err.message : String(err) });
 }
 
+// ---------------------------------------------------------------- the server's figures
+
+// Prometheus text (GET /metrics) as [{name, labels, value}]; comments and bad lines skipped.
+function parseMetrics(text) {
+  const samples = [];
+  for (const line of String(text).split("\n")) {
+    const found = line.match(/^([A-Za-z_:][A-Za-z0-9_:]*)(?:\{(.*)\})?\s+(\S+)/);
+    if (!found || line.startsWith("#")) {
+      continue;
+    }
+    const labels = {};
+    for (const pair of (found[2] || "").matchAll(/([A-Za-z_][A-Za-z0-9_]*)="((?:[^"\\]|\\.)*)"/g)) {
+      labels[pair[1]] = pair[2].replace(/\\(.)/g, (_, c) => (c === "n" ? "\n" : c));
+    }
+    samples.push({ name: found[1], labels, value: Number(found[3]) });
+  }
+  return samples;
+}
+
+// The figures /metrics gives, as a strip of facts: runs by status, the queue, tokens and cost,
+// and on PostgreSQL the workers and the attempts waiting for one.
+async function loadOverview(box) {
+  let response;
+  try {
+    response = await fetch("/metrics", { headers: { Accept: "text/plain", ...authHeaders() }, cache: "no-store" });
+  } catch {
+    return;
+  }
+  if (!response.ok) {
+    box.hidden = true;
+    return;
+  }
+  const samples = parseMetrics(await response.text());
+  const sum = (name, test = () => true) => samples.filter((x) => x.name === name && test(x.labels)).reduce((total, x) => total + x.value, 0);
+  const has = (name) => samples.some((x) => x.name === name);
+  const byStatus = new Map();
+  for (const sample of samples.filter((x) => x.name === "oe_runs")) {
+    const status = normStatus(sample.labels.status);
+    byStatus.set(status, (byStatus.get(status) || 0) + sample.value);
+  }
+  const facts = [];
+  for (const status of RUN_STATUSES) {
+    if (byStatus.get(status)) {
+      facts.push(h("div", { class: "figure" }, h("dt", null, badge(status)), h("dd", { text: fmtInt(byStatus.get(status)) })));
+    }
+  }
+  if (has("oe_queue_depth")) {
+    facts.push(fact("Queue", fmtInt(sum("oe_queue_depth"))));
+  }
+  if (has("oe_llm_tokens_total")) {
+    facts.push(fact("LLM tokens", fmtInt(sum("oe_llm_tokens_total"))));
+  }
+  if (has("oe_llm_cost_usd_total")) {
+    facts.push(fact("LLM cost", fmtCost(sum("oe_llm_cost_usd_total"))));
+  }
+  if (has("oe_worker_up")) {
+    facts.push(fact("Workers up", `${fmtInt(sum("oe_worker_up"))} of ${fmtInt(samples.filter((x) => x.name === "oe_worker_up").length)}`));
+    facts.push(fact("Leases", fmtInt(sum("oe_worker_leases"))));
+    facts.push(fact("Attempts waiting", fmtInt(sum("oe_attempts_waiting"))));
+  }
+  clear(box).append(...facts);
+  box.hidden = facts.length === 0;
+}
+
 // ---------------------------------------------------------------- the runs list
 
 function runFields(run) {
@@ -542,10 +606,12 @@ function runsView(main, query) {
   const body = h("tbody");
   const more = h("button", { class: "secondary", hidden: true, text: "Load more" });
   const message = h("div");
+  const overview = h("dl", { class: "facts overview", id: "overview", hidden: true });
   main.append(
     h("div", { class: "run-head" },
       h("h1", { text: "Runs" }),
       h("div", { class: "actions" }, h("a", { class: "button", href: "#/start", text: "Start a run" }))),
+    overview,
     h("div", { class: "filters" },
       h("div", null, h("label", { for: "filter-status", text: "Status" }), statusSelect),
       h("div", null, h("label", { for: "filter-experience", text: "Experience" }), experienceSelect)),
@@ -626,7 +692,12 @@ function runsView(main, query) {
     load();
   });
   load();
-  const refresh = throttle(load, 700);
+  loadOverview(overview);
+  const figures = throttle(() => loadOverview(overview), 5000);
+  const refresh = throttle(() => {
+    load();
+    figures();
+  }, 700);
   const stream = new EventStream("/api/events/stream", (frame) => {
     let event;
     try {
