@@ -180,15 +180,15 @@ try {
   await page.click("#start-submit");
   await waitIn(page, "the failing run's page", () => /#\/runs\/[^/]+$/.test(location.hash));
   await waitIn(page, "explode failed", () => document.querySelector('#graph g.node[data-node="explode"]')?.classList.contains("st-failed"));
-  await waitIn(page, "the run finished", () => ["failed", "partial"].includes(document.querySelector(".run-head .badge")?.dataset.status));
+  await waitIn(page, "the run failed", () => document.querySelector(".run-head .badge")?.dataset.status === "failed");
   await page.click('#graph g.node[data-node="explode"]');
   await waitIn(page, "the error of explode", () => document.querySelector("#node-error") !== null);
   const error = await page.$eval("#node-error", (pre) => pre.textContent);
   check("a failed node's error is shown", error.includes("boom:") && error.includes("<b>not bold</b>"), error);
   check("its markup stays text", await page.evaluate(() =>
     window.__pwned === undefined && document.querySelector("#node-detail img, #node-detail b") === null));
-  const skipped = await page.$eval('#graph g.node[data-node="after"]', (g) => g.classList.contains("st-skipped"));
-  check("what depends on it is skipped", skipped);
+  const after = await page.$eval('#graph g.node[data-node="after"]', (g) => g.dataset.status);
+  check("what depends on it never ran", after === "pending", after);
   await page.screenshot({ path: join(shots, "failed-node-1280x800.png") });
 
   // ---- approve a waiting run from its page
@@ -199,7 +199,8 @@ try {
   const parked = runIdOf(page);
   await waitIn(page, "the run waits for a decision",
     () => document.querySelector(".run-head .badge")?.dataset.status === "waiting" &&
-      document.querySelector('.approval button.approve[data-node="review"]') !== null);
+      document.querySelector('.approval button.approve[data-node="review"]') !== null &&
+      document.querySelector('.approval[data-node="review"] .prompt') !== null);
   const prompt = await page.$eval(".approval", (box) => box.textContent);
   check("the question is shown", prompt.includes("Ship it?"), prompt);
   await page.screenshot({ path: join(shots, "waiting-1280x800.png") });

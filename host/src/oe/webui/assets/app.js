@@ -299,6 +299,7 @@ class EventStream {
     while (!this.stopped) {
       this.controller = new AbortController();
       let denied = false;
+      let notYet = false;  // 404: a queued run has no log yet; ask again soon, not later and later
       try {
         const headers = { Accept: "text/event-stream", ...authHeaders() };
         if (this.lastId !== null && this.lastId !== undefined) {
@@ -317,6 +318,8 @@ class EventStream {
         } else if (response.ok && response.body) {
           this.onStatus("on");
           await this.read(response.body);
+        } else if (response.status === 404) {
+          notYet = true;
         }
       } catch {
         // aborted, or the connection dropped: reconnect below
@@ -325,10 +328,12 @@ class EventStream {
         return;
       }
       if (!denied) {
-        this.onStatus("retry");
+        this.onStatus(notYet ? "connecting" : "retry");
       }
-      await new Promise((resolve) => setTimeout(resolve, denied ? 15000 : this.delay));
-      this.delay = Math.min(this.delay * 2, 15000);
+      await new Promise((resolve) => setTimeout(resolve, denied ? 15000 : notYet ? 1000 : this.delay));
+      if (!notYet) {
+        this.delay = Math.min(this.delay * 2, 15000);
+      }
     }
   }
 
@@ -558,7 +563,10 @@ async function loadOverview(box) {
 function runFields(run) {
   const started = toMs(pick(run, "started_at", "started", "created_at", "queued_at"));
   const finished = toMs(pick(run, "finished_at", "finished", "ended_at"));
-  const status = normStatus(pick(run, "status"));
+  // oe's "partial" (some node failed, the run went on) is listed as succeeded by the API;
+  // shown as partial, so a failure is not painted green.
+  const engine = normStatus(pick(run, "engine_status"));
+  const status = engine === "partial" ? "partial" : normStatus(pick(run, "status"));
   let duration = pick(run, "duration_ms");
   if (duration === undefined && started !== undefined) {
     duration = (finished ?? (FINISHED.has(status) ? undefined : Date.now())) - started;
@@ -1253,7 +1261,13 @@ function runView(main, runId) {
       }
     }
     for (const [node, question] of wanted) {
-      if (approvalCards.has(node) || decided.has(node)) {
+      if (decided.has(node)) {
+        continue;
+      }
+      if (approvalCards.has(node)) {
+        if (pick(question, "prompt") !== undefined) {
+          approvalCards.get(node).fillQuestion(question);
+        }
         continue;
       }
       const card = approvalCard(runId, node, question, (result) => {
@@ -1399,7 +1413,7 @@ function runView(main, runId) {
       drawTimeline();
     }
   });
-  every(4000, () => {
+  every(2000, () => {
     if (status() === "queued" || (!model.status && !finishedHandled)) {
       loadSummary();
     }
@@ -1489,17 +1503,27 @@ function approvalCard(runId, node, question, done) {
   const reject = h("button", { class: "danger reject", "data-node": node, text: "Reject" });
   approve.addEventListener("click", () => decide("approve", approve));
   reject.addEventListener("click", () => decide("reject", reject));
-  const show = pick(question, "show");
-  const deadline = pick(question, "deadline");
-  return h("section", { class: "approval", "data-node": node },
+  // The question can arrive after the card (the run's summary names the node before its log's
+  // approval.waiting is read): filled, and refilled, in place.
+  const questionSlot = h("div");
+  const fill = (asked) => {
+    const show = pick(asked, "show");
+    const deadline = pick(asked, "deadline");
+    append(clear(questionSlot), [
+      pick(asked, "prompt") ? h("p", { class: "prompt", text: String(pick(asked, "prompt")) }) : null,
+      show && typeof show === "object" && Object.keys(show).length > 0 ? [h("h3", { text: "It shows" }), h("pre", { text: fmtJson(show) })] : null,
+      deadline ? h("p", { class: "muted", text: `Decided by its timeout (${pick(asked, "on_timeout") || "fail"}) at ${fmtTime(deadline)} unless someone decides first.` }) : null]);
+  };
+  fill(question);
+  const card = h("section", { class: "approval", "data-node": node },
     h("h2", { text: `Waiting for a decision on “${node}”` }),
-    pick(question, "prompt") ? h("p", { text: String(pick(question, "prompt")) }) : null,
-    show && typeof show === "object" && Object.keys(show).length > 0 ? [h("h3", { text: "It shows" }), h("pre", { text: fmtJson(show) })] : null,
-    deadline ? h("p", { class: "muted", text: `Decided by its timeout (${pick(question, "on_timeout") || "fail"}) at ${fmtTime(deadline)} unless someone decides first.` }) : null,
+    questionSlot,
     h("div", { class: "field" }, h("label", { for: `comment-${node}`, text: "Comment" }), comment),
     h("div", { class: "field" }, h("label", { for: `as-${node}`, text: "Decided by" }), as),
     h("div", { class: "row" }, approve, reject),
     message);
+  card.fillQuestion = fill;
+  return card;
 }
 
 // ---------------------------------------------------------------- the graph's SVG
