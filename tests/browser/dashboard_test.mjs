@@ -54,8 +54,8 @@ function check(what, ok, detail = "") {
 }
 
 // `oe serve` on a port the kernel picks; its URL is read from what it prints.
-function startServer() {
-  const child = spawn(oe, ["serve", "--listen", "127.0.0.1:0", "--root", root], {
+function startServer(extra = []) {
+  const child = spawn(oe, ["serve", "--listen", "127.0.0.1:0", "--root", root, ...extra], {
     cwd: work,
     stdio: ["ignore", "pipe", "pipe"],
   });
@@ -96,7 +96,15 @@ function runIdOf(page) {
   return found ? decodeURIComponent(found[1]) : "";
 }
 
-const server = startServer();
+async function stopServer(server) {
+  if (server.child.exitCode === null && server.child.signalCode === null) {
+    const exited = new Promise((resolve) => server.child.once("exit", resolve));
+    server.child.kill("SIGTERM");
+    await exited;
+  }
+}
+
+let server = startServer();
 let browser;
 let exitCode = 1;
 try {
@@ -246,6 +254,40 @@ try {
   await page.screenshot({ path: join(shots, "run-390x844.png") });
   await page.screenshot({ path: join(shots, "run-390-full.png"), fullPage: true });
 
+  // ---- with tokens: the same root behind --token-file, an admin and a read-only token
+  await stopServer(server);
+  const adminToken = "admin-token-0123456789abcdef";
+  const readToken = "read-token-0123456789abcdef";
+  const tokenFile = join(work, "tokens.txt");
+  writeFileSync(tokenFile, `# the browser test's tokens\nadmin tester ${adminToken}\nread viewer ${readToken}\n`, { mode: 0o600 });
+  server = startServer(["--token-file", tokenFile]);
+  const secured = await server.url;
+  await page.setViewport({ width: 1280, height: 800 });
+  await page.goto(`${secured}/#/`, { waitUntil: "load" });
+  await waitIn(page, "the page asks for a token", () => !document.querySelector("#banner").hidden &&
+    /token/i.test(document.querySelector("#banner").textContent));
+  const setToken = async (value) => {
+    await page.evaluate(() => { document.querySelector("#token-box").open = true; });
+    await page.type("#token-input", value);
+    await page.click('#token-form button[type="submit"]');
+  };
+  await setToken(adminToken);
+  await waitIn(page, "the runs list with the admin token", () => document.querySelectorAll("#runs tbody tr[data-run]").length >= 4);
+  await waitIn(page, "the live list over an authorised stream", () => document.querySelector("#live").textContent === "live");
+  check("the token is kept in the tab, not in a cookie", await page.evaluate((token) =>
+    sessionStorage.getItem("oe.token") === token && document.cookie === "", adminToken));
+  await page.goto(`${secured}/#/runs/${encodeURIComponent(flowRun)}`, { waitUntil: "load" });
+  await waitIn(page, "a run's page with a token",
+    () => [...document.querySelectorAll("#graph g.node[data-node]")].length === 4 &&
+      [...document.querySelectorAll("#graph g.node[data-node]")].every((g) => g.classList.contains("st-succeeded")));
+  await setToken(readToken);
+  await page.goto(`${secured}/#/start/flow`, { waitUntil: "load" });
+  await page.waitForSelector("#start-form", { timeout: DEADLINE_MS });
+  await page.click("#start-submit");
+  await waitIn(page, "the refusal of a read-only token", () => document.querySelector("#start-form .notice.bad") !== null);
+  const refusal = await page.$eval("#start-form .notice.bad", (box) => box.textContent);
+  check("a read-only token cannot start a run, and the page says so", /#\/start\/flow$/.test(page.url()) && refusal.length > 0, refusal);
+
   check("no script error and no CSP refusal", pageErrors.length === 0, pageErrors.join("\n"));
   exitCode = failures === 0 ? 0 : 1;
 } catch (err) {
@@ -256,10 +298,7 @@ try {
   if (browser) {
     await browser.close().catch(() => {});
   }
-  if (server.child.exitCode === null) {
-    server.child.kill("SIGTERM");
-    await new Promise((resolve) => server.child.once("exit", resolve));
-  }
+  await stopServer(server);
   console.log(`${passes} passed, ${failures} failed; screenshots in ${shots}`);
   if (exitCode === 0) {
     rmSync(work, { recursive: true, force: true });
