@@ -156,6 +156,10 @@ try {
       document.querySelector('#graph g.node[data-node="right"]')?.classList.contains("st-running"));
   const runningFill = await page.$eval('#graph g.node[data-node="right"] rect', (rect) => getComputedStyle(rect).fill);
   check("a running node is not painted as done", runningFill !== SUCCESS_FILL, runningFill);
+  const liveBars = await page.$$eval("#timeline .bar", (list) => list.map((bar) => `${bar.dataset.node}:${bar.className}`));
+  check("the timeline has bars for what started, right's still running",
+        liveBars.length === 3 && liveBars.some((bar) => bar.startsWith("right:") && bar.includes("st-running")) &&
+          !liveBars.some((bar) => bar.startsWith("finish:")), liveBars.join(", "));
   await page.screenshot({ path: join(shots, "run-live-1280x800.png") });
   writeFileSync(join(root, "flow", "release"), "");
   await waitIn(page, "every node of the run succeeded",
@@ -212,6 +216,13 @@ try {
   const prompt = await page.$eval(".approval", (box) => box.textContent);
   check("the question is shown", prompt.includes("Ship it?"), prompt);
   await page.screenshot({ path: join(shots, "waiting-1280x800.png") });
+  await page.goto(`${base}/#/approvals`, { waitUntil: "load" });
+  await waitIn(page, "the approvals page", () => document.querySelector('#approvals .approval[data-node="review"]') !== null);
+  const listedApproval = await page.$eval('#approvals .approval[data-node="review"]', (card) => card.textContent);
+  check("the approvals page lists the question", listedApproval.includes("Ship it?") && listedApproval.includes("gated"), listedApproval);
+  await page.goto(`${base}/#/runs/${encodeURIComponent(parked)}`, { waitUntil: "load" });
+  await waitIn(page, "the waiting run's page again",
+    () => document.querySelector('.approval[data-node="review"] .prompt') !== null);
   await page.type("#comment-review", "looks good");
   await page.type("#as-review", "browser-test");
   await page.click('.approval button.approve[data-node="review"]');
