@@ -9,14 +9,17 @@
 import { spawn } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
-const [oe, shots] = process.argv.slice(2);
-if (!oe || !shots) {
+const [oe_arg, shots_arg] = process.argv.slice(2);
+if (!oe_arg || !shots_arg) {
   console.error("usage: node dashboard_test.mjs <oe> <screenshot folder>");
   process.exit(2);
 }
+// Absolute: the server runs in the work folder.
+const oe = resolve(oe_arg);
+const shots = resolve(shots_arg);
 const here = dirname(fileURLToPath(import.meta.url));
 const chromium = ["/usr/bin/chromium", "/usr/bin/chromium-browser"].find((path) => existsSync(path));
 if (!chromium) {
@@ -75,6 +78,10 @@ function startServer(extra = []) {
     child.on("exit", (code) => {
       clearTimeout(timer);
       reject(new Error(`oe serve exited with ${code} before it listened:\n${output}`));
+    });
+    child.on("error", (err) => {
+      clearTimeout(timer);
+      reject(new Error(`oe serve could not start (${oe}): ${err.message}`));
     });
   });
   return { child, url, output: () => output };

@@ -1120,6 +1120,9 @@ function runView(main, runId) {
     const more = detailFetched && detailFetched.id === node.id ? detailFetched.data : null;
     if (more) {
       const inputs = pick(more, "inputs", "input", "args", "request");
+      // The API gives the node's args as declared (their $.paths unresolved) when it has no
+      // resolved inputs: say which.
+      const inputsTitle = pick(more, "inputs", "input") !== undefined ? "Inputs" : "Args (as declared)";
       const output = pick(more, "output", "edge_output", "result", "state_delta");
       const errors = pick(more, "errors", "error");
       const errorText = Array.isArray(errors) ? errors.map(String).join("\n") : errors ? fmtJson(errors) : "";
@@ -1130,7 +1133,7 @@ function runView(main, runId) {
         kv.append(...kvRow("Kind", String(pick(more, "kind"))));
       }
       if (inputs !== undefined) {
-        body.append(h("h3", { text: "Inputs" }), h("pre", { text: fmtJson(inputs) }));
+        body.append(h("h3", { text: inputsTitle }), h("pre", { text: fmtJson(inputs) }));
       }
       if (output !== undefined) {
         body.append(h("h3", { text: "Output" }), h("pre", { text: fmtJson(output) }));
