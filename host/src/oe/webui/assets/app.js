@@ -863,6 +863,7 @@ function runView(main, runId) {
   let selected = "";
   let graphFor = "";
   let finishedHandled = false;
+  const opened = Date.now();
 
   const title = h("h1", { text: `Run ${shortId(runId)}` });
   const statusSlot = h("span");
@@ -1296,6 +1297,9 @@ function runView(main, runId) {
   const loadSummary = async () => {
     try {
       summary = await api(`/api/runs/${enc}`);
+      if (notices.textContent === "Waiting for the run to appear…") {
+        clear(notices);
+      }
       const fields = runFields(summary);
       // The server's word on a finished run is final (it maps the log's "partial" and says
       // "cancelled" of a queued run that never started); until then the log is fresher.
@@ -1311,6 +1315,12 @@ function runView(main, runId) {
       loadGraph(fields.experience);
       redraw();
     } catch (err) {
+      if (err.status === 404 && Date.now() - opened < 10000) {
+        // Just started: the queue or the launcher may not show it for a moment.
+        notice("Waiting for the run to appear…");
+        await new Promise((resolve) => setTimeout(resolve, 1000));
+        return loadSummary();
+      }
       if (err.status === 404) {
         clear(main).append(h("p", null, h("a", { href: "#/", text: "← Runs" })), errorBox(err));
         stopAll();
