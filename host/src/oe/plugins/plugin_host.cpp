@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "oe/common/host_buffer.hpp"
 #include "oe/plugins/plugin_isolation.hpp"
 #include "oe/plugins/plugin_wire.hpp"
 
@@ -64,9 +65,31 @@ class ForwardedCallContext final : public ForwardedContext {
 
   void cancel() { cancelled_.store(true); }
 
+  // What a runtime.limits slot handed out in this invoke needs to give itself back: alive while
+  // the invoke is. oe takes back the slots still held when the invoke returns, so a slot
+  // released after that (or at the helper's exit) has nothing to send.
+  struct SlotLink {
+    PluginHost& host;
+    uint64_t request;
+    uint64_t remote;
+  };
+
  private:
   uint64_t request_;
   std::atomic<bool> cancelled_{false};
+  std::shared_ptr<SlotLink> slot_link_ = std::make_shared<SlotLink>(SlotLink{host_, request_, remote_});
+};
+
+// A runtime.limits slot held in oe for this helper's plugin: the buffer the plugin releases.
+class ForwardedSlot final : public HostBuffer {
+ public:
+  ForwardedSlot(std::string text, std::weak_ptr<ForwardedCallContext::SlotLink> link, uint64_t id)
+      : HostBuffer(std::move(text)), link_(std::move(link)), id_(id) {}
+  ~ForwardedSlot() override;
+
+ private:
+  std::weak_ptr<ForwardedCallContext::SlotLink> link_;
+  uint64_t id_;
 };
 
 class PluginHost {
@@ -200,12 +223,24 @@ oe_status ForwardedCallContext::cliReplayFinish(std::string_view request_json,
   return statusOf(reply);
 }
 
-// A slot is a buffer whose release gives it back in oe: a release here cannot reach it yet.
-oe_status ForwardedCallContext::acquireLimit(std::string_view name, oe_host_buf* /*out_slot*/) {
-  log(OE_LOG_WARN, std::string(OE_EXT_LIMITS " acquire(\"") + std::string(name) +
-                       "\") is not forwarded under isolation: process (docs/trust.md, \"Process "
-                       "isolation\"); run the plugin in-process to use runtime.limits from it");
-  return OE_UNIMPLEMENTED;
+// oe acquires the slot with the invoke's own context (the same wait, the same node.activity)
+// and keeps it under an id; the buffer given here sends that id back when it is released.
+oe_status ForwardedCallContext::acquireLimit(std::string_view name, oe_host_buf* out_slot) {
+  wire::Frame reply = host_.call(request_, remote_, "limits.acquire", name);
+  const oe_status status = statusOf(reply);
+  if (status == OE_OK) {
+    giveBuffer(std::make_unique<ForwardedSlot>(std::move(reply.a), slot_link_,
+                                               reply.head.value("slot", uint64_t{0})),
+               out_slot);
+  }
+  return status;
+}
+
+ForwardedSlot::~ForwardedSlot() {
+  if (auto link = link_.lock(); link && id_ != 0) {
+    (void)link->host.call(link->request, link->remote, "limits.release", {}, {},
+                          {{"slot", id_}});
+  }
 }
 
 wire::Frame PluginHost::call(uint64_t request, uint64_t remote, const char* fn, std::string_view a,

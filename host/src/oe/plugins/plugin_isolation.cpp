@@ -5,6 +5,7 @@
 
 #include <fcntl.h>
 #include <oe/ext/draft/cli_replay.h>
+#include <oe/ext/draft/limits.h>
 #include <oe/ext/draft/subrun.h>
 #include <oe/ext/llm.h>
 #include <oe/ext/prompt.h>
@@ -240,6 +241,15 @@ class RemotePlugin final : public PluginLibrary::Server {
   std::vector<std::thread> readers_;
   std::atomic<oe_host_ctx*> plugin_ctx_{nullptr};  // the library's plugin context, once adopted
   std::vector<std::pair<oe_log_level, std::string>> early_lines_;
+  // runtime.limits slots the helper's plugin holds (oe.limits/1-draft), by the id it was given,
+  // with the call they were taken in: given back on its release, or when that invoke ends.
+  struct HeldSlot {
+    oe_host_ctx* call;
+    oe_host_buf slot;
+  };
+  std::mutex slots_mutex_;
+  std::map<uint64_t, HeldSlot> slots_;
+  uint64_t next_slot_ = 1;
 };
 
 RemotePlugin::~RemotePlugin() {
@@ -463,6 +473,37 @@ void RemotePlugin::serve(Helper& helper, const wire::Frame& call) {
         static_cast<const oe_subrun_api*>(api.get_extension(handle, OE_EXT_SUBRUN));
     status =
         subrun != nullptr ? subrun->run(handle, asStr(call.a), &first) : OE_FAILED_PRECONDITION;
+  } else if (fn == "limits.acquire") {
+    const auto* limits =
+        static_cast<const oe_limits_api*>(api.get_extension(handle, OE_EXT_LIMITS));
+    status = limits != nullptr ? limits->acquire(handle, asStr(call.a), &first)
+                               : OE_FAILED_PRECONDITION;
+    if (status == OE_OK) {
+      a.assign(first.ptr != nullptr ? first.ptr : "", first.len);
+      std::lock_guard lock(slots_mutex_);
+      const uint64_t slot = next_slot_++;
+      slots_.emplace(slot, HeldSlot{handle, first});
+      first = oe_host_buf{nullptr, 0, nullptr};  // held until released
+      helper.channel->send({{"op", "reply"},
+                            {"cid", call.head.value("cid", uint64_t{0})},
+                            {"status", status},
+                            {"slot", slot}},
+                           a, {});
+      return;
+    }
+  } else if (fn == "limits.release") {
+    std::optional<HeldSlot> held;
+    {
+      std::lock_guard lock(slots_mutex_);
+      if (auto it = slots_.find(call.head.value("slot", uint64_t{0})); it != slots_.end()) {
+        held = it->second;
+        slots_.erase(it);
+      }
+    }
+    if (held) {
+      api.release(held->call, &held->slot);
+    }
+    status = OE_OK;
   } else if (fn == "cli_replay.begin" || fn == "cli_replay.finish") {
     const auto* replay =
         static_cast<const oe_cli_replay_api*>(api.get_extension(handle, OE_EXT_CLI_REPLAY));
@@ -545,6 +586,22 @@ oe_status RemotePlugin::invoke(RemoteNode& node, const oe_invocation& inv) {
                               {"rl", inv.response != nullptr ? inv.response->limit : 0},
                               {"el", inv.error != nullptr ? inv.error->limit : 0}},
                              std::string_view(inv.request_json.ptr, inv.request_json.len));
+  // Slots the plugin did not give back (or could not: its helper died) go back now.
+  std::vector<oe_host_buf> left;
+  {
+    std::lock_guard lock(slots_mutex_);
+    for (auto it = slots_.begin(); it != slots_.end();) {
+      if (it->second.call == inv.call) {
+        left.push_back(it->second.slot);
+        it = slots_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (oe_host_buf& slot : left) {
+    hostApi()->release(inv.call, &slot);
+  }
   if (outcome.ended) {
     append(inv.error, crashed("invoke", *outcome.ended));
     return OE_UNAVAILABLE;
