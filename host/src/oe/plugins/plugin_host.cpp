@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -53,7 +54,10 @@ class ForwardedCallContext final : public ForwardedContext {
 
   oe_status emitEvent(std::string_view type, std::string_view fields_json) override;
   oe_status stateGet(std::string_view field, std::string& out_json) override;
-  [[nodiscard]] bool isCancelled() const override { return cancelled_.load(); }
+  // An invoke's cancellation is sent to the helper (the `cancel` op); a provider call's is the
+  // calling agent's, which only oe knows: asked there (`ask_host`).
+  [[nodiscard]] bool isCancelled() const override;
+  void askHostWhetherCancelled() { ask_host_ = true; }
   oe_status llmComplete(std::string_view request_json, std::string& out) override;
   oe_status renderPrompt(std::string_view template_text, std::string& out) override;
   oe_status promptValues(uint32_t indent, std::string& out) override;
@@ -77,6 +81,7 @@ class ForwardedCallContext final : public ForwardedContext {
  private:
   uint64_t request_;
   std::atomic<bool> cancelled_{false};
+  bool ask_host_ = false;
   std::shared_ptr<SlotLink> slot_link_ = std::make_shared<SlotLink>(SlotLink{host_, request_, remote_});
 };
 
@@ -125,6 +130,7 @@ class PluginHost {
   void dispatch(wire::Frame frame);
   void create(const wire::Frame& frame);
   void invoke(const wire::Frame& frame);
+  void complete(const wire::Frame& frame);
   void destroy(const wire::Frame& frame);
   void cancel(const wire::Frame& frame);
   void reply(wire::Frame frame);
@@ -221,6 +227,17 @@ oe_status ForwardedCallContext::cliReplayFinish(std::string_view request_json,
       host_.call(request_, remote_, "cli_replay.finish", request_json, outcome_json);
   out_error = std::move(reply.b);
   return statusOf(reply);
+}
+
+bool ForwardedCallContext::isCancelled() const {
+  if (cancelled_.load()) {
+    return true;
+  }
+  if (!ask_host_) {
+    return false;
+  }
+  const wire::Frame reply = host_.call(request_, remote_, "is_cancelled", {});
+  return statusOf(reply) == OE_OK && reply.a == "1";
 }
 
 // oe acquires the slot with the invoke's own context (the same wait, the same node.activity)
@@ -331,6 +348,8 @@ void PluginHost::dispatch(wire::Frame frame) {
   const std::string op = frame.head.value("op", "");
   if (op == "invoke") {
     invoke(frame);
+  } else if (op == "complete") {
+    complete(frame);
   } else if (op == "create") {
     create(frame);
   } else if (op == "destroy") {
@@ -416,6 +435,43 @@ void PluginHost::invoke(const wire::Frame& frame) {
     running_.erase(call);
   }
   context.closeHandle();
+  send({{"op", "result"}, {"id", id}, {"status", status}}, response.data, error.data);
+}
+
+// One call of the plugin's oe.llm-provider/1 table, made in oe by an agent of any plugin: the
+// agent's call context (when there is one) stands for it here, so the provider's node.activity
+// and log lines reach that call in oe.
+void PluginHost::complete(const wire::Frame& frame) {
+  const uint64_t id = frame.head.value("id", uint64_t{0});
+  const uint64_t call = frame.head.value("call", uint64_t{0});
+  const oe_llm_provider* table = library_->llmProvider();
+  if (table == nullptr) {
+    send({{"op", "result"}, {"id", id}, {"status", OE_FAILED_PRECONDITION}}, {},
+         "the plugin offers no oe.llm-provider/1 table");
+    return;
+  }
+  std::optional<ForwardedCallContext> context;
+  if (call != 0) {
+    context.emplace(*this, call, id);
+    context->setOwner("a call context", library_->staticId(), "oe.llm-provider/1");
+    context->askHostWhetherCancelled();
+  }
+  oe_writer response;
+  oe_writer error;
+  if (const size_t limit = frame.head.value("rl", size_t{0}); limit > 0) {
+    response.limit = limit;
+  }
+  if (const size_t limit = frame.head.value("el", size_t{0}); limit > 0) {
+    error.limit = limit;
+  }
+  const std::string config = frame.head.value("config", "");
+  const oe_status status =
+      table->complete(library_->self(), context ? context->handle() : nullptr,
+                      oe_str{config.data(), config.size()}, oe_str{frame.a.data(), frame.a.size()},
+                      &response, &error);
+  if (context) {
+    context->closeHandle();
+  }
   send({{"op", "result"}, {"id", id}, {"status", status}}, response.data, error.data);
 }
 
