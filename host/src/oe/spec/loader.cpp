@@ -873,6 +873,7 @@ bool fill(Experience& exp, const GraphLines* lines = nullptr) {
       exp.secrets.push_back(std::move(declaration));
     }
   }
+  exp.triggers = triggersOf(exp);
   if (auto runtime = raw.find("runtime"); runtime != raw.end()) {
     exp.runtime.concurrency = optInt<int>(*runtime, "concurrency");
     if (auto det = runtime->find("deterministic"); det != runtime->end() && det->is_boolean()) {
@@ -919,6 +920,9 @@ Json shapedForModel(Json raw) {
     if (graph.contains(key)) {
       objectsIn(graph, key);
     }
+  }
+  if (raw.contains("triggers")) {
+    objectsIn(raw, "triggers");
   }
   if (raw.contains("runtime") && !raw["runtime"].is_object()) {
     raw.erase("runtime");
