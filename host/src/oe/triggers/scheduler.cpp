@@ -162,23 +162,31 @@ Clock::TimePoint Scheduler::tick() {
       now_point + std::chrono::duration_cast<Clock::TimePoint::duration>(options_.lead_every);
   auto lead = store_.tryLead();
   std::vector<ScheduledTrigger> triggers;
+  std::string message;
+  bool leading = false;
   {
     std::lock_guard lock(mutex_);
     const bool was = leading_;
     leading_ = lead.ok() && *lead;
+    leading = leading_;
     if (!leading_) {
       cursors_.clear();  // a later leadership reads the record again: another one wrote it
     }
     if (!lead.ok()) {
-      say("triggers: cannot tell whether this instance schedules: " + lead.error().message);
+      message = "triggers: cannot tell whether this instance schedules: " + lead.error().message;
     } else if (leading_ != was) {
-      say(leading_ ? "triggers: this instance schedules the cron triggers"
-                   : "triggers: another instance schedules the cron triggers now");
+      message = leading_ ? "triggers: this instance schedules the cron triggers"
+                         : "triggers: another instance schedules the cron triggers now";
     }
-    if (!leading_) {
-      return recheck;
+    if (leading_) {
+      triggers = triggers_;
     }
-    triggers = triggers_;
+  }
+  if (!message.empty()) {
+    say(message);  // outside the lock: the log may ask the scheduler for its status
+  }
+  if (!leading) {
+    return recheck;
   }
   const int64_t now = secondsOf(now_point);
   const int64_t grace =

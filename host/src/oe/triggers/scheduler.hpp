@@ -88,6 +88,8 @@ class Scheduler {
  public:
   using FireCallback = std::function<void(const Fire&)>;
 
+  // `store` and `clock` outlive the scheduler; `fire` is called on the scheduler's thread (or
+  // tick()'s caller), without the scheduler's lock held, and should only queue the run.
   Scheduler(std::vector<ScheduledTrigger> triggers, TriggerStore& store, Clock& clock,
             FireCallback fire, SchedulerOptions options = {});
   ~Scheduler();

@@ -440,6 +440,9 @@ void TimeZone::appendRuleTransitions(std::string_view text) {
   }
   const int64_t from_year =
       at_.empty() ? 1900 : std::max<int64_t>(1900, civilFromDays(floorDiv(at_.back(), kDay)).year);
+  if (from_year > kLastRuleYear) {
+    return;  // the file's own transitions reach past the years the rule is expanded for
+  }
   std::vector<std::pair<int64_t, int32_t>> generated;
   generated.reserve(static_cast<size_t>(2 * (kLastRuleYear - from_year + 1)));
   for (int64_t year = from_year; year <= kLastRuleYear; ++year) {
