@@ -130,8 +130,11 @@ class PgTriggerStore final : public TriggerStore {
 }  // namespace
 
 Result<std::unique_ptr<TriggerStore>> openPgTriggerStore(const std::string& url) {
-  auto conn = pg::Connection::open(
-      url, {.retry_for = std::chrono::seconds(10), .application_name = "oe triggers"});
+  // A reply timeout: a server that froze must not hold the scheduler's tick (and so its stop)
+  // or a webhook's answer for ever; each statement here takes milliseconds.
+  auto conn = pg::Connection::open(url, {.retry_for = std::chrono::seconds(10),
+                                         .application_name = "oe triggers",
+                                         .reply_timeout = std::chrono::seconds(30)});
   if (!conn) {
     return makeError("the triggers' store " + pg::redact(url) +
                      " cannot be used: " + conn.error().message);
