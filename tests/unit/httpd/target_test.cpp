@@ -64,6 +64,13 @@ TEST(LoopbackHostTest, OnlyLoopbackNames) {
         "10.0.0.1", "[::2]", "[::1]x", "::1", "localhost:80x", "[::1", "0.0.0.0"}) {
     EXPECT_FALSE(isLoopbackHost(host)) << host;
   }
+  // inet_pton reads a C string: a NUL must not end the name early.
+  using namespace std::string_literals;
+  EXPECT_FALSE(isLoopbackHost("127.0.0.1\0.evil.example"s));
+  EXPECT_FALSE(isLoopbackHost("[::1\0]"s));
+  EXPECT_FALSE(isLoopbackHost("[::1]:842\n"s));  // found by oe_fuzz_request_target
+  EXPECT_FALSE(isLoopbackHost("[::1]:x"s));
+  EXPECT_FALSE(parseListenAddress("127.0.0.1\0x:80"s));
 }
 
 }  // namespace

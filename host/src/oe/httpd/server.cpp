@@ -291,6 +291,7 @@ class ServerImpl final : public Server {
     // Handlers already running finish; queued ones are dropped with their (closed) connection.
     pool_.stop();
     pool_.join();
+    work_.reset();
     io_.stop();
     if (io_thread_.joinable()) {
       io_thread_.join();
@@ -388,6 +389,8 @@ class ServerImpl final : public Server {
   size_t sse_streams_ = 0;  // I/O thread only
 
   asio::io_context io_;
+  // Keeps io_.run() going until stop(), whatever is pending.
+  asio::executor_work_guard<asio::io_context::executor_type> work_{io_.get_executor()};
   Tcp::acceptor acceptor_;
   asio::steady_timer accept_retry_;
   asio::thread_pool pool_;
@@ -866,6 +869,14 @@ void ServerImpl::launch(Stream stream, std::string remote) {
 }
 
 Response ServerImpl::dispatch(Request& request) {
+  if (!tokens_) {
+    const auto host = request.header("host");
+    if (!host || !isLoopbackHost(*host)) {
+      return problem(403, "host-not-allowed", "Host not allowed",
+                     "Without --token-file this server answers only requests addressed to "
+                     "localhost, 127.0.0.1 or [::1]; use one of those in the URL.");
+    }
+  }
   const auto origin = request.header("origin");
   if (request.method == "OPTIONS" && origin && request.header("access-control-request-method") &&
       !options_.cors_origin.empty()) {
@@ -883,14 +894,6 @@ Response ServerImpl::dispatch(Request& request) {
          "Authorization, Content-Type, Last-Event-ID, Mcp-Session-Id, Mcp-Protocol-Version"},
         {"Access-Control-Max-Age", "600"}};
     return preflight;
-  }
-  if (!tokens_) {
-    const auto host = request.header("host");
-    if (!host || !isLoopbackHost(*host)) {
-      return problem(403, "host-not-allowed", "Host not allowed",
-                     "Without --token-file this server answers only requests addressed to "
-                     "localhost, 127.0.0.1 or [::1]; use one of those in the URL.");
-    }
   }
   const auto match = router_.match(request.method, request.path);
   if (match.route == nullptr) {

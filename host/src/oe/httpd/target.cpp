@@ -23,7 +23,17 @@ int hexValue(char c) {
   return -1;
 }
 
+// Only what an IP literal can hold: inet_pton reads a C string, so a NUL would end it early.
+bool literalChars(std::string_view host) {
+  return !host.empty() && std::all_of(host.begin(), host.end(), [](unsigned char c) {
+    return std::isxdigit(c) || c == '.' || c == ':';
+  });
+}
+
 bool isLoopbackLiteral(std::string_view host) {
+  if (!literalChars(host)) {
+    return false;
+  }
   const std::string text(host);
   in_addr v4{};
   if (inet_pton(AF_INET, text.c_str(), &v4) == 1) {
@@ -38,6 +48,9 @@ bool isLoopbackLiteral(std::string_view host) {
 }
 
 bool isIpLiteral(std::string_view host) {
+  if (!literalChars(host)) {
+    return false;
+  }
   const std::string text(host);
   in_addr v4{};
   in6_addr v6{};
@@ -123,6 +136,9 @@ Result<ListenAddress> parseListenAddress(std::string_view text) {
   }
   ListenAddress address;
   address.port = static_cast<uint16_t>(port);
+  if (host.find('\0') != std::string_view::npos) {
+    return bad("the host holds a NUL byte");
+  }
   if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
     host = host.substr(1, host.size() - 2);
     in6_addr v6{};
@@ -142,6 +158,14 @@ Result<ListenAddress> parseListenAddress(std::string_view text) {
   return address;
 }
 
+namespace {
+
+bool allDigits(std::string_view text) {
+  return std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isdigit(c); });
+}
+
+}  // namespace
+
 bool isLoopbackHost(std::string_view host_header) {
   std::string host(host_header);
   std::transform(host.begin(), host.end(), host.begin(),
@@ -153,15 +177,14 @@ bool isLoopbackHost(std::string_view host_header) {
       return false;
     }
     const std::string_view rest = name.substr(close + 1);
-    if (!rest.empty() && rest.front() != ':') {
+    if (!rest.empty() && (rest.front() != ':' || !allDigits(rest.substr(1)))) {
       return false;
     }
     return isLoopbackLiteral(name.substr(1, close - 1));
   }
   const size_t colon = name.find(':');
   if (colon != std::string_view::npos) {
-    const std::string_view port = name.substr(colon + 1);
-    if (!std::all_of(port.begin(), port.end(), [](unsigned char c) { return std::isdigit(c); })) {
+    if (!allDigits(name.substr(colon + 1))) {
       return false;
     }
     name = name.substr(0, colon);
