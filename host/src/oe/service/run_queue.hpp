@@ -53,7 +53,9 @@ struct ClaimLimits {
 class RunQueue {
  public:
   // `where`: a PostgreSQL URL (pg::isUrl) or the path of the SQLite file (created with its
-  // folder). The PostgreSQL table is oe's schema's (`oe store migrate`).
+  // folder). The PostgreSQL table is oe's schema's (`oe store migrate`). A SQLite file is held
+  // by one queue object at a time (an flock on <file>.lock, released when it is destroyed): a
+  // second server on the same root is refused, saying which file.
   static Result<std::unique_ptr<RunQueue>> open(const std::string& where);
   // The SQLite file of a server whose --root is `root`: <root>/.openexpertise/serve/queue.db.
   static std::filesystem::path defaultPath(const std::filesystem::path& root);
@@ -89,9 +91,16 @@ class RunQueue {
   virtual Result<void> renew(std::string_view owner, int64_t lease_ms) = 0;
   // Running entries whose lease ran out at `now_ms` (their owner is gone), taken over by
   // `owner` with a new lease: the caller decides whether each child still runs or resumes it.
+  // On SQLite the file is one server's (open() locks it), so every running entry another owner
+  // left is taken, whatever its lease.
   virtual Result<std::vector<QueueEntry>> takeOverExpired(std::string_view owner, int64_t now_ms,
                                                           int64_t lease_ms) = 0;
 };
+
+// The entry a claim takes from `entries` (every entry, in list()'s order): the first queued one
+// whose experience is under its limit, when the running ones are under the global cap.
+[[nodiscard]] std::optional<QueueEntry> pickNext(const std::vector<QueueEntry>& entries,
+                                                 const ClaimLimits& limits);
 
 // Milliseconds since the epoch.
 [[nodiscard]] int64_t nowMs();
