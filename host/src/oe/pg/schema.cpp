@@ -239,6 +239,7 @@ constexpr std::string_view kV5 = R"sql(
 CREATE TABLE oe_run_queue (
   run_id text PRIMARY KEY,
   experience text NOT NULL,
+  folder text NOT NULL,
   kind text NOT NULL,
   resume_of text NOT NULL,
   args text NOT NULL,

@@ -25,7 +25,7 @@ namespace {
 
 constexpr const char* kSchema =
     "CREATE TABLE IF NOT EXISTS run_queue ("
-    " run_id TEXT PRIMARY KEY, experience TEXT NOT NULL, kind TEXT NOT NULL,"
+    " run_id TEXT PRIMARY KEY, experience TEXT NOT NULL, folder TEXT NOT NULL, kind TEXT NOT NULL,"
     " resume_of TEXT NOT NULL, args TEXT NOT NULL, options TEXT NOT NULL,"
     " priority INTEGER NOT NULL, enqueued_ms INTEGER NOT NULL, state TEXT NOT NULL,"
     " started_ms INTEGER NOT NULL DEFAULT 0, pid INTEGER NOT NULL DEFAULT 0,"
@@ -35,7 +35,7 @@ constexpr const char* kSchema =
 
 constexpr const char* kColumns =
     "run_id, experience, kind, resume_of, args, options, priority, enqueued_ms, state, "
-    "started_ms, pid, owner, lease_until_ms, max_concurrent";
+    "started_ms, pid, owner, lease_until_ms, max_concurrent, folder";
 
 constexpr const char* kOrder =
     " ORDER BY state = 'running' DESC, priority DESC, enqueued_ms, run_id";
@@ -45,8 +45,8 @@ Json queueJsonOr(std::string_view text) {
   return j.is_discarded() ? Json::object() : j;
 }
 
-QueueEntry queueRowOf(sqlite3_stmt* stmt) {
-  QueueEntry e;
+QueuedRun queueRowOf(sqlite3_stmt* stmt) {
+  QueuedRun e;
   e.run_id = sqlite::columnText(stmt, 0);
   e.experience = sqlite::columnText(stmt, 1);
   e.kind = sqlite::columnText(stmt, 2);
@@ -61,6 +61,7 @@ QueueEntry queueRowOf(sqlite3_stmt* stmt) {
   e.owner = sqlite::columnText(stmt, 11);
   e.lease_until_ms = sqlite3_column_int64(stmt, 12);
   e.max_concurrent = sqlite3_column_int(stmt, 13);
+  e.folder = sqlite::columnText(stmt, 14);
   return e;
 }
 
@@ -72,12 +73,13 @@ class SqliteQueue final : public RunQueue {
   SqliteQueue(const SqliteQueue&) = delete;
   SqliteQueue& operator=(const SqliteQueue&) = delete;
 
-  Result<void> enqueue(const QueueEntry& entry) override {
+  Result<void> enqueue(const QueuedRun& entry) override {
     std::lock_guard lock(mutex_);
     auto insert = sqlite::prepare(
-        db_.get(), "INSERT INTO run_queue (run_id, experience, kind, resume_of, args, options, "
-                   "priority, enqueued_ms, state, max_concurrent) "
-                   "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'queued', ?9)");
+        db_.get(),
+        "INSERT INTO run_queue (run_id, experience, kind, resume_of, args, options, "
+        "priority, enqueued_ms, state, max_concurrent, folder) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'queued', ?9, ?10)");
     if (!insert) {
       return insert.error();
     }
@@ -93,31 +95,32 @@ class SqliteQueue final : public RunQueue {
     sqlite3_bind_int(s, 7, entry.priority);
     sqlite3_bind_int64(s, 8, entry.enqueued_ms);
     sqlite3_bind_int(s, 9, entry.max_concurrent);
+    sqlite::bindText(s, 10, entry.folder);
     if (sqlite3_step(s) != SQLITE_DONE) {
       return failed("queue run " + entry.run_id);
     }
     return {};
   }
 
-  Result<std::vector<QueueEntry>> list() override {
+  Result<std::vector<QueuedRun>> list() override {
     std::lock_guard lock(mutex_);
     return select("", {});
   }
 
-  Result<std::optional<QueueEntry>> find(std::string_view run_id) override {
+  Result<std::optional<QueuedRun>> find(std::string_view run_id) override {
     std::lock_guard lock(mutex_);
     auto rows = select(" WHERE run_id = ?1", {run_id});
     if (!rows) {
       return rows.error();
     }
     if (rows->empty()) {
-      return std::optional<QueueEntry>();
+      return std::optional<QueuedRun>();
     }
-    return std::optional<QueueEntry>(std::move(rows->front()));
+    return std::optional<QueuedRun>(std::move(rows->front()));
   }
 
-  Result<std::optional<QueueEntry>> claim(std::string_view owner, const ClaimLimits& limits,
-                                          int64_t lease_ms) override {
+  Result<std::optional<QueuedRun>> claim(std::string_view owner, const ClaimLimits& limits,
+                                         int64_t lease_ms) override {
     std::lock_guard lock(mutex_);
     if (auto begun = sqlite::exec(db_.get(), "BEGIN IMMEDIATE"); !begun) {
       return failed("claim a queued run");
@@ -130,9 +133,9 @@ class SqliteQueue final : public RunQueue {
     auto chosen = pickNext(*rows, limits);
     if (!chosen) {
       (void)sqlite::exec(db_.get(), "ROLLBACK");
-      return std::optional<QueueEntry>();
+      return std::optional<QueuedRun>();
     }
-    QueueEntry entry = std::move(*chosen);
+    QueuedRun entry = std::move(*chosen);
     entry.state = "running";
     entry.owner = std::string(owner);
     entry.started_ms = nowMs();
@@ -155,7 +158,7 @@ class SqliteQueue final : public RunQueue {
       (void)sqlite::exec(db_.get(), "ROLLBACK");
       return error;
     }
-    return std::optional<QueueEntry>(std::move(entry));
+    return std::optional<QueuedRun>(std::move(entry));
   }
 
   Result<void> setPid(std::string_view run_id, int64_t pid) override {
@@ -186,7 +189,7 @@ class SqliteQueue final : public RunQueue {
     return *changed > 0;
   }
 
-  Result<void> requeue(const QueueEntry& entry) override {
+  Result<void> requeue(const QueuedRun& entry) override {
     std::lock_guard lock(mutex_);
     auto update = sqlite::prepare(db_.get(),
                                   "UPDATE run_queue SET state = 'queued', owner = '', pid = 0, "
@@ -207,7 +210,8 @@ class SqliteQueue final : public RunQueue {
   Result<void> renew(std::string_view owner, int64_t lease_ms) override {
     std::lock_guard lock(mutex_);
     auto update = sqlite::prepare(
-        db_.get(), "UPDATE run_queue SET lease_until_ms = ?2 WHERE owner = ?1 AND state = 'running'");
+        db_.get(),
+        "UPDATE run_queue SET lease_until_ms = ?2 WHERE owner = ?1 AND state = 'running'");
     if (!update) {
       return update.error();
     }
@@ -219,8 +223,8 @@ class SqliteQueue final : public RunQueue {
     return {};
   }
 
-  Result<std::vector<QueueEntry>> takeOverExpired(std::string_view owner, int64_t /*now_ms*/,
-                                                  int64_t lease_ms) override {
+  Result<std::vector<QueuedRun>> takeOverExpired(std::string_view owner, int64_t /*now_ms*/,
+                                                 int64_t lease_ms) override {
     std::lock_guard lock(mutex_);
     // The file is ours alone (the flock): whatever another owner left running was a server of
     // this root that died.
@@ -253,17 +257,17 @@ class SqliteQueue final : public RunQueue {
                  "; check the file's permissions and the disk"};
   }
 
-  Result<std::vector<QueueEntry>> select(const std::string& where,
-                                         std::vector<std::string_view> binds) {
-    auto stmt = sqlite::prepare(db_.get(),
-                                std::string("SELECT ") + kColumns + " FROM run_queue" + where + kOrder);
+  Result<std::vector<QueuedRun>> select(const std::string& where,
+                                        std::vector<std::string_view> binds) {
+    auto stmt = sqlite::prepare(
+        db_.get(), std::string("SELECT ") + kColumns + " FROM run_queue" + where + kOrder);
     if (!stmt) {
       return stmt.error();
     }
     for (size_t i = 0; i < binds.size(); ++i) {
       sqlite::bindText(stmt->get(), static_cast<int>(i + 1), binds[i]);
     }
-    std::vector<QueueEntry> out;
+    std::vector<QueuedRun> out;
     while (true) {
       const int rc = sqlite3_step(stmt->get());
       if (rc == SQLITE_ROW) {
@@ -300,14 +304,14 @@ class SqliteQueue final : public RunQueue {
 
 }  // namespace
 
-std::optional<QueueEntry> pickNext(const std::vector<QueueEntry>& entries,
-                                   const ClaimLimits& limits) {
+std::optional<QueuedRun> pickNext(const std::vector<QueuedRun>& entries,
+                                  const ClaimLimits& limits) {
   int running = 0;
   std::map<std::string, int> per_experience;
   for (const auto& e : entries) {
     if (e.state == "running") {
       ++running;
-      ++per_experience[e.experience];
+      ++per_experience[e.folder];
     }
   }
   if (limits.global > 0 && running >= limits.global) {
@@ -319,7 +323,7 @@ std::optional<QueueEntry> pickNext(const std::vector<QueueEntry>& entries,
       continue;
     }
     const int cap = e.max_concurrent > 0 ? e.max_concurrent : limits.per_experience;
-    if (cap > 0 && per_experience[e.experience] >= cap) {
+    if (cap > 0 && per_experience[e.folder] >= cap) {
       continue;
     }
     return e;
@@ -327,10 +331,11 @@ std::optional<QueueEntry> pickNext(const std::vector<QueueEntry>& entries,
   return std::nullopt;
 }
 
-Json QueueEntry::toJson() const {
+Json QueuedRun::toJson() const {
   Json out = {{"id", run_id},
               {"status", state},
               {"experience", experience},
+              {"folder", folder},
               {"kind", kind},
               {"priority", priority},
               {"enqueued_at", isoTime(enqueued_ms / 1000, static_cast<int>(enqueued_ms % 1000))}};

@@ -23,13 +23,14 @@ inline constexpr int kDefaultPriority = 5;
 
 // One run the server owes: a fresh `oe run`, or an `oe resume` of `resume_of` (a resume is a new
 // run of the same chain, so it has an id of its own).
-struct QueueEntry {
-  std::string run_id;      // assigned at enqueue: the id the run keeps (`oe run --run-id`)
-  std::string experience;  // its name under --root (the folder, relative: "hello", "team/review")
-  std::string kind = "run";  // "run" or "resume"
-  std::string resume_of;     // kind "resume": the run it continues
-  Json args = Json::object();     // kind "run": the run's --args
-  Json options = Json::object();  // {concurrency?, no_cache?, llm?} as POST /api/runs took them
+struct QueuedRun {
+  std::string run_id;          // assigned at enqueue: the id the run keeps (`oe run --run-id`)
+  std::string experience;      // its name (`name:` of its experience.yaml), as GET /api/experiences
+  std::string folder;          // its folder relative to --root ("hello", "team/review"): what runs
+  std::string kind = "run";    // "run" or "resume"
+  std::string resume_of;       // kind "resume": the run it continues
+  Json args = Json::object();  // kind "run": the run's --args
+  Json options = Json::object();    // {concurrency?, no_cache?, llm?} as POST /api/runs took them
   int priority = kDefaultPriority;  // 1..10; a higher number starts first, FIFO within one
   int64_t enqueued_ms = 0;          // ms since the epoch
   std::string state = "queued";     // "queued" or "running"
@@ -66,17 +67,17 @@ class RunQueue {
   RunQueue& operator=(const RunQueue&) = delete;
 
   // Adds a queued entry (its run_id must be new to the queue: an error otherwise).
-  virtual Result<void> enqueue(const QueueEntry& entry) = 0;
+  virtual Result<void> enqueue(const QueuedRun& entry) = 0;
   // Every entry, queued and running, in the order they would start: running first, then
   // priority (high first), then enqueued_ms, then run_id. This is what GET /api/runs lists
   // besides the runs' logs.
-  virtual Result<std::vector<QueueEntry>> list() = 0;
-  virtual Result<std::optional<QueueEntry>> find(std::string_view run_id) = 0;
+  virtual Result<std::vector<QueuedRun>> list() = 0;
+  virtual Result<std::optional<QueuedRun>> find(std::string_view run_id) = 0;
   // Takes the next queued entry that the limits allow (counting every running entry of every
   // owner), marks it running under `owner` with a lease of `lease_ms`, and returns it; nullopt
   // when none may start now. Of concurrent claimers, one gets each entry.
-  virtual Result<std::optional<QueueEntry>> claim(std::string_view owner, const ClaimLimits& limits,
-                                                  int64_t lease_ms) = 0;
+  virtual Result<std::optional<QueuedRun>> claim(std::string_view owner, const ClaimLimits& limits,
+                                                 int64_t lease_ms) = 0;
   // The child of a claimed entry started: its pid.
   virtual Result<void> setPid(std::string_view run_id, int64_t pid) = 0;
   // Removes the entry (a queued run cancelled, or a run that ended). False when it was not there.
@@ -86,21 +87,21 @@ class RunQueue {
   virtual Result<bool> removeQueued(std::string_view run_id) = 0;
   // Puts a running entry back in the queue, unowned (a run whose server died before its child
   // could be started, or whose child cannot be found).
-  virtual Result<void> requeue(const QueueEntry& entry) = 0;
+  virtual Result<void> requeue(const QueuedRun& entry) = 0;
   // Renews the lease of every running entry `owner` holds.
   virtual Result<void> renew(std::string_view owner, int64_t lease_ms) = 0;
   // Running entries whose lease ran out at `now_ms` (their owner is gone), taken over by
   // `owner` with a new lease: the caller decides whether each child still runs or resumes it.
   // On SQLite the file is one server's (open() locks it), so every running entry another owner
   // left is taken, whatever its lease.
-  virtual Result<std::vector<QueueEntry>> takeOverExpired(std::string_view owner, int64_t now_ms,
-                                                          int64_t lease_ms) = 0;
+  virtual Result<std::vector<QueuedRun>> takeOverExpired(std::string_view owner, int64_t now_ms,
+                                                         int64_t lease_ms) = 0;
 };
 
 // The entry a claim takes from `entries` (every entry, in list()'s order): the first queued one
 // whose experience is under its limit, when the running ones are under the global cap.
-[[nodiscard]] std::optional<QueueEntry> pickNext(const std::vector<QueueEntry>& entries,
-                                                 const ClaimLimits& limits);
+[[nodiscard]] std::optional<QueuedRun> pickNext(const std::vector<QueuedRun>& entries,
+                                                const ClaimLimits& limits);
 
 // Milliseconds since the epoch.
 [[nodiscard]] int64_t nowMs();

@@ -16,7 +16,7 @@ namespace {
 
 constexpr const char* kPgColumns =
     "run_id, experience, kind, resume_of, args, options, priority, enqueued_ms, state, "
-    "started_ms, pid, owner, lease_until_ms, max_concurrent";
+    "started_ms, pid, owner, lease_until_ms, max_concurrent, folder";
 constexpr const char* kPgOrder =
     " ORDER BY state = 'running' DESC, priority DESC, enqueued_ms, run_id";
 // The advisory lock of claims: any 64-bit constant of oe's own.
@@ -27,8 +27,8 @@ Json pgJsonOr(std::string_view text) {
   return j.is_discarded() ? Json::object() : j;
 }
 
-QueueEntry pgRowOf(const pg::Rows& rows, int i) {
-  QueueEntry e;
+QueuedRun pgRowOf(const pg::Rows& rows, int i) {
+  QueuedRun e;
   e.run_id = std::string(rows.text(i, 0));
   e.experience = std::string(rows.text(i, 1));
   e.kind = std::string(rows.text(i, 2));
@@ -43,11 +43,12 @@ QueueEntry pgRowOf(const pg::Rows& rows, int i) {
   e.owner = std::string(rows.text(i, 11));
   e.lease_until_ms = rows.int64(i, 12);
   e.max_concurrent = static_cast<int>(rows.int64(i, 13));
+  e.folder = std::string(rows.text(i, 14));
   return e;
 }
 
-std::vector<QueueEntry> entriesOf(const pg::Rows& rows) {
-  std::vector<QueueEntry> out;
+std::vector<QueuedRun> entriesOf(const pg::Rows& rows) {
+  std::vector<QueuedRun> out;
   out.reserve(static_cast<size_t>(rows.size()));
   for (int i = 0; i < rows.size(); ++i) {
     out.push_back(pgRowOf(rows, i));
@@ -59,21 +60,23 @@ class PgQueue final : public RunQueue {
  public:
   explicit PgQueue(std::unique_ptr<pg::Connection> conn) : conn_(std::move(conn)) {}
 
-  Result<void> enqueue(const QueueEntry& e) override {
+  Result<void> enqueue(const QueuedRun& e) override {
     std::lock_guard lock(mutex_);
     reconnectIfLost();
     auto inserted = conn_->exec(
         "INSERT INTO oe_run_queue (run_id, experience, kind, resume_of, args, options, priority, "
-        "enqueued_ms, state, max_concurrent) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'queued', $9)",
+        "enqueued_ms, state, max_concurrent, folder) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, "
+        "'queued', "
+        "$9, $10)",
         {e.run_id, e.experience, e.kind, e.resume_of, e.args.dump(), e.options.dump(), e.priority,
-         e.enqueued_ms, e.max_concurrent});
+         e.enqueued_ms, e.max_concurrent, e.folder});
     if (!inserted) {
       return failed("queue run " + e.run_id, inserted.error());
     }
     return {};
   }
 
-  Result<std::vector<QueueEntry>> list() override {
+  Result<std::vector<QueuedRun>> list() override {
     std::lock_guard lock(mutex_);
     reconnectIfLost();
     auto rows = conn_->exec(std::string("SELECT ") + kPgColumns + " FROM oe_run_queue" + kPgOrder);
@@ -83,7 +86,7 @@ class PgQueue final : public RunQueue {
     return entriesOf(*rows);
   }
 
-  Result<std::optional<QueueEntry>> find(std::string_view run_id) override {
+  Result<std::optional<QueuedRun>> find(std::string_view run_id) override {
     std::lock_guard lock(mutex_);
     reconnectIfLost();
     auto rows = conn_->exec(
@@ -92,16 +95,16 @@ class PgQueue final : public RunQueue {
       return failed("read the queue", rows.error());
     }
     if (rows->empty()) {
-      return std::optional<QueueEntry>();
+      return std::optional<QueuedRun>();
     }
-    return std::optional<QueueEntry>(pgRowOf(*rows, 0));
+    return std::optional<QueuedRun>(pgRowOf(*rows, 0));
   }
 
-  Result<std::optional<QueueEntry>> claim(std::string_view owner, const ClaimLimits& limits,
-                                          int64_t lease_ms) override {
+  Result<std::optional<QueuedRun>> claim(std::string_view owner, const ClaimLimits& limits,
+                                         int64_t lease_ms) override {
     std::lock_guard lock(mutex_);
     reconnectIfLost();
-    std::optional<QueueEntry> taken;
+    std::optional<QueuedRun> taken;
     auto done = conn_->transaction([&](pg::Connection& c) -> Result<void> {
       taken.reset();
       if (auto locked = c.exec("SELECT pg_advisory_xact_lock($1)", {kClaimLock}); !locked) {
@@ -125,7 +128,7 @@ class PgQueue final : public RunQueue {
       if (row->empty()) {
         return {};  // being cancelled: the next claim looks again
       }
-      QueueEntry entry = std::move(*chosen);
+      QueuedRun entry = std::move(*chosen);
       entry.state = "running";
       entry.owner = std::string(owner);
       entry.started_ms = nowMs();
@@ -170,15 +173,15 @@ class PgQueue final : public RunQueue {
   Result<bool> removeQueued(std::string_view run_id) override {
     std::lock_guard lock(mutex_);
     reconnectIfLost();
-    auto deleted = conn_->exec(
-        "DELETE FROM oe_run_queue WHERE run_id = $1 AND state = 'queued'", {run_id});
+    auto deleted =
+        conn_->exec("DELETE FROM oe_run_queue WHERE run_id = $1 AND state = 'queued'", {run_id});
     if (!deleted) {
       return failed("remove run " + std::string(run_id), deleted.error());
     }
     return deleted->affected() > 0;
   }
 
-  Result<void> requeue(const QueueEntry& e) override {
+  Result<void> requeue(const QueuedRun& e) override {
     std::lock_guard lock(mutex_);
     reconnectIfLost();
     auto updated = conn_->exec(
@@ -203,17 +206,17 @@ class PgQueue final : public RunQueue {
     return {};
   }
 
-  Result<std::vector<QueueEntry>> takeOverExpired(std::string_view owner, int64_t now_ms,
-                                                  int64_t lease_ms) override {
+  Result<std::vector<QueuedRun>> takeOverExpired(std::string_view owner, int64_t now_ms,
+                                                 int64_t lease_ms) override {
     std::lock_guard lock(mutex_);
     reconnectIfLost();
     // One UPDATE: of two instances looking at once, each row goes to one of them.
-    auto rows = conn_->exec(
-        std::string("UPDATE oe_run_queue SET owner = $1, lease_until_ms = $3 "
-                    "WHERE state = 'running' AND owner <> $1 AND lease_until_ms < $2 "
-                    "RETURNING ") +
-            kPgColumns,
-        {owner, now_ms, now_ms + lease_ms});
+    auto rows =
+        conn_->exec(std::string("UPDATE oe_run_queue SET owner = $1, lease_until_ms = $3 "
+                                "WHERE state = 'running' AND owner <> $1 AND lease_until_ms < $2 "
+                                "RETURNING ") +
+                        kPgColumns,
+                    {owner, now_ms, now_ms + lease_ms});
     if (!rows) {
       return failed("take over the runs of a stopped server", rows.error());
     }
