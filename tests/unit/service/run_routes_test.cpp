@@ -19,6 +19,7 @@
 #include "oe/service/run_queue.hpp"
 #include "oe/service/service.hpp"
 #include "proc_kit/subprocess.hpp"
+#include "support/pg_test_db.hpp"
 #include "support/process.hpp"
 #include "support/temp_dir.hpp"
 
@@ -98,9 +99,9 @@ class ServiceTest : public ::testing::Test {
     return sub;
   }
 
-  void start(ClaimLimits limits = {4, 4}) {
+  void start(ClaimLimits limits = {4, 4}, const std::string& store = "") {
     if (!queue_) {
-      auto q = RunQueue::open(RunQueue::defaultPath(root_).string());
+      auto q = RunQueue::open(store.empty() ? RunQueue::defaultPath(root_).string() : store);
       ASSERT_TRUE(q) << q.error().message;
       queue_ = std::move(q).value();
     }
@@ -110,10 +111,12 @@ class ServiceTest : public ::testing::Test {
     options.limits = limits;
     options.stop_grace = 20s;
     options.poll = 50ms;
+    options.store = store;
     auto l = Launcher::start(*queue_, options);
     ASSERT_TRUE(l) << l.error().message;
     launcher_ = std::move(l).value();
     context_.root = root_;
+    context_.store = store;
     context_.queue = queue_.get();
     context_.launcher = launcher_.get();
     router_ = buildRouter(context_, {});
@@ -439,6 +442,26 @@ TEST_F(ServiceTest, AnApprovalIsListedDecidedOnceAndContinuesTheRunThroughTheQue
   EXPECT_EQ(twice.status, 409) << twice.body;
   EXPECT_NE(bodyOf(twice).value("detail", "").find("approved by ana"), std::string::npos);
   EXPECT_TRUE(bodyOf(call("GET", "/api/approvals"))["approvals"].empty());
+}
+
+// With --store, the queue is the store's table and each child runs on the store.
+TEST_F(ServiceTest, OnAPostgresStoreTheQueueAndTheRunsAreTheStores) {
+  test::PgTestDb db;
+  const auto hello = experience("hello", kQuickTool);
+  start({4, 4}, db.url());
+  const std::string id = postRun(R"({"experience":"hello"})");
+  ASSERT_TRUE(launcher_->waitGone(id, kRunTimeout)) << test::readFile(childLogPath(root_, id));
+  EXPECT_EQ(eventOf(logOf(hello, id), "run.finished")["status"], "success")
+      << test::readFile(childLogPath(root_, id));
+  auto conn = pg::Connection::open(db.url());
+  ASSERT_TRUE(conn);
+  auto rows = (*conn)->exec("SELECT status FROM oe_runs WHERE run_id = $1", {id});
+  ASSERT_TRUE(rows) << rows.error().message;
+  ASSERT_EQ(rows->size(), 1) << "the child ran on the store";
+  EXPECT_EQ(rows->text(0, 0), "success");
+  auto queued = (*conn)->exec("SELECT count(*) FROM oe_run_queue");
+  ASSERT_TRUE(queued);
+  EXPECT_EQ(queued->int64(0, 0), 0);
 }
 
 TEST_F(ServiceTest, HealthzAnswersWhileTheQueueDoes) {

@@ -133,6 +133,7 @@ Result<std::unique_ptr<Launcher>> Launcher::start(RunQueue& queue, LauncherOptio
                      ec.message() + "; check the permissions of --root");
   }
   launcher->recover();
+  launcher->next_takeover_ = Clock::now() + launcher->options_.lease;
   launcher->thread_ = std::thread([l = launcher.get()] { l->loop(); });
   return launcher;
 }
@@ -201,6 +202,11 @@ void Launcher::loop() {
     lock.unlock();
     reap();
     const auto now = Clock::now();
+    if (now >= next_takeover_) {
+      // A server of a shared store that stopped renewing (it died) left its runs to us.
+      next_takeover_ = now + options_.lease;
+      recover();
+    }
     if (now >= next_renew_) {
       next_renew_ = now + options_.lease / 3;
       if (auto renewed = queue_.renew(options_.owner, options_.lease.count()); !renewed) {

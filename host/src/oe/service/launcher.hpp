@@ -105,6 +105,7 @@ class Launcher {
   bool stopped_ = false;
   std::vector<Child> children_;
   std::chrono::steady_clock::time_point next_renew_{};
+  std::chrono::steady_clock::time_point next_takeover_{};
   std::chrono::steady_clock::time_point next_error_{};  // rate-limits the queue's errors
   std::thread thread_;
 };
