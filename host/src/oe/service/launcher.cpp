@@ -113,7 +113,7 @@ std::filesystem::path childLogPath(const std::filesystem::path& root, std::strin
   return root / ".openexpertise" / "serve" / "runs" / (std::string(run_id) + ".log");
 }
 
-Launcher::Launcher(RunQueue& queue, LauncherOptions options)
+Launcher::Launcher(Key /*only start()*/, RunQueue& queue, LauncherOptions options)
     : queue_(queue), options_(std::move(options)) {
   if (options_.owner.empty()) {
     options_.owner = ownerName();
@@ -124,7 +124,7 @@ Result<std::unique_ptr<Launcher>> Launcher::start(RunQueue& queue, LauncherOptio
   if (!options.oe_exe.is_absolute()) {
     return makeError("the launcher needs the absolute path of oe, not " + options.oe_exe.string());
   }
-  std::unique_ptr<Launcher> launcher(new Launcher(queue, std::move(options)));
+  auto launcher = std::make_unique<Launcher>(Key{}, queue, std::move(options));
   std::error_code ec;
   std::filesystem::create_directories(childLogPath(launcher->options_.root, "x").parent_path(), ec);
   if (ec) {

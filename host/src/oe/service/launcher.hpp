@@ -47,7 +47,10 @@ std::string ownerName();
 std::filesystem::path childLogPath(const std::filesystem::path& root, std::string_view run_id);
 
 class Launcher {
+  struct Key {};  // only start() constructs one
+
  public:
+  Launcher(Key, RunQueue& queue, LauncherOptions options);
   // Takes over the running entries another server left (see the file's comment), then starts
   // the thread that claims and watches. `queue` outlives the launcher.
   static Result<std::unique_ptr<Launcher>> start(RunQueue& queue, LauncherOptions options);
@@ -88,7 +91,6 @@ class Launcher {
     bool killed = false;
   };
 
-  Launcher(RunQueue& queue, LauncherOptions options);
   void loop();
   void recover();
   void launch(QueuedRun entry);
