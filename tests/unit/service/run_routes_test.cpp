@@ -22,11 +22,14 @@
 #include "support/pg_test_db.hpp"
 #include "support/process.hpp"
 #include "support/temp_dir.hpp"
+#include "unit/service/service_support.hpp"
 
 namespace oe::service {
 namespace {
 
 using namespace std::chrono_literals;
+using test_support::logOf;
+using test_support::waitUntil;
 
 constexpr auto kRunTimeout = std::chrono::milliseconds(60s);
 
@@ -43,31 +46,6 @@ std::string blockingTool(const std::filesystem::path& mark) {
 
 constexpr std::string_view kQuickTool =
     "#!/bin/sh\ncat > /dev/null\nprintf '{\"state_delta\":{\"done\":true}}\\n'\n";
-
-// Polls `done` until it holds or `timeout` passes (a condition with a deadline, never a fixed
-// sleep standing in for one).
-bool waitUntil(const std::function<bool()>& done, std::chrono::milliseconds timeout = kRunTimeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() >= deadline) {
-      return false;
-    }
-    std::this_thread::sleep_for(20ms);
-  }
-  return true;
-}
-
-std::vector<Json> logOf(const std::filesystem::path& exp, const std::string& run_id) {
-  std::ifstream in(exp / ".openexpertise" / "runs" / (run_id + ".jsonl"));
-  std::vector<Json> out;
-  for (std::string line; std::getline(in, line);) {
-    Json j = Json::parse(line, nullptr, false);
-    if (!j.is_discarded()) {
-      out.push_back(std::move(j));
-    }
-  }
-  return out;
-}
 
 Json eventOf(const std::vector<Json>& log, const std::string& type) {
   for (const auto& e : log) {
