@@ -440,6 +440,9 @@ TEST_F(ServiceTest, OnAPostgresStoreTheQueueAndTheRunsAreTheStores) {
   auto queued = (*conn)->exec("SELECT count(*) FROM oe_run_queue");
   ASSERT_TRUE(queued);
   EXPECT_EQ(queued->int64(0, 0), 0);
+  const auto deleted = call("DELETE", "/api/runs/" + id);
+  EXPECT_EQ(deleted.status, 501) << deleted.body;
+  EXPECT_NE(bodyOf(deleted).value("detail", "").find("oe gc --store"), std::string::npos);
 }
 
 TEST_F(ServiceTest, HealthzAnswersWhileTheQueueDoes) {

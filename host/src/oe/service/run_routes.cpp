@@ -5,6 +5,7 @@
 #include <system_error>
 
 #include "oe/events/event_log.hpp"
+#include "oe/pg/connection.hpp"
 #include "oe/runs/gc.hpp"
 #include "oe/service/launcher.hpp"
 #include "oe/service/run_queue.hpp"
@@ -285,6 +286,16 @@ Response resumeRun(const ServiceContext& ctx, const Request& req) {
 
 Response deleteRun(const ServiceContext& ctx, const Request& req) {
   const std::string& id = req.params.at("id");
+  if (pg::isUrl(ctx.store)) {
+    // The store's records of a run (events, attempts, cache entries it alone used, history)
+    // are pruned together by `oe gc`'s retention, in one transaction under the scope's lock; a
+    // single run's removal there is not written yet, and removing only the local log would
+    // leave the run listed.
+    return problem(501, "delete-on-store", "Not on a PostgreSQL store",
+                   "runs on a PostgreSQL store are removed by `oe gc --store URL --keep N` or "
+                   "`--older-than DURATION` (docs/storage.md); DELETE removes runs kept in an "
+                   "experience's files");
+  }
   auto entry = queuedEntry(*ctx.queue, id);
   if (!entry) {
     return storeProblem(entry.error());
