@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <optional>
 #include <ostream>
@@ -238,6 +239,81 @@ TEST_F(OeBinary, TrustRecordAsksForIsolation) {
                              "while running node `second`"),
             std::string::npos)
       << crashed.describe();
+}
+
+// The experience can ask too (plugins: { isolation: ... }), for all its plugins or by plugin id,
+// and is read before its plugins load on every path of a run: the first run parses the file,
+// the second reads the spec snapshot the first saved.
+TEST_F(OeBinary, ExperienceAsksForIsolation) {
+  trust({"good", "crashes"});
+  for (const std::string asked :
+       {"  isolation: process\n", "  isolation:\n    dev.oe.fixture.crashes: process\n"}) {
+    TempDir experience;
+    writeIsolationExperience(experience.path());
+    {
+      std::ofstream yaml(experience.path() / "experience.yaml", std::ios::app);
+      yaml << "plugins:\n" << asked;
+    }
+    const ProcessResult check = oe({"validate", experience.path().string()}, {"good", "crashes"});
+    EXPECT_EQ(check.exit_code, 0) << check.describe();
+    for (int pass = 0; pass < 2; ++pass) {
+      const ProcessResult run = oe({"run", experience.path().string()}, {"good", "crashes"},
+                                   {{"OE_FIXTURE_CRASH", "abort"}});
+      ASSERT_TRUE(run.exited) << asked << " pass " << pass << ": " << run.describe();
+      EXPECT_EQ(run.exit_code, 1) << run.describe();
+      EXPECT_NE(run.err.find(crashedMessage("SIGABRT")), std::string::npos) << run.describe();
+    }
+  }
+  // A value oe does not know is the schema's error, with its line.
+  TempDir wrong;
+  writeIsolationExperience(wrong.path());
+  {
+    std::ofstream yaml(wrong.path() / "experience.yaml", std::ios::app);
+    yaml << "plugins:\n  isolation: thread\n";
+  }
+  const ProcessResult refused = oe({"run", wrong.path().string()}, {"good", "crashes"});
+  EXPECT_EQ(refused.exit_code, 1) << refused.describe();
+  EXPECT_NE(refused.err.find("experience.yaml:24:14: error: plugins.isolation:"), std::string::npos)
+      << refused.describe();
+  EXPECT_EQ(refused.err.find("unknown node kind"), std::string::npos) << refused.describe();
+}
+
+// oe.limits/1-draft from a plugin in a helper: oe takes the slot with the invoke's own context
+// and the helper's buffer gives it back, so runtime.limits bounds plugins in several helper
+// processes as it bounds them in-process. Three nodes at once, one slot: no two hold it together.
+TEST_F(OeBinary, IsolatedPluginTakesRuntimeLimits) {
+  trust({"limited"});
+  for (const char* mode : {"process", "in-process"}) {
+    TempDir experience;
+    TempDir marks;
+    writeFile(experience.path() / "experience.yaml", R"(name: limited
+version: 0.1.0
+runtime:
+  concurrency: 3
+  limits:
+    abi-limit: { max_in_flight: 1 }
+state:
+  schema:
+    a: { type: string }
+    b: { type: string }
+    c: { type: string }
+graph:
+  nodes:
+    - { id: a, kind: abi-limited, writes: [a] }
+    - { id: b, kind: abi-limited, writes: [b] }
+    - { id: c, kind: abi-limited, writes: [c] }
+  edges: []
+)");
+    const ProcessResult run =
+        oe({"run", experience.path().string(), "--json"}, {"limited"},
+           {{"OE_PLUGIN_ISOLATION", mode}, {"OE_FIXTURE_LIMIT_DIR", marks.path().string()}});
+    ASSERT_EQ(run.exit_code, 0) << mode << ": " << run.describe();
+    const nlohmann::json out = nlohmann::json::parse(run.out);
+    for (const char* field : {"a", "b", "c"}) {
+      EXPECT_EQ(out["final_state"].value(field, ""), "runtime.limits.abi-limit|ok")
+          << mode << ": " << run.out;
+    }
+  }
 }
 
 TEST_F(OeBinary, UnknownIsolationIsRefused) {

@@ -44,6 +44,35 @@ TEST(RouterTest, ParametersAreCaptured) {
   EXPECT_EQ(match.params.at("field"), "notes");
 }
 
+TEST(RouterTest, CapturedSegmentsAreDecodedOnceAfterSplitting) {
+  Router router;
+  router.add("GET", "/api/experiences/{name}", Scope::kRead, Handler());
+  router.add("GET", "/assets/{path*}", Scope::kPublic, Handler());
+  auto match = router.match("GET", "/api/experiences/team%2Freview");
+  ASSERT_NE(match.route, nullptr);
+  EXPECT_EQ(match.params.at("name"), "team/review");
+  match = router.match("GET", "/api/experiences/a%2541");
+  ASSERT_NE(match.route, nullptr);
+  EXPECT_EQ(match.params.at("name"), "a%41");  // once, not twice
+  EXPECT_EQ(router.match("GET", "/api/experiences/bad%G1").route, nullptr);
+  EXPECT_EQ(router.match("GET", "/api/experiences/nul%00").route, nullptr);
+  // A rest parameter never takes an encoded slash: its segments are the path's own.
+  EXPECT_EQ(router.match("GET", "/assets/js%2F..%2F..%2Fx").route, nullptr);
+  match = router.match("GET", "/assets/css/a%20b.css");
+  ASSERT_NE(match.route, nullptr);
+  EXPECT_EQ(match.params.at("path"), "css/a b.css");
+}
+
+TEST(HttpTest, PercentDecoding) {
+  EXPECT_EQ(percentDecode("a%20b+c", false), "a b+c");
+  EXPECT_EQ(percentDecode("a%20b+c", true), "a b c");
+  EXPECT_EQ(percentDecode("%e2%82%AC", false), "\xe2\x82\xac");
+  EXPECT_EQ(percentDecode("%", false), std::nullopt);
+  EXPECT_EQ(percentDecode("%4", false), std::nullopt);
+  EXPECT_EQ(percentDecode("ab%4", false), std::nullopt);
+  EXPECT_EQ(percentDecode("%zz", false), std::nullopt);
+}
+
 TEST(RouterTest, ARestParameterTakesTheRestOfThePath) {
   Router router;
   router.add("GET", "/assets/{path*}", Scope::kPublic, Handler());

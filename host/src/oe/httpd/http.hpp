@@ -24,10 +24,15 @@ enum class Scope : uint8_t { kPublic = 0, kRead = 1, kAdmin = 2 };
 
 std::string_view scopeName(Scope scope);
 
+// Percent-decoding of a path segment or a query component (`plus_as_space` for the query's
+// form encoding). nullopt on a bad escape ("%", "%G1") or an encoded NUL.
+std::optional<std::string> percentDecode(std::string_view text, bool plus_as_space);
+
 struct Request {
   std::string method;  // upper case: GET, POST, DELETE, ...
   std::string target;  // as sent: path and query
-  std::string path;    // percent-decoded path, without the query
+  std::string path;    // percent-decoded path, without the query (for logs and messages;
+                       // routing splits the raw path first, see Router::match)
   std::multimap<std::string, std::string> query;  // percent-decoded, in order
   std::vector<std::pair<std::string, std::string>> headers;  // names lower-cased
   std::string body;

@@ -41,7 +41,11 @@ bool matchPattern(std::string_view pattern, std::string_view path,
       }
       std::string rest;
       for (size_t j = i; j < have.size(); ++j) {
-        rest.append(j == i ? "" : "/").append(have[j]);
+        auto decoded = percentDecode(have[j], false);
+        if (!decoded || decoded->find('/') != std::string::npos) {
+          return false;
+        }
+        rest.append(j == i ? "" : "/").append(*decoded);
       }
       if (rest.empty()) {
         return false;
@@ -57,7 +61,11 @@ bool matchPattern(std::string_view pattern, std::string_view path,
       if (have[i].empty()) {
         return false;
       }
-      params[std::string(seg.substr(1, seg.size() - 2))] = std::string(have[i]);
+      auto decoded = percentDecode(have[i], false);
+      if (!decoded) {
+        return false;
+      }
+      params[std::string(seg.substr(1, seg.size() - 2))] = std::move(*decoded);
       score.push_back('1');
     } else if (seg == have[i]) {
       score.push_back('2');

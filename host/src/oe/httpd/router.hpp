@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -35,9 +36,14 @@ class Router {
     // When no route matched: whether the path matched under another method (405, with Allow)
     std::vector<std::string> allowed_methods;
   };
-  // The route for a method and a decoded path. Literal segments beat {name} segments at the
-  // same position, so "/api/runs/stream" is not taken for "/api/runs/{id}".
-  [[nodiscard]] Match match(std::string_view method, std::string_view path) const;
+  // The route for a method and the path AS SENT (still percent-encoded, without the query):
+  // segments are split first and each captured one decoded once after, so an encoded slash
+  // ("a%2Fb") stays inside one {name} (an experience in a subfolder), and nothing is decoded
+  // twice. A rest parameter {name*} is its segments decoded and joined with '/'; a segment with
+  // a bad escape, or one that decodes to contain '/' inside a rest parameter, matches nothing.
+  // Literal segments beat {name} segments at the same position, so "/api/runs/stream" is not
+  // taken for "/api/runs/{id}".
+  [[nodiscard]] Match match(std::string_view method, std::string_view raw_path) const;
 
   [[nodiscard]] const std::vector<Route>& routes() const { return routes_; }
 

@@ -38,6 +38,14 @@ void loadPlugins(plugins::PluginRegistry& registry,
   registry.loadFrom(plugins::PluginRegistry::searchPath(experience_dir));
 }
 
+namespace {
+
+plugins::PluginRegistry::ExperienceIsolation askedIsolation(const spec::PluginIsolationSpec& spec) {
+  return plugins::PluginRegistry::ExperienceIsolation{spec.all, spec.by_id};
+}
+
+}  // namespace
+
 void reportPluginProblems(const plugins::PluginRegistry& registry) {
   for (const auto& refusal : registry.refusals()) {
     if (!refusal.untrusted) {
@@ -197,6 +205,7 @@ Checked checkExperience(const std::filesystem::path& path_arg, plugins::PluginRe
   const spec::Experience* model = out.model();
   if (model != nullptr) {
     // Plugins only when there is something to check against them (not for a YAML error).
+    registry.setExperienceIsolation(askedIsolation(model->plugin_isolation));
     loadPlugins(registry, model->dir);
     registry.setOverrides(model->plugin_overrides);
     if (report_problems) {
@@ -272,6 +281,8 @@ Validated loadValidated(const std::filesystem::path& path_arg, plugins::PluginRe
     // The plugins come first here: the snapshot is only good for the same kinds and schemas.
     std::error_code ec;
     const auto file = std::filesystem::absolute(yaml_path, ec);
+    // Where its plugins run is the one key read before they load (a snapshot needs them).
+    registry.setExperienceIsolation(askedIsolation(spec::scanPluginIsolation(*text)));
     loadPlugins(registry, (ec ? yaml_path : file).parent_path());
     if (registry.anyUntrusted()) {
       out.diagnostics = untrustedErrors(registry);
@@ -315,6 +326,7 @@ Validated loadValidated(const std::filesystem::path& path_arg, plugins::PluginRe
                                   : loaded.partial  ? &*loaded.partial
                                                     : nullptr;
   if (model != nullptr && !catalog) {
+    registry.setExperienceIsolation(askedIsolation(model->plugin_isolation));
     loadPlugins(registry, model->dir);
     if (registry.anyUntrusted()) {
       out.diagnostics = untrustedErrors(registry);

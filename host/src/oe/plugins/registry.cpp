@@ -152,6 +152,7 @@ void PluginRegistry::loadFrom(const std::vector<std::filesystem::path>& dirs) {
       PluginEntry entry;
       entry.path = file;
       entry.builtin = builtin;
+      std::string described_id;  // the manifest's plugin id: what plugins.isolation names
       if (!builtin) {
         // Its bytes decide: the manifest must describe them, the trust store must hold them.
         auto digest = cache::fileDigest(file);
@@ -183,16 +184,32 @@ void PluginRegistry::loadFrom(const std::vector<std::filesystem::path>& dirs) {
           continue;
         }
         entry.manifest.sha256 = *digest;
+        if (described) {
+          described_id = described->id;
+        }
         if (!isolation) {
           refusals_.push_back(Refusal{file, file.string() + ": " + isolation.error().message});
           continue;
         }
       }
       // The environment (or --plugin-isolation) decides for every plugin when set; else the
-      // library's trust record (oe trust --isolation); else in-process.
+      // experience's plugins.isolation (its entry for this plugin id, else its value for all);
+      // else the library's trust record (oe trust --isolation); else in-process.
       bool isolated = false;
       if (!builtin && isolation) {
         std::optional<Isolation> mode = *isolation;
+        if (!mode) {
+          std::string asked = experience_isolation_.all;
+          if (auto it = experience_isolation_.by_id.find(described_id);
+              !described_id.empty() && it != experience_isolation_.by_id.end()) {
+            asked = it->second;
+          }
+          // A value oe does not know is left to validation, which names its line (refusing the
+          // plugin here would only add "unknown node kind" errors after it).
+          if (auto parsed = parseIsolation(asked, "plugins.isolation"); !asked.empty() && parsed) {
+            mode = *parsed;
+          }
+        }
         if (!mode && gate_ != nullptr) {
           const std::string recorded =
               gate_->isolationOf(std::filesystem::canonical(file, ec), entry.manifest.sha256);

@@ -96,6 +96,15 @@ class PluginRegistry {
   // built-in plugin keeps it and the other is reported (a warning naming the override to
   // write). Among plugins of the same standing, the first on the search path keeps a name.
   void setOverrides(std::vector<std::string> names);
+  // The experience's `plugins: { isolation: ... }` (docs/trust.md, "Process isolation"), set
+  // before loadFrom: "process" or "in-process" for every plugin that is not built in (`all`)
+  // or by plugin id (the manifest's id; wins over `all`). $OE_PLUGIN_ISOLATION (and
+  // --plugin-isolation) win over it; it wins over a library's trust record.
+  struct ExperienceIsolation {
+    std::string all;
+    std::map<std::string, std::string, std::less<>> by_id;
+  };
+  void setExperienceIsolation(ExperienceIsolation asked) { experience_isolation_ = std::move(asked); }
 
   [[nodiscard]] const LoadedKind* find(std::string_view kind) const;
   [[nodiscard]] const LoadedProvider* provider(std::string_view name) const;
@@ -127,6 +136,7 @@ class PluginRegistry {
   std::deque<PluginEntry> plugins_;  // stable addresses: LoadedKind points into it
   std::vector<std::shared_ptr<PluginLibrary>> libraries_;
   std::vector<std::string> overrides_;
+  ExperienceIsolation experience_isolation_;
   std::map<std::string, LoadedKind, std::less<>> kinds_;
   std::map<std::string, LoadedProvider, std::less<>> providers_;
   std::vector<Refusal> refusals_;

@@ -1,4 +1,4 @@
-// The run queue on PostgreSQL (oe_run_queue, schema version 5), shared by every `oe serve` of the
+// The run queue on PostgreSQL (oe_run_queue, schema version 6), shared by every `oe serve` of the
 // store. A claim holds a transaction-scoped advisory lock, so the running counts the limits are
 // checked against are exact across instances; the row it takes is locked FOR UPDATE SKIP LOCKED,
 // so a cancel deleting it meanwhile is never waited for.

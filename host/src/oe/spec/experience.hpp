@@ -15,7 +15,9 @@
 #include "oe/common/json.hpp"
 #include "oe/secrets/resolve.hpp"
 #include "oe/spec/approval.hpp"
+#include "oe/spec/plugin_isolation.hpp"
 #include "oe/spec/policy.hpp"
+#include "oe/spec/trigger.hpp"
 
 namespace oe::spec {
 
@@ -206,8 +208,13 @@ struct Experience {
   // `plugins: { override: [...] }` (docs/trust.md): kinds and LLM provider names a plugin that
   // is not built in may take from a built-in one.
   std::vector<std::string> plugin_overrides;
+  // `plugins: { isolation: ... }` (docs/trust.md, "Process isolation"); a run reads it before
+  // the plugins load (scanPluginIsolation), validation from here.
+  PluginIsolationSpec plugin_isolation;
   // `secrets:` (docs/policy.md, "Secrets"): where each secret's value is read at run start.
   std::vector<secrets::Declaration> secrets;
+  // `triggers:` (docs/serve.md, "Triggers"): what starts runs under `oe serve`.
+  std::vector<TriggerSpec> triggers;
 
   std::filesystem::path file;  // absolute path of the yaml
   std::filesystem::path dir;   // experienceDir: the folder holding the yaml

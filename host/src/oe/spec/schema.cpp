@@ -65,6 +65,11 @@ constexpr const char* kSchemaText = R"json({
         }
       }
     },
+    "triggers": {
+      "type": "array",
+      "description": "oe: what starts runs of this experience under `oe serve`: cron schedules and signed webhooks (docs/serve.md, Triggers); other front ends ignore it",
+      "items": { "$ref": "#/definitions/trigger" }
+    },
     "plugins": {
       "type": "object",
       "additionalProperties": false,
@@ -75,6 +80,18 @@ constexpr const char* kSchemaText = R"json({
           "description": "Kinds and LLM provider names that a plugin of this experience (its plugins/ folder, OE_PLUGIN_PATH) may take from a built-in plugin; without it the built-in one keeps them",
           "uniqueItems": true,
           "items": { "type": "string", "minLength": 1 }
+        },
+        "isolation": {
+          "description": "Where this experience's plugins that are not built in run: process (each in a helper process, oe plugin-host, so a crash fails only the node) or in-process; one value for all, or an object by plugin id. --plugin-isolation and OE_PLUGIN_ISOLATION win over it; it wins over a trust record's (docs/trust.md, Process isolation)",
+          "oneOf": [
+            { "enum": ["process", "in-process"] },
+            {
+              "type": "object",
+              "minProperties": 1,
+              "propertyNames": { "minLength": 1 },
+              "additionalProperties": { "enum": ["process", "in-process"] }
+            }
+          ]
         }
       }
     },
@@ -140,6 +157,37 @@ constexpr const char* kSchemaText = R"json({
     }
   },
   "definitions": {
+    "trigger": {
+      "type": "object",
+      "additionalProperties": false,
+      "properties": {
+        "cron": { "type": "string", "description": "minute hour day-of-month month day-of-week, e.g. \"0 7 * * 1-5\"" },
+        "timezone": { "type": "string", "description": "the IANA time zone the cron expression is read in (default UTC)" },
+        "missed": { "enum": ["skip", "run_once"], "description": "times passed while no `oe serve` scheduled: skip them (default) or run once for the latest" },
+        "webhook": {
+          "type": "object",
+          "additionalProperties": false,
+          "properties": {
+            "name": { "type": "string", "description": "the hook's name: POST /hooks/<experience>/<name>" },
+            "secret": {
+              "type": "object",
+              "additionalProperties": false,
+              "description": "the HMAC-SHA256 key deliveries are signed with",
+              "properties": {
+                "env": { "type": "string", "minLength": 1 },
+                "file": { "type": "string", "minLength": 1 }
+              }
+            }
+          }
+        },
+        "args": { "type": "object", "description": "the run's args" },
+        "args_from": {
+          "type": "object",
+          "description": "webhook: arg name -> a `$.path` into {body, headers} of the delivery",
+          "additionalProperties": { "type": "string" }
+        }
+      }
+    },
     "llmLimit": {
       "type": "object",
       "properties": {

@@ -448,8 +448,12 @@ Worker::Folder& Worker::folderFor(const std::string& dir) {
     folder = std::make_unique<Folder>();
     folder->registry = std::make_unique<plugins::PluginRegistry>(
         options_.log, plugins::Access::kExecute, options_.trust);
-    folder->registry->loadFrom(plugins::PluginRegistry::searchPath(dir));
     auto loaded = spec::loadExperience(spec::resolveExperiencePath(dir));
+    if (loaded.experience) {  // where its plugins run, as `oe run` reads it (docs/trust.md)
+      folder->registry->setExperienceIsolation({loaded.experience->plugin_isolation.all,
+                                                loaded.experience->plugin_isolation.by_id});
+    }
+    folder->registry->loadFrom(plugins::PluginRegistry::searchPath(dir));
     if (!loaded.experience) {
       folder->error = "the experience folder " + dir +
                       " is not readable on this worker (it must exist at the same path on every "
