@@ -100,6 +100,11 @@ constexpr const char* kSchemaText = R"json({
       "properties": {
         "concurrency": { "type": "integer", "minimum": 1 },
         "deterministic": { "type": "boolean" },
+        "max_concurrent_runs": {
+          "type": "integer",
+          "minimum": 1,
+          "description": "oe: runs of this experience `oe serve` starts at once (docs/serve.md, \"The queue\"); --max-concurrent-runs when unset"
+        },
         "strict_writes": {
           "type": "boolean",
           "description": "oe: refuse a node's write to a state field outside its writes (the node fails) instead of applying it with a warning"

@@ -1032,7 +1032,8 @@ class Validator {
         exp_.raw.is_object() && rt != exp_.raw.end()) {
       checkClosedKeys(
           *rt, "/runtime",
-          {"concurrency", "deterministic", "strict_writes", "limits", "budget", "prices", "store"});
+          {"concurrency", "deterministic", "strict_writes", "limits", "budget", "prices", "store",
+           "max_concurrent_runs"});
       if (auto limits = rt->is_object() ? rt->find("limits") : rt->end();
           rt->is_object() && limits != rt->end() && limits->is_object()) {
         for (const auto& [provider, entry] : limits->items()) {
