@@ -92,7 +92,10 @@ std::vector<LogLine> LogCursor::read(uint64_t end, size_t max_bytes) {
   return lines;  // `pending` (a torn or unfinished last line) is read again next time
 }
 
-LogHub::LogHub(std::chrono::milliseconds poll) : poll_(poll), thread_([this] { loop(); }) {}
+LogHub::LogHub(std::chrono::milliseconds poll, std::function<void()> between_catch_up_and_join)
+    : poll_(poll),
+      between_catch_up_and_join_(std::move(between_catch_up_and_join)),
+      thread_([this] { loop(); }) {}
 
 LogHub::~LogHub() {
   {
@@ -122,6 +125,9 @@ void LogHub::subscribeRun(const fs::path& log, uint64_t after,
         return;
       }
     }
+  }
+  if (between_catch_up_and_join_) {
+    between_catch_up_and_join_();
   }
   {
     const std::lock_guard lock(mutex_);

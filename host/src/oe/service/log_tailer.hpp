@@ -58,7 +58,11 @@ class LogCursor {
 
 class LogHub {
  public:
-  explicit LogHub(std::chrono::milliseconds poll = std::chrono::milliseconds(50));
+  // `between_catch_up_and_join`, when set, is called by subscribeRun after a subscriber's
+  // catch-up from the file and before it joins the tailer: the moment lines can be written and
+  // fanned out to the others without it, which its tests use to make that happen every time.
+  explicit LogHub(std::chrono::milliseconds poll = std::chrono::milliseconds(50),
+                  std::function<void()> between_catch_up_and_join = {});
   ~LogHub();
   LogHub(const LogHub&) = delete;
   LogHub& operator=(const LogHub&) = delete;
@@ -109,6 +113,7 @@ class LogHub {
   void scanAll(bool from_end);
 
   const std::chrono::milliseconds poll_;
+  const std::function<void()> between_catch_up_and_join_;
   mutable std::mutex mutex_;  // taken before a tailer's own mutex, never after it
   std::condition_variable wake_;
   bool stop_ = false;
