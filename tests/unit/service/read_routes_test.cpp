@@ -34,6 +34,17 @@ TEST_F(ReadRoutesTest, ListsAndDescribesTheExperiencesUnderTheRoot) {
   EXPECT_EQ(one["state_schema"]["properties"]["log"]["x-oe-merge"], "array_append");
   EXPECT_EQ(one["state_schema"]["properties"]["greeting"]["type"], "string");
 
+  // The index parses a YAML again when it changed, and sees a new folder at once.
+  const fs::path yaml = root() / "flows" / "greeter" / "experience.yaml";
+  std::string text = oe::test::readFile(yaml);
+  text.replace(text.find("greets and checks"), 17, "greets, checks and more");
+  writeText(yaml, text);
+  writeToolExperience(root() / "flows" / "second", "second");
+  const Json again = json("GET", "/api/experiences");
+  ASSERT_EQ(again.size(), 2U) << again.dump();
+  EXPECT_EQ(again[0]["description"], "greets, checks and more");
+  EXPECT_EQ(again[1]["name"], "second");
+
   const auto missing = call("GET", "/api/experiences/nope");
   EXPECT_EQ(missing.status, 404);
   EXPECT_EQ(missing.content_type, "application/problem+json");
@@ -174,6 +185,7 @@ TEST_F(ReadRoutesTest, OneRunByPrefixWithItsTimelineNodeDetailAndReport) {
   }
   const Json check = json("GET", "/api/runs/" + id + "/nodes/check");
   EXPECT_EQ(check["status"], "failed");
+  EXPECT_EQ(check["inputs"]["edges"]["greet"]["said"], "bob") << check.dump();
   ASSERT_EQ(check["errors"].size(), 1U);
   EXPECT_NE(check["errors"][0].get<std::string>().find("failed on purpose"), std::string::npos)
       << check.dump();

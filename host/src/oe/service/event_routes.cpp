@@ -70,7 +70,7 @@ class AllEvents final : public httpd::EventSource {
     hub_->subscribeAll(
         [context] {
           std::vector<fs::path> dirs;
-          for (const auto& experience : listExperiences(context->root)) {
+          for (const auto& experience : listExperiences(*context)) {
             const fs::path dir = spec::workspaceDir(experience.yaml) / "runs";
             if (confinedTo(dir, context->root)) {
               dirs.push_back(dir);

@@ -248,7 +248,7 @@ Json startFormSchema(const Json& raw, const Json* last_args) {
 void addExperienceRoutes(httpd::Router& router, std::shared_ptr<const ReadContext> context) {
   router.add("GET", "/api/experiences", httpd::Scope::kRead, [context](const Request&) {
     Json list = Json::array();
-    for (const auto& ref : listExperiences(context->root)) {
+    for (const auto& ref : listExperiences(*context)) {
       list.push_back(listJson(ref));
     }
     return httpd::jsonResponse(200, list);

@@ -182,7 +182,7 @@ std::string metricsText(const ReadContext& context, RunStatsCache& cache) {
   std::map<std::pair<std::string, std::string>, uint64_t> by_status;   // (experience, status)
   std::map<std::pair<std::string, std::string>, Histogram> durations;  // (experience, node)
   std::map<std::string, RunStats> usage;                               // experience -> sums
-  for (const auto& experience : listExperiences(context.root)) {
+  for (const auto& experience : listExperiences(context)) {
     const fs::path runs_dir = spec::workspaceDir(experience.yaml) / "runs";
     if (!confinedTo(runs_dir, context.root)) {
       continue;

@@ -2,6 +2,8 @@
 // run status. Every path a request reaches is checked against the root after symlinks.
 #include "oe/service/read_context.hpp"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <charconv>
 #include <set>
@@ -30,12 +32,7 @@ bool plausibleRunId(std::string_view id) {
   });
 }
 
-std::optional<ExperienceRef> describeExperience(const fs::path& root, const fs::path& dir) {
-  std::error_code ec;
-  const fs::path yaml = fs::canonical(dir / spec::kDefaultExperienceFile, ec);
-  if (ec || !confinedTo(yaml, root)) {
-    return std::nullopt;
-  }
+std::optional<ExperienceRef> parseExperience(const fs::path& root, const fs::path& yaml) {
   auto loaded = spec::loadExperience(yaml);
   const spec::Experience* model =
       loaded.experience ? &*loaded.experience : (loaded.partial ? &*loaded.partial : nullptr);
@@ -77,11 +74,44 @@ bool confinedTo(const fs::path& path, const fs::path& root) {
   return true;
 }
 
-std::vector<ExperienceRef> listExperiences(const fs::path& root) {
+std::optional<ExperienceRef> ExperienceIndex::describe(const fs::path& root, const fs::path& dir) {
+  std::error_code ec;
+  const fs::path yaml = fs::canonical(dir / spec::kDefaultExperienceFile, ec);
+  if (ec || !confinedTo(yaml, root)) {
+    return std::nullopt;
+  }
+  struct stat info {};
+  if (::stat(yaml.c_str(), &info) != 0) {
+    return std::nullopt;
+  }
+  const auto size = static_cast<uint64_t>(info.st_size);
+  const int64_t mtime_ns = int64_t{info.st_mtim.tv_sec} * 1000000000 + info.st_mtim.tv_nsec;
+  {
+    const std::lock_guard lock(mutex_);
+    auto it = entries_.find(yaml);
+    if (it != entries_.end() && it->second.size == size && it->second.mtime_ns == mtime_ns) {
+      return it->second.ref;
+    }
+  }
+  auto ref = parseExperience(root, yaml);
+  const std::lock_guard lock(mutex_);
+  entries_[yaml] = Entry{size, mtime_ns, ref};
+  return ref;
+}
+
+std::vector<ExperienceRef> listExperiences(const ReadContext& context) {
+  if (context.index) {
+    return context.index->list(context.root);
+  }
+  ExperienceIndex fresh;
+  return fresh.list(context.root);
+}
+
+std::vector<ExperienceRef> ExperienceIndex::list(const fs::path& root) {
   std::vector<ExperienceRef> found;
   std::error_code ec;
   if (fs::is_regular_file(root / spec::kDefaultExperienceFile, ec)) {
-    if (auto ref = describeExperience(root, root)) {
+    if (auto ref = describe(root, root)) {
       found.push_back(std::move(*ref));
     }
   }
@@ -100,7 +130,7 @@ std::vector<ExperienceRef> listExperiences(const fs::path& root) {
       it.disable_recursion_pending();
     }
     if (fs::is_regular_file(it->path() / spec::kDefaultExperienceFile, type_ec)) {
-      if (auto ref = describeExperience(root, it->path())) {
+      if (auto ref = describe(root, it->path())) {
         found.push_back(std::move(*ref));
       }
     }
@@ -113,7 +143,7 @@ std::vector<ExperienceRef> listExperiences(const fs::path& root) {
 
 Found<ExperienceRef> findExperience(const ReadContext& context, std::string_view name) {
   std::vector<ExperienceRef> matches;
-  for (auto& ref : listExperiences(context.root)) {
+  for (auto& ref : listExperiences(context)) {
     if (ref.name == name) {
       matches.push_back(std::move(ref));
     }
@@ -146,7 +176,7 @@ Found<RunRef> findRunUnderRoot(const ReadContext& context, std::string_view id) 
   }
   std::vector<RunRef> matches;
   bool exact = false;
-  for (auto& experience : listExperiences(context.root)) {
+  for (auto& experience : listExperiences(context)) {
     const fs::path runs_dir = spec::workspaceDir(experience.yaml) / "runs";
     for (auto& record : runs::listRuns(runs_dir, /*details=*/false)) {
       if (record.id == id) {

@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -31,10 +33,21 @@ struct QueueEntry {
 };
 using QueueLister = std::function<std::vector<QueueEntry>()>;
 
+class ExperienceIndex;
+
 struct ReadContext {
+  // A constructor, not aggregate initialisation, so that members added later need no change
+  // where a context is made: ReadContext{root, store_url, queue}.
+  ReadContext(std::filesystem::path root_dir = {}, std::string store = {},  // NOLINT
+              QueueLister queue_lister = {})
+      : root(std::move(root_dir)), store_url(std::move(store)), queue(std::move(queue_lister)) {}
+
   std::filesystem::path root;  // --root; made absolute and canonical by addReadRoutes
   std::string store_url;       // --store: a PostgreSQL URL, or empty for the SQLite files
   QueueLister queue;           // may be empty: no queue (nothing queued)
+  // What each experience.yaml under the root says, kept while the file is unchanged; made by
+  // addReadRoutes when null.
+  std::shared_ptr<ExperienceIndex> index;
 };
 
 // An experience under the root: its name is the `name:` of its experience.yaml.
@@ -68,8 +81,27 @@ class Found {
 
 // The experiences under `root` (its own experience.yaml and folders up to 3 levels down, hidden
 // folders and node_modules skipped, at most 500), sorted by name. A YAML whose real path is
-// outside the root (a symlink) or that does not parse is left out.
-[[nodiscard]] std::vector<ExperienceRef> listExperiences(const std::filesystem::path& root);
+// outside the root (a symlink) or that does not parse is left out. Each request walks the
+// folders again (a new experience is seen at once), but a YAML is parsed again only when its
+// size or mtime changed. Thread-safe.
+class ExperienceIndex {
+ public:
+  [[nodiscard]] std::vector<ExperienceRef> list(const std::filesystem::path& root);
+
+ private:
+  struct Entry {
+    uint64_t size = 0;
+    int64_t mtime_ns = 0;
+    std::optional<ExperienceRef> ref;  // nullopt: not an experience to serve
+  };
+  std::optional<ExperienceRef> describe(const std::filesystem::path& root,
+                                        const std::filesystem::path& dir);
+  std::mutex mutex_;
+  std::map<std::filesystem::path, Entry> entries_;
+};
+
+// context.index's list (a fresh index when it has none).
+[[nodiscard]] std::vector<ExperienceRef> listExperiences(const ReadContext& context);
 
 // The experience named `name` (404 when none, 409 when two folders use that name).
 [[nodiscard]] Found<ExperienceRef> findExperience(const ReadContext& context,

@@ -23,6 +23,9 @@ void addReadRoutes(httpd::Router& router, const ReadContext& context) {
     throw std::invalid_argument("--root " + context.root.string() + ": " + ec.message() +
                                 "; name an existing folder holding the experiences to serve");
   }
+  if (!shared->index) {
+    shared->index = std::make_shared<ExperienceIndex>();
+  }
   auto hub = std::make_shared<LogHub>();
   auto stats = std::make_shared<RunStatsCache>();
   const std::shared_ptr<const ReadContext> read = shared;

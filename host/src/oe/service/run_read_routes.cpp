@@ -96,7 +96,7 @@ Response listRunsRoute(const ReadContext& context, RunStatsCache& cache, const R
     std::string status;
   };
   StatusOracle oracle(context);
-  const auto experiences = listExperiences(context.root);
+  const auto experiences = listExperiences(context);
   std::vector<Row> rows;
   std::vector<std::string> with_log;
   std::vector<Row> logged;
@@ -336,6 +336,16 @@ Response nodeRoute(const ReadContext& context, const Request& request) {
       if (const auto* spec_node = input->experience->findNode(node_id)) {
         body["kind"] = spec_node->kind;
         body["args"] = spec_node->args;
+        // What the node was handed: its predecessors' edge outputs (as their cache entries
+        // hold them) and the state fields it reads.
+        Json edges = Json::object();
+        for (const auto& edge : input->experience->edges) {
+          if (edge.to == node_id) {
+            const auto from = input->edge_outputs.find(edge.from);
+            edges[edge.from] = from == input->edge_outputs.end() ? Json() : from->second;
+          }
+        }
+        body["inputs"] = {{"edges", std::move(edges)}, {"reads", spec_node->reads}};
       }
     }
     Json writes = Json::array();
