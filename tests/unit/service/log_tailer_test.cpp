@@ -282,5 +282,49 @@ TEST_F(EventRoutesTest, PagesOfARealRunsEventsAndItsStream) {
   EXPECT_TRUE(idsAre(sink->ids(), 3, static_cast<int>(all.size())));
 }
 
+// A real run followed live: `oe run` in the background, held at a gate node; the run is
+// listed as running (it holds its state store), a client subscribes mid-run, the gate opens,
+// and the client gets every line of the log once, in order, and the end of the stream.
+TEST_F(EventRoutesTest, ALiveRunIsStreamedToItsEnd) {
+  const fs::path dir = root() / "gated";
+  writeToolExperience(dir, "gated");
+  writeText(dir / "experience.yaml",
+            "name: gated\nversion: 0.1.0\nstate:\n  schema:\n    greeting: { type: string }\n"
+            "    log: { type: array, merge: array_append }\ngraph:\n  nodes:\n"
+            "    - { id: gate, kind: tool, impl: ./gate.sh }\n"
+            "    - { id: greet, kind: tool, impl: ./greet.sh, writes: [greeting, log] }\n"
+            "  edges:\n    - { from: gate, to: greet }\n");
+  writeText(dir / "gate.sh", "#!/bin/sh\ncat >/dev/null\ntouch '" +
+                                 (dir_.path() / "reached").string() + "'\nwhile [ ! -e '" +
+                                 (dir_.path() / "go").string() +
+                                 "' ]; do sleep 0.01; done\necho '{\"state_delta\":{}}'\n");
+  fs::permissions(dir / "gate.sh", fs::perms::owner_all, fs::perm_options::add);
+  oe::test::BackgroundProcess process({OE_EXE, "run", dir.string(), "--json"},
+                                      {{"OE_PLUGIN_PATH", ""},
+                                       {"OE_STORE", ""},
+                                       {"HOME", dir_.path().string()},
+                                       {"OE_TRUST_FILE", (dir_.path() / "trust.json").string()}},
+                                      dir_.path(), dir_.path() / "run");
+  ASSERT_TRUE(oe::test::waitForFile(dir_.path() / "reached")) << process.err();
+
+  const Json runs = json("GET", "/api/runs?status=running");
+  ASSERT_EQ(runs["runs"].size(), 1U) << runs.dump();
+  const std::string id = runs["runs"][0]["id"];
+  const auto response = call("GET", "/api/runs/" + id.substr(0, 6) + "/events/stream");
+  ASSERT_TRUE(response.events);
+  auto sink = std::make_shared<RecordingSink>();
+  response.events->start(sink);
+  ASSERT_TRUE(sink->waitFor([](const auto& frames, bool) { return frames.size() >= 3; }));
+  EXPECT_FALSE(sink->finished());
+
+  writeText(dir_.path() / "go", "");
+  ASSERT_EQ(process.waitFor(std::chrono::seconds(60)), std::optional<int>(0)) << process.err();
+  ASSERT_TRUE(sink->waitFor([](const auto&, bool finished) { return finished; }));
+  const std::string log = oe::test::readFile(dir / ".openexpertise" / "runs" / (id + ".jsonl"));
+  const auto lines = static_cast<int>(std::count(log.begin(), log.end(), '\n'));
+  EXPECT_TRUE(idsAre(sink->ids(), 1, lines));
+  EXPECT_EQ(json("GET", "/api/runs/" + id)["status"], "succeeded");
+}
+
 }  // namespace
 }  // namespace oe::service::test

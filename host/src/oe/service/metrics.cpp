@@ -3,8 +3,10 @@
 
 #include <sys/stat.h>
 
+#include <array>
+#include <charconv>
 #include <cmath>
-#include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <sstream>
 #include <tuple>
@@ -19,13 +21,14 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// The shortest text that reads back as the same double ("0.1", not "0.10000000000000001").
 std::string number(double value) {
   if (std::isinf(value)) {
     return value > 0 ? "+Inf" : "-Inf";
   }
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%.17g", value);
-  return buffer;
+  std::array<char, 32> buffer{};
+  const auto done = std::to_chars(buffer.data(), buffer.data() + buffer.size(), value);
+  return {buffer.data(), done.ptr};
 }
 
 class Exposition {
