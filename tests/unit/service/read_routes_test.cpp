@@ -146,6 +146,11 @@ TEST_F(ReadRoutesTest, RunsListFiltersPagesAndPutsQueuedRunsFirst) {
   }
   EXPECT_EQ(paged, listed);
 
+  // A queued run has no log yet, and is still a run.
+  const Json queued = json("GET", "/api/runs/queued-1");
+  EXPECT_EQ(queued["status"], "queued");
+  EXPECT_TRUE(queued["timeline"].empty());
+
   EXPECT_EQ(call("GET", "/api/runs?limit=0").status, 400);
   EXPECT_EQ(call("GET", "/api/runs?limit=501").status, 400);
   EXPECT_EQ(call("GET", "/api/runs?status=done").status, 400);

@@ -229,8 +229,20 @@ Found<ReadRun> readRun(const ReadContext& context, const std::string& id) {
 }
 
 Response runRoute(const ReadContext& context, const Request& request) {
-  auto run = readRun(context, request.params.at("id"));
+  const std::string& id = request.params.at("id");
+  auto run = readRun(context, id);
   if (!run.ok()) {
+    // A run the queue holds has no log until it starts: it is still a run to show.
+    if (run.problem().status == 404 && context.queue) {
+      for (const auto& entry : context.queue()) {
+        if (entry.id == id) {
+          Json body = queuedSummary(entry);
+          body["timeline"] = Json::array();
+          body["calls"] = Json::array();
+          return httpd::jsonResponse(200, body);
+        }
+      }
+    }
     return std::move(run.problem());
   }
   const auto& model = run->model;
