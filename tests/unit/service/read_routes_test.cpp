@@ -3,9 +3,12 @@
 // request names confined to --root, symlinks included.
 #include "oe/service/read_routes.hpp"
 
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 
 #include <set>
+
+#include "oe/plugins/manifest.hpp"
 
 #include "unit/service/service_fixture.hpp"
 
@@ -89,6 +92,29 @@ TEST_F(ReadRoutesTest, ValidateGraphAndSchema) {
   EXPECT_EQ(schema["state"]["type"], "object");
   EXPECT_EQ(schema["state"]["additionalProperties"], false);
   EXPECT_EQ(schema["args"]["examples"][0]["who"], "bob") << schema.dump();
+}
+
+// An experience that brings its own plugin: validate, graph, schema and the experience itself
+// describe it from its manifest and never map the library (docs/trust.md), trusted or not.
+TEST_F(ReadRoutesTest, AnExperiencesOwnPluginIsDescribedNeverLoaded) {
+  const fs::path dir = root() / "vendored";
+  fs::create_directories(dir / "plugins");
+  const fs::path library = fs::canonical(dir / "plugins") / "counting.so";
+  fs::copy_file(OE_COUNTING_FIXTURE, library);
+  fs::copy_file(plugins::manifestPath(OE_COUNTING_FIXTURE), plugins::manifestPath(library));
+  writeText(dir / "experience.yaml",
+            "name: vendored\nversion: 0.1.0\nstate:\n  schema: {}\ngraph:\n  nodes:\n"
+            "    - { id: a, kind: abi-good }\n  edges: []\n");
+  const Json valid = json("POST", "/api/experiences/vendored/validate");
+  EXPECT_EQ(valid["valid"], true) << valid.dump();
+  EXPECT_EQ(call("GET", "/api/experiences/vendored/graph").status, 200);
+  EXPECT_EQ(call("GET", "/api/experiences/vendored/schema").status, 200);
+  EXPECT_EQ(call("GET", "/api/experiences/vendored").status, 200);
+  void* handle = ::dlopen(library.c_str(), RTLD_NOW | RTLD_NOLOAD);
+  EXPECT_EQ(handle, nullptr) << "the server mapped " << library;
+  if (handle != nullptr) {
+    ::dlclose(handle);
+  }
 }
 
 TEST_F(ReadRoutesTest, RunsListFiltersPagesAndPutsQueuedRunsFirst) {
