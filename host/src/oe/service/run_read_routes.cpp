@@ -98,7 +98,6 @@ Response listRunsRoute(const ReadContext& context, RunStatsCache& cache, const R
   StatusOracle oracle(context);
   const auto experiences = listExperiences(context);
   std::vector<Row> rows;
-  std::vector<std::string> with_log;
   std::vector<Row> logged;
   for (const auto& experience : experiences) {
     if (experience_filter && experience.name != *experience_filter) {
