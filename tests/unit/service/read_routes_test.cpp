@@ -278,6 +278,27 @@ TEST_F(ReadRoutesTest, SymlinksOutOfTheRootAreNotServed) {
   EXPECT_EQ(refused.status, 403) << refused.body;
   EXPECT_NE(refused.body.find("outside"), std::string::npos);
   EXPECT_EQ(call("GET", "/api/runs/linked/events").status, 403);
+
+  // A log inside the root whose node names a nested run log outside it: not served.
+  const fs::path secret_log = dir_.path() / "secret.jsonl";
+  writeText(
+      secret_log,
+      R"({"type":"run.started","run_id":"s","ts":"2026-01-01T00:00:00.000Z","args":{"password":"hunter2"}})"
+      "\n"
+      R"({"type":"node.failed","run_id":"s","node_id":"x","ts":"2026-01-01T00:00:00.050Z","error":"hunter2"})"
+      "\n");
+  writeText(
+      inside / ".openexpertise" / "runs" / "nests.jsonl",
+      R"({"type":"run.started","run_id":"nests","ts":"2026-01-01T00:00:00.000Z","args":{}})"
+      "\n"
+      R"({"type":"node.activity","run_id":"nests","node_id":"greet","ts":"2026-01-01T00:00:00.100Z","sub_event_log":")" +
+          secret_log.string() + "\"}\n");
+  const auto report = call("GET", "/api/runs/nests/report");
+  EXPECT_EQ(report.status, 200);
+  EXPECT_EQ(report.body.find("hunter2"), std::string::npos);
+  const Json node = json("GET", "/api/runs/nests/nodes/greet");
+  EXPECT_EQ(node.dump().find("hunter2"), std::string::npos);
+  EXPECT_NE(node["notes"].dump().find("is not served"), std::string::npos) << node.dump();
   EXPECT_EQ(call("GET", "/api/runs/linked/state").status, 403);
 }
 

@@ -283,14 +283,30 @@ Response runRoute(const ReadContext& context, const Request& request) {
 // The report's input for a run: from the files, or on PostgreSQL from the store (the state rows
 // and edge outputs live there).
 Result<runs::RunReportInput> reportInput(const ReadContext& context, const RunRef& run) {
+  Result<runs::RunReportInput> input = makeError("not read");
   if (pg::isUrl(context.store_url)) {
     auto conn = pg::Connection::open(context.store_url);
     if (!conn) {
       return std::move(conn).error();
     }
-    return runs::loadStoreRunReport(**conn, run.experience.dir, run.record.id);
+    input = runs::loadStoreRunReport(**conn, run.experience.dir, run.record.id);
+  } else {
+    input = runs::loadRunReport(run.experience.dir, run.record);
   }
-  return runs::loadRunReport(run.experience.dir, run.record);
+  if (input) {
+    // A nested run's log is wherever its node.activity says: an edited log could name any
+    // file, and what is served stays under the root.
+    for (auto it = input->nested.begin(); it != input->nested.end();) {
+      if (confinedTo(it->first, context.root)) {
+        ++it;
+        continue;
+      }
+      input->notes.push_back("the nested run log " + it->first + " is outside " +
+                             context.root.string() + " and is not served");
+      it = input->nested.erase(it);
+    }
+  }
+  return input;
 }
 
 Response nodeRoute(const ReadContext& context, const Request& request) {
