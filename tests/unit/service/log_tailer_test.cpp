@@ -246,15 +246,14 @@ TEST_F(EventRoutesTest, PagesOfARealRunsEventsAndItsStream) {
   writeToolExperience(root() / "greeter", "greeter");
   const std::string id = run(root() / "greeter");
   ASSERT_FALSE(id.empty());
-  const Json first = json("GET", "/api/runs/" + id + "/events?limit=3");
+  Json first = json("GET", "/api/runs/" + id + "/events?limit=3");
   ASSERT_EQ(first["events"].size(), 3U);
   EXPECT_EQ(first["events"][0]["seq"], 1);
   EXPECT_EQ(first["events"][0]["type"], "run.started");
   EXPECT_EQ(first["next_after"], 3);
   std::vector<Json> all;
   for (uint64_t after = 0;;) {
-    const Json page =
-        json("GET", "/api/runs/" + id + "/events?limit=4&after=" + std::to_string(after));
+    Json page = json("GET", "/api/runs/" + id + "/events?limit=4&after=" + std::to_string(after));
     for (const auto& event : page["events"]) {
       all.push_back(event);
     }
@@ -307,7 +306,7 @@ TEST_F(EventRoutesTest, ALiveRunIsStreamedToItsEnd) {
                                       dir_.path(), dir_.path() / "run");
   ASSERT_TRUE(oe::test::waitForFile(dir_.path() / "reached")) << process.err();
 
-  const Json runs = json("GET", "/api/runs?status=running");
+  Json runs = json("GET", "/api/runs?status=running");
   ASSERT_EQ(runs["runs"].size(), 1U) << runs.dump();
   const std::string id = runs["runs"][0]["id"];
   const auto response = call("GET", "/api/runs/" + id.substr(0, 6) + "/events/stream");

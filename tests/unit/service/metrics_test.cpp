@@ -58,7 +58,8 @@ TEST_F(MetricsTest, RunsQueueDurationsTokensAndCost) {
              R"(oe_node_duration_seconds_bucket{experience="greeter",node="greet",le="+Inf"})"),
       3);
   EXPECT_GE(
-      sample(text, R"(oe_node_duration_seconds_bucket{experience="greeter",node="greet",le="0.1"})"),
+      sample(text,
+             R"(oe_node_duration_seconds_bucket{experience="greeter",node="greet",le="0.1"})"),
       0)
       << "bucket bounds are written as their shortest text";
   EXPECT_GT(sample(text, R"(oe_node_duration_seconds_sum{experience="greeter",node="greet"})"), 0);

@@ -23,7 +23,7 @@ TEST_F(ReadRoutesTest, ListsAndDescribesTheExperiencesUnderTheRoot) {
   writeToolExperience(root() / "flows" / "greeter", "greeter");
   writeToolExperience(root() / "node_modules" / "hidden", "hidden");
   writeToolExperience(root() / ".openexpertise" / "installed", "installed");
-  const Json list = json("GET", "/api/experiences");
+  Json list = json("GET", "/api/experiences");
   ASSERT_TRUE(list.is_array()) << list.dump();
   ASSERT_EQ(list.size(), 1U) << list.dump();
   EXPECT_EQ(list[0]["name"], "greeter");
@@ -31,7 +31,7 @@ TEST_F(ReadRoutesTest, ListsAndDescribesTheExperiencesUnderTheRoot) {
   EXPECT_EQ(list[0]["nodes"], 2);
   EXPECT_EQ(list[0]["description"], "greets and checks");
 
-  const Json one = json("GET", "/api/experiences/greeter");
+  Json one = json("GET", "/api/experiences/greeter");
   EXPECT_EQ(one["nodes"].size(), 2U);
   EXPECT_EQ(one["edges"][0]["from"], "greet");
   EXPECT_EQ(one["state_schema"]["properties"]["log"]["x-oe-merge"], "array_append");
@@ -43,7 +43,7 @@ TEST_F(ReadRoutesTest, ListsAndDescribesTheExperiencesUnderTheRoot) {
   text.replace(text.find("greets and checks"), 17, "greets, checks and more");
   writeText(yaml, text);
   writeToolExperience(root() / "flows" / "second", "second");
-  const Json again = json("GET", "/api/experiences");
+  Json again = json("GET", "/api/experiences");
   ASSERT_EQ(again.size(), 2U) << again.dump();
   EXPECT_EQ(again[0]["description"], "greets, checks and more");
   EXPECT_EQ(again[1]["name"], "second");
@@ -65,7 +65,7 @@ TEST_F(ReadRoutesTest, TwoExperiencesOfOneNameAreAConflictThatSaysWhichFiles) {
 
 TEST_F(ReadRoutesTest, ValidateGraphAndSchema) {
   writeToolExperience(root() / "greeter", "greeter");
-  const Json valid = json("POST", "/api/experiences/greeter/validate");
+  Json valid = json("POST", "/api/experiences/greeter/validate");
   EXPECT_EQ(valid["valid"], true) << valid.dump();
   EXPECT_TRUE(valid["errors"].empty());
 
@@ -74,21 +74,21 @@ TEST_F(ReadRoutesTest, ValidateGraphAndSchema) {
   writeText(root() / "broken" / "experience.yaml",
             "name: broken\nversion: 0.1.0\nstate:\n  schema: {}\ngraph:\n"
             "  nodes:\n    - { id: a, kind: no-such-kind }\n  edges: []\n");
-  const Json invalid = json("POST", "/api/experiences/broken/validate", 200, R"({"strict":false})");
+  Json invalid = json("POST", "/api/experiences/broken/validate", 200, R"({"strict":false})");
   EXPECT_EQ(invalid["valid"], false);
   ASSERT_FALSE(invalid["errors"].empty()) << invalid.dump();
   EXPECT_EQ(invalid["errors"][0]["line"], 7) << invalid.dump();
   EXPECT_EQ(call("POST", "/api/experiences/broken/validate", "[1]").status, 400);
   EXPECT_EQ(call("GET", "/api/experiences/broken/graph").status, 422);
 
-  const Json graph = json("GET", "/api/experiences/greeter/graph?direction=LR");
+  Json graph = json("GET", "/api/experiences/greeter/graph?direction=LR");
   EXPECT_EQ(graph["nodes"].size(), 2U);
   EXPECT_EQ(graph["edges"][0]["to"], "check");
   EXPECT_NE(graph["svg"].get<std::string>().find("<svg"), std::string::npos);
   EXPECT_EQ(call("GET", "/api/experiences/greeter/graph?direction=up").status, 400);
 
   run(root() / "greeter", R"({"who":"bob"})");
-  const Json schema = json("GET", "/api/experiences/greeter/schema");
+  Json schema = json("GET", "/api/experiences/greeter/schema");
   EXPECT_EQ(schema["state"]["type"], "object");
   EXPECT_EQ(schema["state"]["additionalProperties"], false);
   EXPECT_EQ(schema["args"]["examples"][0]["who"], "bob") << schema.dump();
@@ -105,7 +105,7 @@ TEST_F(ReadRoutesTest, AnExperiencesOwnPluginIsDescribedNeverLoaded) {
   writeText(dir / "experience.yaml",
             "name: vendored\nversion: 0.1.0\nstate:\n  schema: {}\ngraph:\n  nodes:\n"
             "    - { id: a, kind: abi-good }\n  edges: []\n");
-  const Json valid = json("POST", "/api/experiences/vendored/validate");
+  Json valid = json("POST", "/api/experiences/vendored/validate");
   EXPECT_EQ(valid["valid"], true) << valid.dump();
   EXPECT_EQ(call("GET", "/api/experiences/vendored/graph").status, 200);
   EXPECT_EQ(call("GET", "/api/experiences/vendored/schema").status, 200);
@@ -130,7 +130,7 @@ TEST_F(ReadRoutesTest, RunsListFiltersPagesAndPutsQueuedRunsFirst) {
     return std::vector<QueueEntry>{{"queued-1", "greeter", "queued", 7, "2026-01-01T00:00:00Z"}};
   });
 
-  const Json all = json("GET", "/api/runs");
+  Json all = json("GET", "/api/runs");
   ASSERT_EQ(all["runs"].size(), 4U) << all.dump();
   EXPECT_EQ(all["runs"][0]["id"], "queued-1");
   EXPECT_EQ(all["runs"][0]["status"], "queued");
@@ -146,10 +146,10 @@ TEST_F(ReadRoutesTest, RunsListFiltersPagesAndPutsQueuedRunsFirst) {
   EXPECT_EQ(by_id[bad]["status"], "failed");
   EXPECT_EQ(by_id[third]["experience"], "other");
 
-  const Json failed = json("GET", "/api/runs?status=failed");
+  Json failed = json("GET", "/api/runs?status=failed");
   ASSERT_EQ(failed["runs"].size(), 1U);
   EXPECT_EQ(failed["runs"][0]["id"], bad);
-  const Json others = json("GET", "/api/runs?experience=other");
+  Json others = json("GET", "/api/runs?experience=other");
   ASSERT_EQ(others["runs"].size(), 1U);
   EXPECT_EQ(others["runs"][0]["id"], third);
 
@@ -157,8 +157,7 @@ TEST_F(ReadRoutesTest, RunsListFiltersPagesAndPutsQueuedRunsFirst) {
   std::vector<std::string> paged;
   std::string cursor;
   for (int page = 0; page < 10; ++page) {
-    const Json body =
-        json("GET", "/api/runs?limit=1" + (cursor.empty() ? "" : "&cursor=" + cursor));
+    Json body = json("GET", "/api/runs?limit=1" + (cursor.empty() ? "" : "&cursor=" + cursor));
     ASSERT_EQ(body["runs"].size(), 1U) << body.dump();
     paged.push_back(body["runs"][0]["id"]);
     if (!body.contains("next_cursor")) {
@@ -173,7 +172,7 @@ TEST_F(ReadRoutesTest, RunsListFiltersPagesAndPutsQueuedRunsFirst) {
   EXPECT_EQ(paged, listed);
 
   // A queued run has no log yet, and is still a run.
-  const Json queued = json("GET", "/api/runs/queued-1");
+  Json queued = json("GET", "/api/runs/queued-1");
   EXPECT_EQ(queued["status"], "queued");
   EXPECT_TRUE(queued["timeline"].empty());
 
@@ -189,7 +188,7 @@ TEST_F(ReadRoutesTest, OneRunByPrefixWithItsTimelineNodeDetailAndReport) {
   const std::string id = run(greeter, R"({"who":"bob","fail":true})");
   ASSERT_FALSE(id.empty());
 
-  const Json body = json("GET", "/api/runs/" + id.substr(0, 8));
+  Json body = json("GET", "/api/runs/" + id.substr(0, 8));
   EXPECT_EQ(body["id"], id);
   EXPECT_EQ(body["experience"], "greeter");
   EXPECT_EQ(body["status"], "failed");
@@ -203,7 +202,7 @@ TEST_F(ReadRoutesTest, OneRunByPrefixWithItsTimelineNodeDetailAndReport) {
   EXPECT_FALSE(body["started_at"].is_null());
   EXPECT_FALSE(body["finished_at"].is_null());
 
-  const Json greet = json("GET", "/api/runs/" + id + "/nodes/greet");
+  Json greet = json("GET", "/api/runs/" + id + "/nodes/greet");
   EXPECT_EQ(greet["status"], "success");
   EXPECT_EQ(greet["kind"], "tool");
   EXPECT_EQ(greet["output"]["said"], "bob") << greet.dump();
@@ -214,7 +213,7 @@ TEST_F(ReadRoutesTest, OneRunByPrefixWithItsTimelineNodeDetailAndReport) {
     EXPECT_EQ(event["node_id"], "greet");
     EXPECT_GE(event["seq"].get<int>(), 2);
   }
-  const Json check = json("GET", "/api/runs/" + id + "/nodes/check");
+  Json check = json("GET", "/api/runs/" + id + "/nodes/check");
   EXPECT_EQ(check["status"], "failed");
   EXPECT_EQ(check["inputs"]["edges"]["greet"]["said"], "bob") << check.dump();
   ASSERT_EQ(check["errors"].size(), 1U);
@@ -296,7 +295,7 @@ TEST_F(ReadRoutesTest, SymlinksOutOfTheRootAreNotServed) {
   const auto report = call("GET", "/api/runs/nests/report");
   EXPECT_EQ(report.status, 200);
   EXPECT_EQ(report.body.find("hunter2"), std::string::npos);
-  const Json node = json("GET", "/api/runs/nests/nodes/greet");
+  Json node = json("GET", "/api/runs/nests/nodes/greet");
   EXPECT_EQ(node.dump().find("hunter2"), std::string::npos);
   EXPECT_NE(node["notes"].dump().find("is not served"), std::string::npos) << node.dump();
   EXPECT_EQ(call("GET", "/api/runs/linked/state").status, 403);

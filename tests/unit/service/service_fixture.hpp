@@ -218,7 +218,8 @@ class ServiceTest : public ::testing::Test {
     return match.route->handler(request);
   }
 
-  // `call` whose answer must be `status` with a JSON body, parsed.
+  // `call` whose answer must be `status` with a JSON body, parsed. Tests keep it non-const: a
+  // missing member then reads as null instead of being undefined behaviour.
   Json json(const std::string& method, const std::string& target, int status = 200,
             std::string body = {}) {
     const auto response = call(method, target, std::move(body));

@@ -16,35 +16,35 @@ class StateRoutesTest : public ServiceTest {
   // Two runs of one experience, bob's then world's; the routes' answers checked the same way on
   // either store.
   void checkTwoRuns(const std::string& first, const std::string& second) {
-    const Json one = json("GET", "/api/runs/" + first + "/state");
+    Json one = json("GET", "/api/runs/" + first + "/state");
     EXPECT_EQ(one["state"]["greeting"], "hello bob") << one.dump();
     EXPECT_EQ(one["state"]["log"], Json::array({"bob"}));
     EXPECT_EQ(one["written"].size(), 2U);
-    const Json two = json("GET", "/api/runs/" + second.substr(0, 10) + "/state");
+    Json two = json("GET", "/api/runs/" + second.substr(0, 10) + "/state");
     EXPECT_EQ(two["state"]["greeting"], "hello world");
     EXPECT_EQ(two["state"]["log"], Json::array({"bob", "world"}));
 
-    const Json field = json("GET", "/api/runs/" + first + "/state/greeting");
+    Json field = json("GET", "/api/runs/" + first + "/state/greeting");
     EXPECT_EQ(field["value"], "hello bob");
     EXPECT_EQ(field["written_by_run"], true);
     const auto unknown = call("GET", "/api/runs/" + first + "/state/nope");
     EXPECT_EQ(unknown.status, 404);
     EXPECT_NE(unknown.body.find("state.schema"), std::string::npos);
 
-    const Json history = json("GET", "/api/runs/" + second + "/state/log/history");
+    Json history = json("GET", "/api/runs/" + second + "/state/log/history");
     ASSERT_EQ(history["rows"].size(), 2U) << history.dump();
     EXPECT_EQ(history["rows"][0]["run_id"], first);
     EXPECT_EQ(history["rows"][1]["run_id"], second);
     EXPECT_EQ(history["rows"][1]["value_new"], Json::array({"bob", "world"}));
     EXPECT_EQ(history["truncated"], false);
-    const Json newest = json("GET", "/api/runs/" + second + "/state/log/history?limit=1");
+    Json newest = json("GET", "/api/runs/" + second + "/state/log/history?limit=1");
     ASSERT_EQ(newest["rows"].size(), 1U);
     EXPECT_EQ(newest["rows"][0]["run_id"], second);
     EXPECT_EQ(newest["truncated"], true);
     // The first run's history stops at its end.
     EXPECT_EQ(json("GET", "/api/runs/" + first + "/state/log/history")["rows"].size(), 1U);
 
-    const Json diff = json("GET", "/api/runs/" + second + "/state-diff?against=" + first);
+    Json diff = json("GET", "/api/runs/" + second + "/state-diff?against=" + first);
     ASSERT_EQ(diff["fields"].size(), 2U) << diff.dump();
     EXPECT_EQ(diff["fields"][0]["field"], "greeting");
     EXPECT_EQ(diff["fields"][0]["value"], "hello world");
@@ -68,7 +68,7 @@ TEST_F(StateRoutesTest, ARunOfAnExperienceWithNoStateYetReadsAsUnset) {
   writeText(root() / "greeter" / ".openexpertise" / "runs" / "r1.jsonl",
             R"({"type":"run.started","run_id":"r1","ts":"2026-01-01T00:00:00.000Z","args":{}})"
             "\n");
-  const Json state = json("GET", "/api/runs/r1/state");
+  Json state = json("GET", "/api/runs/r1/state");
   EXPECT_TRUE(state["state"].empty());
   EXPECT_EQ(json("GET", "/api/runs/r1/state/greeting")["set"], false);
 }
