@@ -115,7 +115,7 @@ void survivesReopen(const std::function<std::unique_ptr<RunQueue>()>& open) {
 }
 
 TEST(SqliteRunQueue, StartsByPriorityThenFifoUnderTheCaps) {
-  test::TempDir dir;
+  oe::test::TempDir dir;
   startOrderAndLimits([&] {
     auto q = RunQueue::open(RunQueue::defaultPath(dir.path()).string());
     EXPECT_TRUE(q) << q.error().message;
@@ -125,18 +125,18 @@ TEST(SqliteRunQueue, StartsByPriorityThenFifoUnderTheCaps) {
 }
 
 TEST(SqliteRunQueue, AnExperiencesOwnLimitWins) {
-  test::TempDir dir;
+  oe::test::TempDir dir;
   limitOfTheExperienceWins(
       [&] { return std::move(RunQueue::open((dir / "q.db").string())).value(); });
 }
 
 TEST(SqliteRunQueue, EntriesSurviveTheQueueObjectAndADeadServersRunsAreTakenOver) {
-  test::TempDir dir;
+  oe::test::TempDir dir;
   survivesReopen([&] { return std::move(RunQueue::open((dir / "q.db").string())).value(); });
 }
 
 TEST(SqliteRunQueue, OneServerPerFile) {
-  test::TempDir dir;
+  oe::test::TempDir dir;
   auto first = RunQueue::open((dir / "q.db").string());
   ASSERT_TRUE(first);
   auto second = RunQueue::open((dir / "q.db").string());
@@ -148,7 +148,7 @@ TEST(SqliteRunQueue, OneServerPerFile) {
 }
 
 TEST(PgRunQueue, StartsByPriorityThenFifoUnderTheCaps) {
-  test::PgTestDb db;
+  oe::test::PgTestDb db;
   startOrderAndLimits([&] {
     auto q = RunQueue::open(db.url());
     EXPECT_TRUE(q) << q.error().message;
@@ -157,17 +157,17 @@ TEST(PgRunQueue, StartsByPriorityThenFifoUnderTheCaps) {
 }
 
 TEST(PgRunQueue, AnExperiencesOwnLimitWins) {
-  test::PgTestDb db;
+  oe::test::PgTestDb db;
   limitOfTheExperienceWins([&] { return std::move(RunQueue::open(db.url())).value(); });
 }
 
 TEST(PgRunQueue, EntriesSurviveTheQueueObjectAndADeadServersRunsAreTakenOver) {
-  test::PgTestDb db;
+  oe::test::PgTestDb db;
   survivesReopen([&] { return std::move(RunQueue::open(db.url())).value(); });
 }
 
 TEST(PgRunQueue, OnlyExpiredLeasesAreTakenOverAndRenewingKeepsThem) {
-  test::PgTestDb db;
+  oe::test::PgTestDb db;
   auto a = std::move(RunQueue::open(db.url())).value();
   auto b = std::move(RunQueue::open(db.url())).value();
   ASSERT_TRUE(a->enqueue(entry("r", "x", 5, 1)));
@@ -186,7 +186,7 @@ TEST(PgRunQueue, OnlyExpiredLeasesAreTakenOverAndRenewingKeepsThem) {
 // Two servers claiming at once from one table never start more than the global cap, and each
 // entry once.
 TEST(PgRunQueue, ConcurrentClaimersHonourTheGlobalCap) {
-  test::PgTestDb db;
+  oe::test::PgTestDb db;
   {
     auto q = std::move(RunQueue::open(db.url())).value();
     for (int i = 0; i < 20; ++i) {

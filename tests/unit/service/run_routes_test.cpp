@@ -132,7 +132,7 @@ class ServiceTest : public ::testing::Test {
     return !eventOf(logOf(exp, run_id), type).is_null();
   }
 
-  test::TempDir dir_;
+  oe::test::TempDir dir_;
   std::filesystem::path root_;
   std::unique_ptr<RunQueue> queue_;
   std::unique_ptr<Launcher> launcher_;
@@ -144,7 +144,7 @@ TEST_F(ServiceTest, PostRunChecksItsBodyAndTheRunKeepsTheIdItWasQueuedUnder) {
   const auto hello = experience("hello", kQuickTool);
   std::filesystem::create_directories(root_ / "team");
   experience("team/review", kQuickTool);
-  test::TempDir outside;
+  oe::test::TempDir outside;
   outside.write("experience.yaml", "name: outside\n");
   std::filesystem::create_symlink(outside.path(), root_ / "escape");
   start();
@@ -184,7 +184,7 @@ TEST_F(ServiceTest, PostRunChecksItsBodyAndTheRunKeepsTheIdItWasQueuedUnder) {
   EXPECT_EQ(eventOf(log, "run.started")["run_id"], id);
   EXPECT_EQ(eventOf(log, "run.finished")["status"], "success");
   // The child's --json summary went to its own file, not to the server's stderr.
-  EXPECT_NE(test::readFile(childLogPath(root_, id)).find("\"run_id\": \"" + id + "\""),
+  EXPECT_NE(oe::test::readFile(childLogPath(root_, id)).find("\"run_id\": \"" + id + "\""),
             std::string::npos);
 
   // By folder below the root, and by `name:` when only one experience has it.
@@ -203,7 +203,7 @@ TEST_F(ServiceTest, CancelRemovesAQueuedRunAndStopsARunningOneWhichResumesAndDel
 
   const std::string running = postRun(R"({"experience":"slow"})");
   ASSERT_TRUE(waitUntil([&] { return std::filesystem::exists(root_ / "slow-mark"); }))
-      << test::readFile(childLogPath(root_, running));
+      << oe::test::readFile(childLogPath(root_, running));
   const std::string queued = postRun(R"({"experience":"quick","priority":10})");
   auto entry = queue_->find(queued);
   ASSERT_TRUE(entry && *entry);
@@ -232,7 +232,7 @@ TEST_F(ServiceTest, CancelRemovesAQueuedRunAndStopsARunningOneWhichResumesAndDel
   const std::string next = bodyOf(resumed)["id"];
   EXPECT_NE(next, running);
   EXPECT_EQ(bodyOf(resumed)["resume_of"], running);
-  ASSERT_TRUE(launcher_->waitGone(next, kRunTimeout)) << test::readFile(childLogPath(root_, next));
+  ASSERT_TRUE(launcher_->waitGone(next, kRunTimeout)) << oe::test::readFile(childLogPath(root_, next));
   const auto next_log = logOf(slow, next);
   EXPECT_EQ(eventOf(next_log, "run.started")["resumed_from"], running);
   EXPECT_EQ(eventOf(next_log, "run.finished")["status"], "success");
@@ -396,7 +396,7 @@ TEST_F(ServiceTest, AnApprovalIsListedDecidedOnceAndContinuesTheRunThroughTheQue
   const std::string id = postRun(R"({"experience":"gated"})");
   ASSERT_TRUE(launcher_->waitGone(id, kRunTimeout));
   EXPECT_EQ(eventOf(logOf(gated, id), "run.finished")["status"], "waiting")
-      << test::readFile(childLogPath(root_, id));
+      << oe::test::readFile(childLogPath(root_, id));
 
   const auto listed = call("GET", "/api/approvals");
   ASSERT_EQ(listed.status, 200) << listed.body;
@@ -424,13 +424,13 @@ TEST_F(ServiceTest, AnApprovalIsListedDecidedOnceAndContinuesTheRunThroughTheQue
 
 // With --store, the queue is the store's table and each child runs on the store.
 TEST_F(ServiceTest, OnAPostgresStoreTheQueueAndTheRunsAreTheStores) {
-  test::PgTestDb db;
+  oe::test::PgTestDb db;
   const auto hello = experience("hello", kQuickTool);
   start({4, 4}, db.url());
   const std::string id = postRun(R"({"experience":"hello"})");
-  ASSERT_TRUE(launcher_->waitGone(id, kRunTimeout)) << test::readFile(childLogPath(root_, id));
+  ASSERT_TRUE(launcher_->waitGone(id, kRunTimeout)) << oe::test::readFile(childLogPath(root_, id));
   EXPECT_EQ(eventOf(logOf(hello, id), "run.finished")["status"], "success")
-      << test::readFile(childLogPath(root_, id));
+      << oe::test::readFile(childLogPath(root_, id));
   auto conn = pg::Connection::open(db.url());
   ASSERT_TRUE(conn);
   auto rows = (*conn)->exec("SELECT status FROM oe_runs WHERE run_id = $1", {id});
@@ -453,7 +453,7 @@ TEST_F(ServiceTest, HealthzAnswersWhileTheQueueDoes) {
 }
 
 TEST(OeRunRunId, RefusesAnIdThatIsNotOneOrThatExists) {
-  test::TempDir dir;
+  oe::test::TempDir dir;
   const auto exp = dir.path() / "e";
   std::filesystem::create_directories(exp / "tools");
   std::ofstream(exp / "experience.yaml")
@@ -462,14 +462,14 @@ TEST(OeRunRunId, RefusesAnIdThatIsNotOneOrThatExists) {
   std::ofstream(exp / "tools" / "t.sh") << kQuickTool;
   std::filesystem::permissions(exp / "tools" / "t.sh", std::filesystem::perms::owner_all,
                                std::filesystem::perm_options::add);
-  const auto bad = test::runProcess({OE_EXE, "run", exp.string(), "--run-id", "abc"});
+  const auto bad = oe::test::runProcess({OE_EXE, "run", exp.string(), "--run-id", "abc"});
   EXPECT_EQ(bad.exit_code, 2) << bad.err;
   EXPECT_NE(bad.err.find("UUID v4"), std::string::npos) << bad.err;
   const std::string id = events::newRunId();
-  const auto first = test::runProcess({OE_EXE, "run", exp.string(), "--json", "--run-id", id});
+  const auto first = oe::test::runProcess({OE_EXE, "run", exp.string(), "--json", "--run-id", id});
   ASSERT_EQ(first.exit_code, 0) << first.err;
   EXPECT_EQ(Json::parse(first.out)["run_id"], id);
-  const auto second = test::runProcess({OE_EXE, "run", exp.string(), "--run-id", id});
+  const auto second = oe::test::runProcess({OE_EXE, "run", exp.string(), "--run-id", id});
   EXPECT_EQ(second.exit_code, 2) << second.err;
   EXPECT_NE(second.err.find("a run with this id exists"), std::string::npos) << second.err;
 }

@@ -103,13 +103,13 @@ class Served {
     pid_ = child ? child->pid : -1;
     std::smatch m;
     EXPECT_TRUE(waitUntil([&] {
-      const std::string text = test::readFile(out_);
+      const std::string text = oe::test::readFile(out_);
       if (std::regex_search(text, m, std::regex("listening on http://127\\.0\\.0\\.1:(\\d+)"))) {
         port_ = static_cast<uint16_t>(std::stoi(m[1]));
         return true;
       }
       return false;
-    })) << test::readFile(out_);
+    })) << oe::test::readFile(out_);
   }
   ~Served() {
     if (pid_ > 0) {
@@ -128,7 +128,7 @@ class Served {
     pid_ = -1;
     return status;
   }
-  [[nodiscard]] std::string output() const { return test::readFile(out_); }
+  [[nodiscard]] std::string output() const { return oe::test::readFile(out_); }
 
  private:
   static inline int count_ = 0;
@@ -165,7 +165,7 @@ class ServeTest : public ::testing::Test {
     return root_.parent_path() / (name + "-mark");
   }
 
-  test::TempDir dir_;
+  oe::test::TempDir dir_;
   std::filesystem::path root_;
 };
 

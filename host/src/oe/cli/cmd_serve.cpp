@@ -15,9 +15,12 @@
 #include "oe/cli/store_option.hpp"
 #include "oe/httpd/server.hpp"
 #include "oe/pg/connection.hpp"
+#include "oe/common/clock.hpp"
 #include "oe/service/launcher.hpp"
+#include "oe/service/read_routes.hpp"
 #include "oe/service/run_queue.hpp"
 #include "oe/service/service.hpp"
+#include "oe/service/trigger_service.hpp"
 
 namespace oe::cli {
 namespace {
@@ -35,10 +38,34 @@ struct ServeArgs {
   int max_concurrent_runs = 4;
 };
 
-// The routes of the other parts of the service (the read side, MCP over HTTP, the triggers'
-// webhooks and schedules, the dashboard), each a registrar added to this list where its part
-// is built; the write side's own routes are buildRouter's.
-std::vector<service::RouteRegistrar> otherParts() { return {}; }
+// The routes of the other parts of the service (the read side, the triggers' webhooks and
+// schedules), each a registrar; the write side's own routes are buildRouter's.
+std::vector<service::RouteRegistrar> otherParts(service::TriggerService& triggers) {
+  return {
+      [](httpd::Router& router, const service::ServiceContext& context) {
+        service::RunQueue* queue = context.queue;
+        service::addReadRoutes(
+            router, service::ReadContext{context.root, context.store, [queue] {
+                                           std::vector<service::QueueEntry> entries;
+                                           auto listed = queue->list();
+                                           if (!listed) {
+                                             return entries;
+                                           }
+                                           for (const auto& run : *listed) {
+                                             entries.push_back(service::QueueEntry{
+                                                 run.run_id, run.experience, run.state,
+                                                 run.priority,
+                                                 isoTime(run.enqueued_ms / 1000,
+                                                         static_cast<int>(run.enqueued_ms % 1000))});
+                                           }
+                                           return entries;
+                                         }});
+      },
+      [&triggers](httpd::Router& router, const service::ServiceContext&) {
+        triggers.addRoutes(router);
+      },
+  };
+}
 
 int serve(const ServeArgs& a) {
   std::error_code ec;
@@ -100,7 +127,12 @@ int serve(const ServeArgs& a) {
   context.max_concurrent_runs = a.max_concurrent_runs;
   context.queue = queue->get();
   context.launcher = launcher->get();
-  const httpd::Router router = service::buildRouter(context, otherParts());
+  auto triggers = service::TriggerService::start(context);
+  if (!triggers) {
+    std::cerr << "oe: " << triggers.error().message << '\n';
+    return kExitFailed;
+  }
+  const httpd::Router router = service::buildRouter(context, otherParts(**triggers));
 
   httpd::ServerOptions options;
   options.listen = a.listen;
@@ -127,6 +159,7 @@ int serve(const ServeArgs& a) {
   std::cerr << "oe serve: " << (signal_number == SIGINT ? "SIGINT" : "SIGTERM")
             << ": stopping; runs in progress are stopped and resumed by the next oe serve\n";
   (*server)->stop();
+  (*triggers)->stop();
   (*launcher)->stop();
   return kExitOk;
 }

@@ -114,6 +114,28 @@ Result<std::optional<QueuedRun>> queuedEntry(RunQueue& queue, std::string_view i
   return match;
 }
 
+}  // namespace
+
+Result<QueuedRun> queueRun(const ServiceContext& ctx, const ExperienceAt& found, Json args,
+                           Json options, int priority) {
+  QueuedRun entry;
+  entry.run_id = events::newRunId();
+  entry.experience = found.name;
+  entry.folder = found.folder;
+  entry.args = std::move(args);
+  entry.options = std::move(options);
+  entry.priority = priority;
+  entry.enqueued_ms = nowMs();
+  entry.max_concurrent = maxConcurrentOf(found.dir);
+  if (auto queued = ctx.queue->enqueue(entry); !queued) {
+    return std::move(queued).error();
+  }
+  ctx.launcher->wake();
+  return entry;
+}
+
+namespace {
+
 Response postRun(const ServiceContext& ctx, const Request& req) {
   auto body = parseBodyObject(req);
   if (!body) {
@@ -154,21 +176,12 @@ Response postRun(const ServiceContext& ctx, const Request& req) {
   if (!options) {
     return badRequest(options.error().message);
   }
-  QueuedRun entry;
-  entry.run_id = events::newRunId();
-  entry.experience = found->name;
-  entry.folder = found->folder;
-  entry.args = std::move(args);
-  entry.options = std::move(options).value();
-  entry.priority = *priority;
-  entry.enqueued_ms = nowMs();
-  entry.max_concurrent = maxConcurrentOf(found->dir);
-  if (auto queued = ctx.queue->enqueue(entry); !queued) {
+  auto queued = queueRun(ctx, *found, std::move(args), std::move(options).value(), *priority);
+  if (!queued) {
     return storeProblem(queued.error());
   }
-  ctx.launcher->wake();
-  auto response = httpd::jsonResponse(202, Json{{"id", entry.run_id}, {"status", "queued"}});
-  response.headers.emplace_back("Location", "/api/runs/" + entry.run_id);
+  auto response = httpd::jsonResponse(202, Json{{"id", queued->run_id}, {"status", "queued"}});
+  response.headers.emplace_back("Location", "/api/runs/" + queued->run_id);
   return response;
 }
 
