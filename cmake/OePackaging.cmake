@@ -72,9 +72,10 @@ set(CPACK_DEBIAN_RUNTIME_PACKAGE_SECTION utils)
 # executable or `.so` tools work without it (`oe doctor` says what is missing and for what), and
 # a worker machine for agent nodes has no use for it. apt installs Recommends by default, so a
 # plain `apt install ./oe_*.deb` runs the examples. git: `oe install` and `oe submit` only.
-# python3: the python-tool example and the demos' scripted stand-in CLIs only.
+# python3: the python-tool example and the demos' scripted stand-in CLIs only. tzdata: the zone
+# files of cron triggers with a `timezone:` (`oe serve`; UTC works without).
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_SHLIBDEPS ON)
-set(CPACK_DEBIAN_RUNTIME_PACKAGE_RECOMMENDS "nodejs, git")
+set(CPACK_DEBIAN_RUNTIME_PACKAGE_RECOMMENDS "nodejs, git, tzdata")
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_SUGGESTS "python3")
 # The first line is the synopsis; CPack indents the rest and turns an empty line into " .".
 set(CPACK_DEBIAN_RUNTIME_DESCRIPTION "runtime for AI workflows written as YAML

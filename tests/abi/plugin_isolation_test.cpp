@@ -278,6 +278,44 @@ TEST_F(OeBinary, ExperienceAsksForIsolation) {
   EXPECT_EQ(refused.err.find("unknown node kind"), std::string::npos) << refused.describe();
 }
 
+// oe.limits/1-draft from a plugin in a helper: oe takes the slot with the invoke's own context
+// and the helper's buffer gives it back, so runtime.limits bounds plugins in several helper
+// processes as it bounds them in-process. Three nodes at once, one slot: no two hold it together.
+TEST_F(OeBinary, IsolatedPluginTakesRuntimeLimits) {
+  trust({"limited"});
+  for (const char* mode : {"process", "in-process"}) {
+    TempDir experience;
+    TempDir marks;
+    writeFile(experience.path() / "experience.yaml", R"(name: limited
+version: 0.1.0
+runtime:
+  concurrency: 3
+  limits:
+    abi-limit: { max_in_flight: 1 }
+state:
+  schema:
+    a: { type: string }
+    b: { type: string }
+    c: { type: string }
+graph:
+  nodes:
+    - { id: a, kind: abi-limited, writes: [a] }
+    - { id: b, kind: abi-limited, writes: [b] }
+    - { id: c, kind: abi-limited, writes: [c] }
+  edges: []
+)");
+    const ProcessResult run =
+        oe({"run", experience.path().string(), "--json"}, {"limited"},
+           {{"OE_PLUGIN_ISOLATION", mode}, {"OE_FIXTURE_LIMIT_DIR", marks.path().string()}});
+    ASSERT_EQ(run.exit_code, 0) << mode << ": " << run.describe();
+    const nlohmann::json out = nlohmann::json::parse(run.out);
+    for (const char* field : {"a", "b", "c"}) {
+      EXPECT_EQ(out["final_state"].value(field, ""), "runtime.limits.abi-limit|ok")
+          << mode << ": " << run.out;
+    }
+  }
+}
+
 TEST_F(OeBinary, UnknownIsolationIsRefused) {
   trust({"good"});
   TempDir experience;

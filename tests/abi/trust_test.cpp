@@ -379,6 +379,19 @@ graph:
   EXPECT_FALSE(again_state.contains("who")) << again.out;
   EXPECT_EQ(again_state["answer"], "from the vendored provider") << again.out;
   EXPECT_EQ(server.requestCount(), 1u);
+  // And with the plugin in a helper process (docs/trust.md, "Process isolation"): the agent in
+  // oe calls the provider's table, whose complete runs in the helper.
+  auto isolated_env = env;
+  isolated_env["OE_PLUGIN_ISOLATION"] = "process";
+  const ProcessResult isolated =
+      oe({"run", experience_.string(), "--json", "--no-cache"}, {}, isolated_env);
+  ASSERT_EQ(isolated.exit_code, 0) << isolated.describe();
+  const json isolated_state = json::parse(isolated.out)["final_state"];
+  EXPECT_EQ(isolated_state["answer"], "from the vendored provider") << isolated.out;
+  EXPECT_TRUE(isolated_state.contains("echo")) << isolated.out;
+  EXPECT_EQ(server.requestCount(), 1u);
+  EXPECT_EQ(isolated.err.find("not served under isolation"), std::string::npos)
+      << isolated.describe();
   const ProcessResult overridden = oe({"plugins", "--experience", experience_.string()}, {});
   EXPECT_NE(
       overridden.out.find("kinds: tool  llm providers: openai  [trusted]  " + overriding.string()),

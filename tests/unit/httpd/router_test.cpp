@@ -63,16 +63,6 @@ TEST(RouterTest, CapturedSegmentsAreDecodedOnceAfterSplitting) {
   EXPECT_EQ(match.params.at("path"), "css/a b.css");
 }
 
-TEST(HttpTest, PercentDecoding) {
-  EXPECT_EQ(percentDecode("a%20b+c", false), "a b+c");
-  EXPECT_EQ(percentDecode("a%20b+c", true), "a b c");
-  EXPECT_EQ(percentDecode("%e2%82%AC", false), "\xe2\x82\xac");
-  EXPECT_EQ(percentDecode("%", false), std::nullopt);
-  EXPECT_EQ(percentDecode("%4", false), std::nullopt);
-  EXPECT_EQ(percentDecode("ab%4", false), std::nullopt);
-  EXPECT_EQ(percentDecode("%zz", false), std::nullopt);
-}
-
 TEST(RouterTest, ARestParameterTakesTheRestOfThePath) {
   Router router;
   router.add("GET", "/assets/{path*}", Scope::kPublic, Handler());

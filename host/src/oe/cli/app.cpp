@@ -60,6 +60,7 @@ int main(int argc, char** argv, std::string_view build_commit) {
   addUltraCommand(app, exit_code);
   addUltraReviseCommand(app, exit_code);
   addMcpCommand(app, exit_code);
+  addServeCommand(app, exit_code);
   addStoreCommand(app, exit_code);
   addWorkerCommand(app, exit_code);
   addPluginHostCommand(app, exit_code);

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <string_view>
@@ -16,10 +17,12 @@
 #include "oe/cli/progress.hpp"
 #include "oe/cli/run_lookup.hpp"
 #include "oe/cli/store_option.hpp"
+#include "oe/events/event_log.hpp"
 #include "oe/launch/preflight.hpp"
 #include "oe/launch/resume.hpp"
 #include "oe/report/run_summary.hpp"
 #include "oe/run/run.hpp"
+#include "oe/spec/workspace.hpp"
 #include "oe/telemetry/run_telemetry.hpp"
 
 namespace oe::cli {
@@ -48,6 +51,7 @@ struct RunArgs {
   bool wait = false;   // wait for a run that holds the state store
   bool last = false;   // resume: the newest run
   int events_fd = -1;  // hidden --events-fd N: run and node-end events as JSON lines (`oe mcp`)
+  std::string new_run_id;  // hidden --run-id ID: the id `oe serve` gave the run when it queued it
 
   bool evolve = false;   // run: `oe evolve` the run after it succeeded
   bool otel = false;     // export the run's trace over OTLP (docs/telemetry.md)
@@ -96,6 +100,7 @@ int execute(const RunArgs& a, const std::string& path, Json run_args,
   }
   options.args = std::move(run_args);
   options.reuse_cache = !a.no_cache;
+  options.run_id = a.new_run_id;
   if (resumed != nullptr) {
     options.prior_usage = resumed->prior_usage;
     options.resumed_from = resumed->run_id;
@@ -124,6 +129,16 @@ int execute(const RunArgs& a, const std::string& path, Json run_args,
   // machines of workers serve every run sets it once).
   const char* workers_env = std::getenv("OE_WORKERS");  // NOLINT(concurrency-mt-unsafe): read only
   options.workers = a.workers || (workers_env != nullptr && std::string_view(workers_env) == "1");
+  if (!a.new_run_id.empty()) {
+    // A run id names one log (and one PostgreSQL run record, whose primary key refuses a
+    // second): an id given twice must not append a second run to the first one's log.
+    const auto log = spec::workspaceDir(experience->file) / "runs" / (a.new_run_id + ".jsonl");
+    if (std::error_code ec; std::filesystem::exists(log, ec)) {
+      std::cerr << "oe: --run-id " << a.new_run_id << ": a run with this id exists (" << log.string()
+                << "); give a new id, or `oe resume " << a.new_run_id << "` to continue it\n";
+      return kExitUsage;
+    }
+  }
   if (printedError(launch::checkSelection(*experience, a.from_node, a.only_node)) ||
       printedError(launch::checkStore(options.store_url, options.workers))) {
     return kExitUsage;
@@ -230,6 +245,13 @@ void addCommonFlags(CLI::App& cmd, RunArgs& a) {
                "Export the run's trace (a span per node attempt and LLM call) over OTLP/HTTP "
                "to OTEL_EXPORTER_OTLP_ENDPOINT, else http://localhost:4318");
   cmd.add_option("--events-fd", a.events_fd)->group("");  // for `oe mcp`, not for users
+  // For `oe serve`, which shows a queued run under the id it will have; not for users.
+  cmd.add_option("--run-id", a.new_run_id)
+      ->group("")
+      ->check([](const std::string& id) -> std::string {
+        return events::isRunId(id) ? std::string()
+                                   : "--run-id takes a UUID v4 in lower case (as oe makes them)";
+      });
   cmd.add_flag("--workers", a.workers,
                "Hand node attempts to `oe worker` processes through the --store work queue "
                "instead of running them here (also OE_WORKERS=1); see docs/scale-out.md");

@@ -38,6 +38,7 @@ void addWorkerCommand(CLI::App& app, int& exit_code);
 void addApplyDiffCommand(CLI::App& app, int& exit_code);
 void addApproveCommand(CLI::App& app, int& exit_code);
 void addRejectCommand(CLI::App& app, int& exit_code);
+void addServeCommand(CLI::App& app, int& exit_code);
 // Hidden: the helper process of a plugin under isolation: process.
 void addPluginHostCommand(CLI::App& app, int& exit_code);
 

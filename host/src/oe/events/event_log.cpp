@@ -174,6 +174,25 @@ int64_t parseIsoMs(std::string_view ts) {
   return static_cast<int64_t>(timegm(&tm)) * 1000 + millis;
 }
 
+bool isRunId(std::string_view id) {
+  if (id.size() != 36) {
+    return false;
+  }
+  for (size_t i = 0; i < id.size(); ++i) {
+    const char c = id[i];
+    if (i == 8 || i == 13 || i == 18 || i == 23) {
+      if (c != '-') {
+        return false;
+      }
+    } else if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) {
+      return false;
+    }
+  }
+  const char variant = id[19];
+  return id[14] == '4' &&
+         (variant == '8' || variant == '9' || variant == 'a' || variant == 'b');
+}
+
 std::string newRunId() {
   unsigned char b[16];
   if (RAND_bytes(b, sizeof b) != 1) {

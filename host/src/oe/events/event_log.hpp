@@ -26,6 +26,9 @@ std::string nowIso();
 int64_t parseIsoMs(std::string_view ts);
 // A random UUID v4, lowercase (OpenSSL RAND_bytes).
 std::string newRunId();
+// True for an id newRunId could have made: 36 characters, lower-case hex in 8-4-4-4-12 groups,
+// version 4 and the RFC 4122 variant (a run id given from outside, `oe run --run-id`).
+bool isRunId(std::string_view id);
 
 // Every method is thread-safe (plugins emit from worker threads). One event is one write(2) of
 // the whole line with its '\n' on an O_APPEND descriptor, so a kill -9 can tear only the last

@@ -15,43 +15,6 @@ std::string_view scopeName(Scope scope) {
   }
 }
 
-std::optional<std::string> percentDecode(std::string_view text, bool plus_as_space) {
-  const auto hex = [](char c) -> int {
-    if (c >= '0' && c <= '9') {
-      return c - '0';
-    }
-    if (c >= 'a' && c <= 'f') {
-      return c - 'a' + 10;
-    }
-    if (c >= 'A' && c <= 'F') {
-      return c - 'A' + 10;
-    }
-    return -1;
-  };
-  std::string out;
-  out.reserve(text.size());
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (c == '%') {
-      if (i + 2 >= text.size()) {
-        return std::nullopt;
-      }
-      const int high = hex(text[i + 1]);
-      const int low = hex(text[i + 2]);
-      if (high < 0 || low < 0 || (high == 0 && low == 0)) {
-        return std::nullopt;
-      }
-      out.push_back(static_cast<char>(high * 16 + low));
-      i += 2;
-    } else if (c == '+' && plus_as_space) {
-      out.push_back(' ');
-    } else {
-      out.push_back(c);
-    }
-  }
-  return out;
-}
-
 std::optional<std::string_view> Request::header(std::string_view name) const {
   for (const auto& [key, value] : headers) {
     if (key == name) {

@@ -24,9 +24,6 @@ enum class Scope : uint8_t { kPublic = 0, kRead = 1, kAdmin = 2 };
 
 std::string_view scopeName(Scope scope);
 
-// Percent-decoding of a path segment or a query component (`plus_as_space` for the query's
-// form encoding). nullopt on a bad escape ("%", "%G1") or an encoded NUL.
-std::optional<std::string> percentDecode(std::string_view text, bool plus_as_space);
 
 struct Request {
   std::string method;  // upper case: GET, POST, DELETE, ...

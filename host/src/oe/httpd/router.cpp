@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "oe/httpd/target.hpp"
+
 namespace oe::httpd {
 
 namespace {

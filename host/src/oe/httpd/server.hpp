@@ -32,13 +32,21 @@ struct ServerOptions {
   std::chrono::seconds idle_timeout{60};     // a connection with no request in flight
   std::chrono::seconds request_timeout{30};  // reading one whole request (slow clients)
   unsigned worker_threads = 4;               // handlers run here
+  // A comment frame (": ping") on every SSE stream this often, so that proxies keep it open and
+  // a client that went away is noticed by the failed write.
+  std::chrono::milliseconds sse_ping_interval{15000};
+  // One line per request on stderr: peer, method, path (never the query), status, bytes, time
+  // and the token's name (never the token).
+  bool access_log = false;
 };
 
 class Server {
  public:
   // Checks the options (a non-loopback address without a token file, or without TLS and
   // --insecure-http, is refused with what to do), reads the token file and the TLS files, binds
-  // and starts serving on threads of its own. The error names the option or file at fault.
+  // and starts serving on threads of its own (one I/O thread, `worker_threads` for handlers).
+  // The error names the option or file at fault. `router` is used by reference: it must outlive
+  // the Server and not change while it runs.
   static Result<std::unique_ptr<Server>> start(ServerOptions options, const Router& router);
 
   virtual ~Server() = default;
@@ -47,7 +55,8 @@ class Server {
   // "http://127.0.0.1:8420" or "https://...".
   [[nodiscard]] virtual std::string url() const = 0;
   // Stops accepting, closes every connection (SSE ones included) and joins its threads.
-  // Idempotent; the destructor calls it.
+  // Idempotent; the destructor calls it. Handlers already running are waited for; call it from
+  // neither a handler nor an EventSource (it would wait for itself).
   virtual void stop() = 0;
 };
 

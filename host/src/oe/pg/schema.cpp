@@ -232,6 +232,51 @@ CREATE TABLE oe_approvals (
 );
 )sql";
 
+// Version 5: triggers (docs/serve.md, "Triggers"): each scheduled time a trigger fired for, whose
+// primary key is the claim that keeps two `oe serve` instances from firing it twice, and the
+// webhook delivery ids seen (replay protection, pruned after a retention).
+constexpr std::string_view kV5 = R"sql(
+CREATE TABLE oe_trigger_fires (
+  experience text NOT NULL,
+  trigger_id text NOT NULL,
+  scheduled_ms bigint NOT NULL,
+  fired_at timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (experience, trigger_id, scheduled_ms)
+);
+CREATE TABLE oe_webhook_deliveries (
+  experience text NOT NULL,
+  hook text NOT NULL,
+  delivery_id text NOT NULL,
+  received_ms bigint NOT NULL,
+  PRIMARY KEY (experience, hook, delivery_id)
+);
+CREATE INDEX oe_webhook_deliveries_received ON oe_webhook_deliveries (received_ms);
+)sql";
+
+// Version 6: `oe serve`'s run queue (docs/serve.md, "The queue"): the runs asked for through the
+// API that have not finished, shared by every `oe serve` of the store. A running row's owner
+// renews its lease; another instance takes over the rows whose lease ran out.
+constexpr std::string_view kV6 = R"sql(
+CREATE TABLE oe_run_queue (
+  run_id text PRIMARY KEY,
+  experience text NOT NULL,
+  folder text NOT NULL,
+  kind text NOT NULL,
+  resume_of text NOT NULL,
+  args text NOT NULL,
+  options text NOT NULL,
+  priority int NOT NULL,
+  enqueued_ms bigint NOT NULL,
+  state text NOT NULL,
+  started_ms bigint NOT NULL DEFAULT 0,
+  pid bigint NOT NULL DEFAULT 0,
+  owner text NOT NULL DEFAULT '',
+  lease_until_ms bigint NOT NULL DEFAULT 0,
+  max_concurrent int NOT NULL DEFAULT 0
+);
+CREATE INDEX oe_run_queue_order ON oe_run_queue (state, priority DESC, enqueued_ms);
+)sql";
+
 // The advisory lock key of migrations: any 64-bit constant of oe's own.
 constexpr int64_t kMigrateLock = 0x6f655f6d69677261;  // "oe_migra"
 
@@ -243,6 +288,8 @@ const std::vector<Migration>& migrations() {
       {2, "attempts: LLM usage, plugin events, the coordinator's submit number", kV2},
       {3, "write claims, scope epochs, event numbers, cancelled attempts collected", kV3},
       {4, "approvals: the questions of parked runs and their decisions", kV4},
+      {5, "triggers: the scheduled times fired and the webhook deliveries seen", kV5},
+      {6, "oe serve's run queue", kV6},
   };
   return all;
 }

@@ -13,9 +13,11 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
+#include "oe/common/host_buffer.hpp"
 #include "oe/plugins/plugin_isolation.hpp"
 #include "oe/plugins/plugin_wire.hpp"
 
@@ -52,7 +54,10 @@ class ForwardedCallContext final : public ForwardedContext {
 
   oe_status emitEvent(std::string_view type, std::string_view fields_json) override;
   oe_status stateGet(std::string_view field, std::string& out_json) override;
-  [[nodiscard]] bool isCancelled() const override { return cancelled_.load(); }
+  // An invoke's cancellation is sent to the helper (the `cancel` op); a provider call's is the
+  // calling agent's, which only oe knows: asked there (`ask_host`).
+  [[nodiscard]] bool isCancelled() const override;
+  void askHostWhetherCancelled() { ask_host_ = true; }
   oe_status llmComplete(std::string_view request_json, std::string& out) override;
   oe_status renderPrompt(std::string_view template_text, std::string& out) override;
   oe_status promptValues(uint32_t indent, std::string& out) override;
@@ -64,9 +69,32 @@ class ForwardedCallContext final : public ForwardedContext {
 
   void cancel() { cancelled_.store(true); }
 
+  // What a runtime.limits slot handed out in this invoke needs to give itself back: alive while
+  // the invoke is. oe takes back the slots still held when the invoke returns, so a slot
+  // released after that (or at the helper's exit) has nothing to send.
+  struct SlotLink {
+    PluginHost& host;
+    uint64_t request;
+    uint64_t remote;
+  };
+
  private:
   uint64_t request_;
   std::atomic<bool> cancelled_{false};
+  bool ask_host_ = false;
+  std::shared_ptr<SlotLink> slot_link_ = std::make_shared<SlotLink>(SlotLink{host_, request_, remote_});
+};
+
+// A runtime.limits slot held in oe for this helper's plugin: the buffer the plugin releases.
+class ForwardedSlot final : public HostBuffer {
+ public:
+  ForwardedSlot(std::string text, std::weak_ptr<ForwardedCallContext::SlotLink> link, uint64_t id)
+      : HostBuffer(std::move(text)), link_(std::move(link)), id_(id) {}
+  ~ForwardedSlot() override;
+
+ private:
+  std::weak_ptr<ForwardedCallContext::SlotLink> link_;
+  uint64_t id_;
 };
 
 class PluginHost {
@@ -102,6 +130,7 @@ class PluginHost {
   void dispatch(wire::Frame frame);
   void create(const wire::Frame& frame);
   void invoke(const wire::Frame& frame);
+  void complete(const wire::Frame& frame);
   void destroy(const wire::Frame& frame);
   void cancel(const wire::Frame& frame);
   void reply(wire::Frame frame);
@@ -200,12 +229,35 @@ oe_status ForwardedCallContext::cliReplayFinish(std::string_view request_json,
   return statusOf(reply);
 }
 
-// A slot is a buffer whose release gives it back in oe: a release here cannot reach it yet.
-oe_status ForwardedCallContext::acquireLimit(std::string_view name, oe_host_buf* /*out_slot*/) {
-  log(OE_LOG_WARN, std::string(OE_EXT_LIMITS " acquire(\"") + std::string(name) +
-                       "\") is not forwarded under isolation: process (docs/trust.md, \"Process "
-                       "isolation\"); run the plugin in-process to use runtime.limits from it");
-  return OE_UNIMPLEMENTED;
+bool ForwardedCallContext::isCancelled() const {
+  if (cancelled_.load()) {
+    return true;
+  }
+  if (!ask_host_) {
+    return false;
+  }
+  const wire::Frame reply = host_.call(request_, remote_, "is_cancelled", {});
+  return statusOf(reply) == OE_OK && reply.a == "1";
+}
+
+// oe acquires the slot with the invoke's own context (the same wait, the same node.activity)
+// and keeps it under an id; the buffer given here sends that id back when it is released.
+oe_status ForwardedCallContext::acquireLimit(std::string_view name, oe_host_buf* out_slot) {
+  wire::Frame reply = host_.call(request_, remote_, "limits.acquire", name);
+  const oe_status status = statusOf(reply);
+  if (status == OE_OK) {
+    giveBuffer(std::make_unique<ForwardedSlot>(std::move(reply.a), slot_link_,
+                                               reply.head.value("slot", uint64_t{0})),
+               out_slot);
+  }
+  return status;
+}
+
+ForwardedSlot::~ForwardedSlot() {
+  if (auto link = link_.lock(); link && id_ != 0) {
+    (void)link->host.call(link->request, link->remote, "limits.release", {}, {},
+                          {{"slot", id_}});
+  }
 }
 
 wire::Frame PluginHost::call(uint64_t request, uint64_t remote, const char* fn, std::string_view a,
@@ -296,6 +348,8 @@ void PluginHost::dispatch(wire::Frame frame) {
   const std::string op = frame.head.value("op", "");
   if (op == "invoke") {
     invoke(frame);
+  } else if (op == "complete") {
+    complete(frame);
   } else if (op == "create") {
     create(frame);
   } else if (op == "destroy") {
@@ -381,6 +435,43 @@ void PluginHost::invoke(const wire::Frame& frame) {
     running_.erase(call);
   }
   context.closeHandle();
+  send({{"op", "result"}, {"id", id}, {"status", status}}, response.data, error.data);
+}
+
+// One call of the plugin's oe.llm-provider/1 table, made in oe by an agent of any plugin: the
+// agent's call context (when there is one) stands for it here, so the provider's node.activity
+// and log lines reach that call in oe.
+void PluginHost::complete(const wire::Frame& frame) {
+  const uint64_t id = frame.head.value("id", uint64_t{0});
+  const uint64_t call = frame.head.value("call", uint64_t{0});
+  const oe_llm_provider* table = library_->llmProvider();
+  if (table == nullptr) {
+    send({{"op", "result"}, {"id", id}, {"status", OE_FAILED_PRECONDITION}}, {},
+         "the plugin offers no oe.llm-provider/1 table");
+    return;
+  }
+  std::optional<ForwardedCallContext> context;
+  if (call != 0) {
+    context.emplace(*this, call, id);
+    context->setOwner("a call context", library_->staticId(), "oe.llm-provider/1");
+    context->askHostWhetherCancelled();
+  }
+  oe_writer response;
+  oe_writer error;
+  if (const size_t limit = frame.head.value("rl", size_t{0}); limit > 0) {
+    response.limit = limit;
+  }
+  if (const size_t limit = frame.head.value("el", size_t{0}); limit > 0) {
+    error.limit = limit;
+  }
+  const std::string config = frame.head.value("config", "");
+  const oe_status status =
+      table->complete(library_->self(), context ? context->handle() : nullptr,
+                      oe_str{config.data(), config.size()}, oe_str{frame.a.data(), frame.a.size()},
+                      &response, &error);
+  if (context) {
+    context->closeHandle();
+  }
   send({{"op", "result"}, {"id", id}, {"status", status}}, response.data, error.data);
 }
 

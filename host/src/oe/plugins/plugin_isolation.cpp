@@ -5,6 +5,7 @@
 
 #include <fcntl.h>
 #include <oe/ext/draft/cli_replay.h>
+#include <oe/ext/draft/limits.h>
 #include <oe/ext/draft/subrun.h>
 #include <oe/ext/llm.h>
 #include <oe/ext/prompt.h>
@@ -131,6 +132,9 @@ void append(oe_writer* writer, std::string_view text) {
 
 class RemotePlugin;
 
+oe_status OE_ABI remoteComplete(oe_plugin* self, oe_host_ctx* call, oe_str config_json,
+                                oe_str request_json, oe_writer* response, oe_writer* err);
+
 // The host's table of one kind, with what the forwarding functions need to find their way: the
 // descriptor create is handed back is this struct's first member.
 struct RemoteKind {
@@ -208,6 +212,11 @@ class RemotePlugin final : public PluginLibrary::Server {
   oe_status create(const RemoteKind& kind, oe_str config, oe_host_ctx* node_ctx, oe_node** out,
                    oe_writer* err);
   oe_status invoke(RemoteNode& node, const oe_invocation& inv);
+  // The plugin's oe.llm-provider/1 complete, run in the helper.
+  oe_status complete(oe_host_ctx* call, oe_str config_json, oe_str request_json,
+                     oe_writer* response, oe_writer* err);
+  // The table oe's LLM service calls, for the provider names the helper said it serves.
+  const oe_llm_provider* providerTable(const nlohmann::json& names);
   void cancel(RemoteNode& node, oe_host_ctx* call);
   void destroy(std::unique_ptr<RemoteNode> node);
 
@@ -240,6 +249,17 @@ class RemotePlugin final : public PluginLibrary::Server {
   std::vector<std::thread> readers_;
   std::atomic<oe_host_ctx*> plugin_ctx_{nullptr};  // the library's plugin context, once adopted
   std::vector<std::pair<oe_log_level, std::string>> early_lines_;
+  // runtime.limits slots the helper's plugin holds (oe.limits/1-draft), by the id it was given,
+  // with the call they were taken in: given back on its release, or when that invoke ends.
+  struct HeldSlot {
+    oe_host_ctx* call;
+    oe_host_buf slot;
+  };
+  oe_llm_provider provider_{};
+  std::vector<const char*> provider_names_;  // interned, NULL-terminated
+  std::mutex slots_mutex_;
+  std::map<uint64_t, HeldSlot> slots_;
+  uint64_t next_slot_ = 1;
 };
 
 RemotePlugin::~RemotePlugin() {
@@ -463,6 +483,40 @@ void RemotePlugin::serve(Helper& helper, const wire::Frame& call) {
         static_cast<const oe_subrun_api*>(api.get_extension(handle, OE_EXT_SUBRUN));
     status =
         subrun != nullptr ? subrun->run(handle, asStr(call.a), &first) : OE_FAILED_PRECONDITION;
+  } else if (fn == "is_cancelled") {
+    status = OE_OK;
+    a = api.is_cancelled(handle) ? "1" : "0";
+  } else if (fn == "limits.acquire") {
+    const auto* limits =
+        static_cast<const oe_limits_api*>(api.get_extension(handle, OE_EXT_LIMITS));
+    status = limits != nullptr ? limits->acquire(handle, asStr(call.a), &first)
+                               : OE_FAILED_PRECONDITION;
+    if (status == OE_OK) {
+      a.assign(first.ptr != nullptr ? first.ptr : "", first.len);
+      std::lock_guard lock(slots_mutex_);
+      const uint64_t slot = next_slot_++;
+      slots_.emplace(slot, HeldSlot{handle, first});
+      first = oe_host_buf{nullptr, 0, nullptr};  // held until released
+      helper.channel->send({{"op", "reply"},
+                            {"cid", call.head.value("cid", uint64_t{0})},
+                            {"status", status},
+                            {"slot", slot}},
+                           a, {});
+      return;
+    }
+  } else if (fn == "limits.release") {
+    std::optional<HeldSlot> held;
+    {
+      std::lock_guard lock(slots_mutex_);
+      if (auto it = slots_.find(call.head.value("slot", uint64_t{0})); it != slots_.end()) {
+        held = it->second;
+        slots_.erase(it);
+      }
+    }
+    if (held) {
+      api.release(held->call, &held->slot);
+    }
+    status = OE_OK;
   } else if (fn == "cli_replay.begin" || fn == "cli_replay.finish") {
     const auto* replay =
         static_cast<const oe_cli_replay_api*>(api.get_extension(handle, OE_EXT_CLI_REPLAY));
@@ -545,6 +599,22 @@ oe_status RemotePlugin::invoke(RemoteNode& node, const oe_invocation& inv) {
                               {"rl", inv.response != nullptr ? inv.response->limit : 0},
                               {"el", inv.error != nullptr ? inv.error->limit : 0}},
                              std::string_view(inv.request_json.ptr, inv.request_json.len));
+  // Slots the plugin did not give back (or could not: its helper died) go back now.
+  std::vector<oe_host_buf> left;
+  {
+    std::lock_guard lock(slots_mutex_);
+    for (auto it = slots_.begin(); it != slots_.end();) {
+      if (it->second.call == inv.call) {
+        left.push_back(it->second.slot);
+        it = slots_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (oe_host_buf& slot : left) {
+    hostApi()->release(inv.call, &slot);
+  }
   if (outcome.ended) {
     append(inv.error, crashed("invoke", *outcome.ended));
     return OE_UNAVAILABLE;
@@ -552,6 +622,46 @@ oe_status RemotePlugin::invoke(RemoteNode& node, const oe_invocation& inv) {
   append(inv.response, outcome.result.a);
   append(inv.error, outcome.result.b);
   return outcome.result.head.value("status", OE_INTERNAL);
+}
+
+oe_status RemotePlugin::complete(oe_host_ctx* call, oe_str config_json, oe_str request_json,
+                                oe_writer* response, oe_writer* err) {
+  auto helper = current();
+  if (!helper) {
+    append(err, helper.error().message);
+    return OE_UNAVAILABLE;
+  }
+  Outcome outcome = exchange(*helper,
+                             {{"op", "complete"},
+                              {"call", fromHandle(call)},
+                              {"config", std::string(config_json.ptr != nullptr ? config_json.ptr : "",
+                                                     config_json.len)},
+                              {"rl", response != nullptr ? response->limit : 0},
+                              {"el", err != nullptr ? err->limit : 0}},
+                             std::string_view(request_json.ptr, request_json.len));
+  if (outcome.ended) {
+    append(err, crashed("its LLM provider's complete", *outcome.ended));
+    return OE_UNAVAILABLE;
+  }
+  append(response, outcome.result.a);
+  append(err, outcome.result.b);
+  return outcome.result.head.value("status", OE_INTERNAL);
+}
+
+const oe_llm_provider* RemotePlugin::providerTable(const nlohmann::json& names) {
+  for (const nlohmann::json& name : names) {
+    if (name.is_string() && !name.get<std::string>().empty()) {
+      provider_names_.push_back(intern(name.get<std::string>()));
+    }
+  }
+  if (provider_names_.empty()) {
+    return nullptr;
+  }
+  provider_names_.push_back(nullptr);
+  provider_.struct_size = sizeof(oe_llm_provider);
+  provider_.providers = provider_names_.data();
+  provider_.complete = &remoteComplete;
+  return &provider_;
 }
 
 void RemotePlugin::cancel(RemoteNode& node, oe_host_ctx* call) {
@@ -588,6 +698,19 @@ oe_status OE_ABI remoteCreate(oe_plugin* /*self*/, const oe_node_kind* kind, oe_
     return remote.plugin->create(remote, config_json, node_ctx, out_node, err);
   } catch (const std::exception& e) {
     append(err, std::string("forwarding create to the plugin's helper process: ") + e.what());
+    return OE_INTERNAL;
+  }
+}
+
+// An isolated library's `self` is its RemotePlugin (setIsolatedProvider): nothing of the
+// plugin's own is in this process.
+oe_status OE_ABI remoteComplete(oe_plugin* self, oe_host_ctx* call, oe_str config_json,
+                                oe_str request_json, oe_writer* response, oe_writer* err) {
+  try {
+    return reinterpret_cast<RemotePlugin*>(self)->complete(call, config_json, request_json,
+                                                           response, err);
+  } catch (const std::exception& e) {
+    append(err, std::string("forwarding an LLM call to the plugin's helper process: ") + e.what());
     return OE_INTERNAL;
   }
 }
@@ -699,12 +822,9 @@ Result<std::shared_ptr<PluginLibrary>> openIsolated(const std::filesystem::path&
   auto library = PluginLibrary::isolated(path, log_sink, described, std::move(tables),
                                          std::move(server), static_id);
   remote.adopt(*library, described.id);
-  if (const auto providers = head.value("llm_providers", nlohmann::json::array());
-      !providers.empty()) {
-    hostApi()->log(library->contextHandle(), OE_LOG_WARN,
-                   asStr("its LLM providers (" + providers.dump() +
-                         ") are not served under isolation: process (docs/trust.md, \"Process "
-                         "isolation\"); run it in-process to use them"));
+  if (const oe_llm_provider* provider =
+          remote.providerTable(head.value("llm_providers", nlohmann::json::array()))) {
+    library->setIsolatedProvider(provider, reinterpret_cast<oe_plugin*>(&remote));
   }
   return library;
 }

@@ -140,6 +140,10 @@ void PluginLibrary::detachSink(LogSink* log_sink) {
 }
 
 const void* PluginLibrary::extension(const char* id) const {
+  if (server_ != nullptr) {
+    return id != nullptr && std::string_view(id) == OE_EXT_LLM_PROVIDER ? isolated_provider_
+                                                                         : nullptr;
+  }
   if (!initialised_ || entry_copy_.get_extension == nullptr || id == nullptr) {
     return nullptr;
   }

@@ -57,13 +57,19 @@ class PluginLibrary {
   // A library loaded in a helper process (docs/trust.md, "Process isolation"): nothing of it is
   // loaded here. `kinds` are the host's tables, whose functions forward to `server`; their
   // strings, and `static_id`, live as long as the process (labels of contexts point at them).
-  // It offers no plugin-level extension here (its LLM providers are not forwarded).
+  // Its one plugin-level extension here is the oe.llm-provider/1 table setIsolatedProvider gives.
   static std::shared_ptr<PluginLibrary> isolated(std::filesystem::path path, LogSink* log_sink,
                                                  const Described& described,
                                                  std::deque<KindTable> kinds,
                                                  std::unique_ptr<Server> server,
                                                  const char* static_id);
   [[nodiscard]] bool isIsolated() const { return server_ != nullptr; }
+  // An isolated library's oe.llm-provider/1 table (whose complete forwards to its helper) and
+  // the `self` it is called with: what extension() and self() answer for it.
+  void setIsolatedProvider(const oe_llm_provider* table, oe_plugin* self) {
+    isolated_provider_ = table;
+    self_ = self;
+  }
   // The plugin context's handle (what init was given): where an isolated library's
   // plugin-level log lines are written.
   [[nodiscard]] oe_host_ctx* contextHandle() const {
@@ -132,6 +138,7 @@ class PluginLibrary {
   std::mutex abandoned_mutex_;
   std::vector<Abandoned> abandoned_;
   std::unique_ptr<Server> server_;  // an isolated library's helper; destroyed first
+  const oe_llm_provider* isolated_provider_ = nullptr;  // owned by server_
 };
 
 [[nodiscard]] std::string abiVersionString(uint32_t version);

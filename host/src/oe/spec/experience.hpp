@@ -17,6 +17,7 @@
 #include "oe/spec/approval.hpp"
 #include "oe/spec/plugin_isolation.hpp"
 #include "oe/spec/policy.hpp"
+#include "oe/spec/trigger.hpp"
 
 namespace oe::spec {
 
@@ -212,6 +213,8 @@ struct Experience {
   PluginIsolationSpec plugin_isolation;
   // `secrets:` (docs/policy.md, "Secrets"): where each secret's value is read at run start.
   std::vector<secrets::Declaration> secrets;
+  // `triggers:` (docs/serve.md, "Triggers"): what starts runs under `oe serve`.
+  std::vector<TriggerSpec> triggers;
 
   std::filesystem::path file;  // absolute path of the yaml
   std::filesystem::path dir;   // experienceDir: the folder holding the yaml

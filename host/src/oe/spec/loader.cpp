@@ -874,6 +874,7 @@ bool fill(Experience& exp, const GraphLines* lines = nullptr) {
       exp.secrets.push_back(std::move(declaration));
     }
   }
+  exp.triggers = triggersOf(exp);
   if (auto runtime = raw.find("runtime"); runtime != raw.end()) {
     exp.runtime.concurrency = optInt<int>(*runtime, "concurrency");
     if (auto det = runtime->find("deterministic"); det != runtime->end() && det->is_boolean()) {
@@ -920,6 +921,9 @@ Json shapedForModel(Json raw) {
     if (graph.contains(key)) {
       objectsIn(graph, key);
     }
+  }
+  if (raw.contains("triggers")) {
+    objectsIn(raw, "triggers");
   }
   if (raw.contains("runtime") && !raw["runtime"].is_object()) {
     raw.erase("runtime");

@@ -65,6 +65,11 @@ constexpr const char* kSchemaText = R"json({
         }
       }
     },
+    "triggers": {
+      "type": "array",
+      "description": "oe: what starts runs of this experience under `oe serve`: cron schedules and signed webhooks (docs/serve.md, Triggers); other front ends ignore it",
+      "items": { "$ref": "#/definitions/trigger" }
+    },
     "plugins": {
       "type": "object",
       "additionalProperties": false,
@@ -95,6 +100,11 @@ constexpr const char* kSchemaText = R"json({
       "properties": {
         "concurrency": { "type": "integer", "minimum": 1 },
         "deterministic": { "type": "boolean" },
+        "max_concurrent_runs": {
+          "type": "integer",
+          "minimum": 1,
+          "description": "oe: runs of this experience `oe serve` starts at once (docs/serve.md, \"The queue\"); --max-concurrent-runs when unset"
+        },
         "strict_writes": {
           "type": "boolean",
           "description": "oe: refuse a node's write to a state field outside its writes (the node fails) instead of applying it with a warning"
@@ -147,6 +157,37 @@ constexpr const char* kSchemaText = R"json({
     }
   },
   "definitions": {
+    "trigger": {
+      "type": "object",
+      "additionalProperties": false,
+      "properties": {
+        "cron": { "type": "string", "description": "minute hour day-of-month month day-of-week, e.g. \"0 7 * * 1-5\"" },
+        "timezone": { "type": "string", "description": "the IANA time zone the cron expression is read in (default UTC)" },
+        "missed": { "enum": ["skip", "run_once"], "description": "times passed while no `oe serve` scheduled: skip them (default) or run once for the latest" },
+        "webhook": {
+          "type": "object",
+          "additionalProperties": false,
+          "properties": {
+            "name": { "type": "string", "description": "the hook's name: POST /hooks/<experience>/<name>" },
+            "secret": {
+              "type": "object",
+              "additionalProperties": false,
+              "description": "the HMAC-SHA256 key deliveries are signed with",
+              "properties": {
+                "env": { "type": "string", "minLength": 1 },
+                "file": { "type": "string", "minLength": 1 }
+              }
+            }
+          }
+        },
+        "args": { "type": "object", "description": "the run's args" },
+        "args_from": {
+          "type": "object",
+          "description": "webhook: arg name -> a `$.path` into {body, headers} of the delivery",
+          "additionalProperties": { "type": "string" }
+        }
+      }
+    },
     "llmLimit": {
       "type": "object",
       "properties": {

@@ -2,6 +2,7 @@
 #include "oe/spec/validate.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <unordered_map>
 #include <unordered_set>
@@ -156,6 +157,7 @@ class Validator {
     checkWorkspaces();
     checkSecrets();
     checkApprovals();
+    checkTriggers();
     checkCycles();
     std::stable_sort(out_.begin(), out_.end(), [](const Diagnostic& a, const Diagnostic& b) {
       // Unknown positions last; otherwise file order.
@@ -779,6 +781,115 @@ class Validator {
     }
   }
 
+  // `triggers:` (docs/serve.md, "Triggers"): each one a cron schedule or a webhook, its
+  // expression, zone, name, secret and args_from sound. The structure (types, unknown keys) is
+  // the schema's; these are the checks it cannot express, with what to write instead.
+  void checkTriggers() {
+    const auto list = exp_.raw.is_object() ? exp_.raw.find("triggers") : exp_.raw.end();
+    if (!exp_.raw.is_object() || list == exp_.raw.end() || !list->is_array()) {
+      return;
+    }
+    std::map<std::string, std::string, std::less<>> hook_at;  // name -> "line N"
+    for (size_t i = 0; i < list->size() && i < exp_.triggers.size(); ++i) {
+      const Json& item = (*list)[i];
+      const TriggerSpec& trigger = exp_.triggers[i];
+      const std::string pointer = indexed("/triggers/", i);
+      if (!item.is_object()) {
+        continue;  // the schema's error
+      }
+      const bool is_cron = item.contains("cron");
+      const bool is_hook = item.contains("webhook");
+      if (is_cron == is_hook) {
+        error(pointer, is_cron ? "trigger " + std::to_string(i + 1) +
+                                     " has both cron: and webhook:; write each as a trigger of "
+                                     "its own"
+                               : "trigger " + std::to_string(i + 1) +
+                                     " has neither cron: nor webhook:; add one, e.g. cron: \"0 7 * "
+                                     "* 1-5\" or webhook: { name: NAME, secret: { env: VAR } }");
+        continue;
+      }
+      if (is_cron) {
+        if (const Json& cron = item["cron"]; cron.is_string()) {
+          if (auto parsed = parseCron(cron.get<std::string>()); !parsed) {
+            error(pointer + "/cron", parsed.error().message);
+          }
+        }
+        if (auto zone = item.find("timezone"); zone != item.end() && zone->is_string()) {
+          if (auto file = zoneFile(zone->get<std::string>()); !file) {
+            error(pointer + "/timezone", file.error().message);
+          }
+        }
+        if (item.contains("args_from")) {
+          error(pointer + "/args_from", "args_from maps a webhook's payload to args; a cron "
+                                        "trigger has no payload: give its args under args:",
+                true);
+        }
+        continue;
+      }
+      for (const char* key : {"timezone", "missed"}) {
+        if (item.contains(key)) {
+          error(pointer + "/" + key, std::string(key) +
+                                         " applies to cron triggers only; remove it from the "
+                                         "webhook trigger",
+                true);
+        }
+      }
+      const Json& hook = item["webhook"];
+      if (!hook.is_object() || !trigger.webhook) {
+        continue;  // the schema's error
+      }
+      const WebhookTrigger& w = *trigger.webhook;
+      const std::string hook_pointer = pointer + "/webhook";
+      if (w.name.empty()) {
+        error(hook_pointer, "the webhook has no name; add name: (letters, digits, _ . -), which "
+                            "makes its address POST /hooks/" + exp_.name + "/<name>");
+      } else if (w.name.size() > 64 ||
+                 !std::all_of(w.name.begin(), w.name.end(), [](char c) {
+                   return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' ||
+                          c == '-' || c == '.';
+                 })) {
+        error(hook_pointer + "/name", "webhook name \"" + w.name +
+                                          "\" is part of a URL: use at most 64 letters, digits, "
+                                          "_, . and -");
+      } else {
+        const Mark at = exp_.markOf(hook_pointer + "/name");
+        auto [first, inserted] = hook_at.emplace(w.name, "line " + std::to_string(at.line));
+        if (!inserted) {
+          error(hook_pointer + "/name", "webhook name \"" + w.name +
+                                            "\" is used twice (first on " + first->second +
+                                            "); each webhook of an experience needs its own name");
+        }
+      }
+      const bool has_env = !w.secret.env.empty();
+      const bool has_file = !w.secret.file.empty();
+      if (!hook.contains("secret") || (!has_env && !has_file)) {
+        error(hook_pointer, "the webhook has no secret; add secret: { env: VAR } or secret: { "
+                            "file: path } holding the key its deliveries are signed with "
+                            "(HMAC-SHA256): oe serve refuses unsigned deliveries");
+      } else if (has_env && has_file) {
+        error(hook_pointer + "/secret", "the webhook's secret names both env: and file:; keep "
+                                        "one");
+      } else if (check_files_) {
+        if (auto value = secrets::readValue(w.secret, exp_.dir); !value) {
+          warning(hook_pointer + "/secret",
+                  value.error().message +
+                      " (oe serve refuses every delivery of this webhook until it can read it)");
+        }
+      }
+      for (const auto& [arg, path] : trigger.args_from) {
+        std::string at = pointer + "/args_from";
+        appendPointerSegment(at, arg);
+        const auto parsed = expr::StatePath::parse(path);
+        if (!parsed || (parsed->field() != "body" && parsed->field() != "headers")) {
+          error(at, "args_from." + arg + " is \"" + path +
+                        "\": write a $.path into the delivery, $.body.<field>... for its JSON "
+                        "body or $.headers.<name> for a header (lower case, - as _), e.g. "
+                        "$.body.issue.number");
+        }
+      }
+    }
+  }
+
   // Approvals (docs/policy.md, "Approvals"): a timeout that is a duration, what `show:` names,
   // and only on main-pass nodes (a pipeline stage or loop body runs per item after the main
   // pass; a run parks only between main-pass nodes).
@@ -921,7 +1032,8 @@ class Validator {
         exp_.raw.is_object() && rt != exp_.raw.end()) {
       checkClosedKeys(
           *rt, "/runtime",
-          {"concurrency", "deterministic", "strict_writes", "limits", "budget", "prices", "store"});
+          {"concurrency", "deterministic", "strict_writes", "limits", "budget", "prices", "store",
+           "max_concurrent_runs"});
       if (auto limits = rt->is_object() ? rt->find("limits") : rt->end();
           rt->is_object() && limits != rt->end() && limits->is_object()) {
         for (const auto& [provider, entry] : limits->items()) {

@@ -1,0 +1,478 @@
+// The write side of `oe serve` at the handler level: requests built here and given to the
+// Router, a real queue file, a real launcher running the built oe (OE_EXE) on experiences with
+// shell tools. Covers POST /api/runs (its checks and a run under the id it answered), cancel of
+// a queued and of a running run, resume, DELETE, the approvals, and what a new server does with
+// the runs a dead one left (requeued, watched, or resumed).
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <fstream>
+#include <functional>
+#include <thread>
+
+#include "oe/events/event_log.hpp"
+#include "oe/service/launcher.hpp"
+#include "oe/service/run_queue.hpp"
+#include "oe/service/service.hpp"
+#include "proc_kit/subprocess.hpp"
+#include "support/pg_test_db.hpp"
+#include "support/process.hpp"
+#include "support/temp_dir.hpp"
+#include "unit/service/service_support.hpp"
+
+namespace oe::service {
+namespace {
+
+using namespace std::chrono_literals;
+using test_support::logOf;
+using test_support::waitUntil;
+
+constexpr auto kRunTimeout = std::chrono::milliseconds(60s);
+
+// A tool that blocks the first time it runs, leaving `mark` (the tests wait for it: the tool is
+// running, the work a cancel interrupts; it ends when the oe that runs it is gone, so a killed
+// run leaves nothing behind), and answers at once after that, so a resume of the run it blocked
+// finishes.
+std::string blockingTool(const std::filesystem::path& mark) {
+  return "#!/bin/sh\ncat > /dev/null\nif [ ! -e '" + mark.string() + "' ]; then : > '" +
+         mark.string() +
+         "'; while kill -0 $PPID 2>/dev/null; do sleep 0.1; done; exit 1; fi\n"
+         "printf '{\"state_delta\":{\"done\":true}}\\n'\n";
+}
+
+constexpr std::string_view kQuickTool =
+    "#!/bin/sh\ncat > /dev/null\nprintf '{\"state_delta\":{\"done\":true}}\\n'\n";
+
+Json eventOf(const std::vector<Json>& log, const std::string& type) {
+  for (const auto& e : log) {
+    if (e.value("type", "") == type) {
+      return e;
+    }
+  }
+  return nullptr;
+}
+
+class ServiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override { root_ = std::filesystem::canonical(dir_.path()); }
+  void TearDown() override { launcher_.reset(); }
+
+  // An experience folder `name` with one tool node running `tool` (shell text).
+  std::filesystem::path experience(const std::string& name, std::string_view tool,
+                                   const std::string& runtime = "") {
+    const auto sub = root_ / name;
+    std::filesystem::create_directories(sub / "tools");
+    std::ofstream(sub / "experience.yaml")
+        << "name: " << std::filesystem::path(name).filename().string() << "\nversion: 0.1.0\n"
+        << runtime << "state:\n  schema:\n    done: { type: boolean }\n"
+        << "graph:\n  nodes:\n    - { id: t, kind: tool, impl: ./tools/t.sh, writes: [done] }\n"
+        << "  edges: []\n";
+    std::ofstream(sub / "tools" / "t.sh") << tool;
+    std::filesystem::permissions(sub / "tools" / "t.sh", std::filesystem::perms::owner_all,
+                                 std::filesystem::perm_options::add);
+    return sub;
+  }
+
+  void start(ClaimLimits limits = {4, 4}, const std::string& store = "") {
+    if (!queue_) {
+      auto q = RunQueue::open(store.empty() ? RunQueue::defaultPath(root_).string() : store);
+      ASSERT_TRUE(q) << q.error().message;
+      queue_ = std::move(q).value();
+    }
+    LauncherOptions options;
+    options.oe_exe = OE_EXE;
+    options.root = root_;
+    options.limits = limits;
+    options.stop_grace = 20s;
+    options.poll = 50ms;
+    options.store = store;
+    auto l = Launcher::start(*queue_, options);
+    ASSERT_TRUE(l) << l.error().message;
+    launcher_ = std::move(l).value();
+    context_.root = root_;
+    context_.store = store;
+    context_.queue = queue_.get();
+    context_.launcher = launcher_.get();
+    router_ = buildRouter(context_, {});
+  }
+
+  httpd::Response call(const std::string& method, const std::string& path,
+                       const std::string& body = "") {
+    auto match = router_.match(method, path);
+    if (match.route == nullptr) {
+      ADD_FAILURE() << "no route for " << method << " " << path;
+      return {};
+    }
+    httpd::Request request;
+    request.method = method;
+    request.path = path;
+    request.target = path;
+    request.body = body;
+    request.params = match.params;
+    request.granted = httpd::Scope::kAdmin;
+    return match.route->handler(request);
+  }
+
+  static Json bodyOf(const httpd::Response& r) { return Json::parse(r.body, nullptr, false); }
+
+  // POSTs a run and returns its id (after checking the 202).
+  std::string postRun(const std::string& body) {
+    const auto r = call("POST", "/api/runs", body);
+    EXPECT_EQ(r.status, 202) << r.body;
+    return bodyOf(r).value("id", "");
+  }
+
+  // The log of `run_id` has a line of `type` (the run got that far).
+  bool logHas(const std::filesystem::path& exp, const std::string& run_id,
+              const std::string& type) {
+    return !eventOf(logOf(exp, run_id), type).is_null();
+  }
+
+  oe::test::TempDir dir_;
+  std::filesystem::path root_;
+  std::unique_ptr<RunQueue> queue_;
+  std::unique_ptr<Launcher> launcher_;
+  ServiceContext context_;
+  httpd::Router router_;
+};
+
+TEST_F(ServiceTest, PostRunChecksItsBodyAndTheRunKeepsTheIdItWasQueuedUnder) {
+  const auto hello = experience("hello", kQuickTool);
+  std::filesystem::create_directories(root_ / "team");
+  experience("team/review", kQuickTool);
+  oe::test::TempDir outside;
+  outside.write("experience.yaml", "name: outside\n");
+  std::filesystem::create_symlink(outside.path(), root_ / "escape");
+  start();
+
+  const auto refused = [&](const std::string& body, int status, const std::string& says) {
+    const auto r = call("POST", "/api/runs", body);
+    EXPECT_EQ(r.status, status) << body << " -> " << r.body;
+    EXPECT_EQ(r.content_type, "application/problem+json") << body;
+    EXPECT_NE(bodyOf(r).value("detail", "").find(says), std::string::npos)
+        << body << " -> " << r.body;
+  };
+  refused("not json", 400, "JSON object");
+  refused("{}", 400, "\"experience\" (a string) is required");
+  refused(R"({"experience":"../x"})", 400, "`..` segment");
+  refused(R"({"experience":"hello/../hello"})", 400, "`..` segment");
+  refused(R"({"experience":"/etc"})", 400, "relative to the server's root");
+  refused(R"({"experience":"escape"})", 404, "outside the server's root");
+  refused(R"({"experience":"nope"})", 404, "no experience \"nope\"");
+  refused(R"({"experience":"hello","args":[1]})", 400, "\"args\" must be an object");
+  refused(R"({"experience":"hello","priority":11})", 400, "from 1 to 10");
+  refused(R"({"experience":"hello","priority":"high"})", 400, "from 1 to 10");
+  refused(R"({"experience":"hello","options":{"llm":"x"}})", 400, "options.llm");
+  refused(R"({"experience":"hello","extra":1})", 400, "no member \"extra\"");
+  auto listed = queue_->list();
+  ASSERT_TRUE(listed);
+  EXPECT_TRUE(listed->empty()) << "nothing refused was queued";
+
+  const auto posted =
+      call("POST", "/api/runs", R"({"experience":"hello","args":{"who":"api"},"priority":7})");
+  ASSERT_EQ(posted.status, 202) << posted.body;
+  const std::string id = bodyOf(posted)["id"];
+  EXPECT_TRUE(events::isRunId(id)) << id;
+  EXPECT_EQ(bodyOf(posted)["status"], "queued");
+  ASSERT_TRUE(launcher_->waitGone(id, kRunTimeout));
+  const auto log = logOf(hello, id);
+  ASSERT_FALSE(log.empty()) << "no log " << id << " under " << hello;
+  EXPECT_EQ(eventOf(log, "run.started")["run_id"], id);
+  EXPECT_EQ(eventOf(log, "run.finished")["status"], "success");
+  // The child's --json summary went to its own file, not to the server's stderr.
+  EXPECT_NE(oe::test::readFile(childLogPath(root_, id)).find("\"run_id\": \"" + id + "\""),
+            std::string::npos);
+
+  // By folder below the root, and by `name:` when only one experience has it.
+  const std::string nested = postRun(R"({"experience":"team/review"})");
+  ASSERT_TRUE(launcher_->waitGone(nested, kRunTimeout));
+  EXPECT_EQ(eventOf(logOf(root_ / "team/review", nested), "run.finished")["status"], "success");
+  const std::string by_name = postRun(R"({"experience":"review"})");
+  ASSERT_TRUE(launcher_->waitGone(by_name, kRunTimeout));
+  EXPECT_TRUE(logHas(root_ / "team/review", by_name, "run.finished"));
+}
+
+TEST_F(ServiceTest, CancelRemovesAQueuedRunAndStopsARunningOneWhichResumesAndDeletes) {
+  const auto slow = experience("slow", blockingTool(root_ / "slow-mark"));
+  experience("quick", kQuickTool);
+  start({1, 1});  // one run at a time: the second waits in the queue
+
+  const std::string running = postRun(R"({"experience":"slow"})");
+  ASSERT_TRUE(waitUntil([&] { return std::filesystem::exists(root_ / "slow-mark"); }))
+      << oe::test::readFile(childLogPath(root_, running));
+  const std::string queued = postRun(R"({"experience":"quick","priority":10})");
+  auto entry = queue_->find(queued);
+  ASSERT_TRUE(entry && *entry);
+  EXPECT_EQ((*entry)->state, "queued") << "the global cap keeps it queued";
+
+  // Queued: removed at once, and it never runs.
+  const auto c1 = call("POST", "/api/runs/" + queued.substr(0, 13) + "/cancel");
+  EXPECT_EQ(c1.status, 200) << c1.body;
+  EXPECT_EQ(bodyOf(c1)["status"], "cancelled");
+  EXPECT_FALSE(*queue_->find(queued));
+
+  // Running: SIGTERM, the run records itself interrupted.
+  const auto c2 = call("POST", "/api/runs/" + running + "/cancel");
+  EXPECT_EQ(c2.status, 202) << c2.body;
+  EXPECT_EQ(bodyOf(c2)["status"], "stopping");
+  ASSERT_TRUE(launcher_->waitGone(running, kRunTimeout));
+  EXPECT_EQ(eventOf(logOf(slow, running), "run.finished")["status"], "interrupted");
+  EXPECT_FALSE(
+      std::filesystem::exists(root_ / "quick" / ".openexpertise" / "runs" / (queued + ".jsonl")));
+  const auto again = call("POST", "/api/runs/" + running + "/cancel");
+  EXPECT_EQ(again.status, 409) << again.body;
+
+  // Resume: a new run of the chain, queued under its own id, finishes (the tool's mark exists).
+  const auto resumed = call("POST", "/api/runs/" + running + "/resume", R"({"priority":9})");
+  ASSERT_EQ(resumed.status, 202) << resumed.body;
+  const std::string next = bodyOf(resumed)["id"];
+  EXPECT_NE(next, running);
+  EXPECT_EQ(bodyOf(resumed)["resume_of"], running);
+  ASSERT_TRUE(launcher_->waitGone(next, kRunTimeout)) << oe::test::readFile(childLogPath(root_, next));
+  const auto next_log = logOf(slow, next);
+  EXPECT_EQ(eventOf(next_log, "run.started")["resumed_from"], running);
+  EXPECT_EQ(eventOf(next_log, "run.finished")["status"], "success");
+  const auto twice = call("POST", "/api/runs/" + next + "/resume");
+  EXPECT_EQ(twice.status, 409) << "a run that succeeded has nothing to resume: " << twice.body;
+
+  // DELETE: the finished run's log goes; an unknown id is a 404.
+  const auto deleted = call("DELETE", "/api/runs/" + running);
+  EXPECT_EQ(deleted.status, 200) << deleted.body;
+  EXPECT_FALSE(std::filesystem::exists(slow / ".openexpertise" / "runs" / (running + ".jsonl")));
+  EXPECT_EQ(call("DELETE", "/api/runs/" + running).status, 404);
+  EXPECT_EQ(call("POST", "/api/runs/00000000-dead/cancel").status, 404);
+}
+
+TEST_F(ServiceTest, DeleteRefusesARunThatIsQueuedOrRunning) {
+  const auto slow = experience("slow", blockingTool(root_ / "mark"));
+  start({1, 1});
+  const std::string id = postRun(R"({"experience":"slow"})");
+  ASSERT_TRUE(waitUntil([&] { return std::filesystem::exists(root_ / "mark"); }));
+  const auto r = call("DELETE", "/api/runs/" + id);
+  EXPECT_EQ(r.status, 409) << r.body;
+  EXPECT_NE(bodyOf(r).value("detail", "").find("/cancel"), std::string::npos) << r.body;
+  EXPECT_EQ(call("POST", "/api/runs/" + id + "/cancel").status, 202);
+  ASSERT_TRUE(launcher_->waitGone(id, kRunTimeout));
+}
+
+TEST_F(ServiceTest, ExperienceLimitKeepsASecondRunOfItQueued) {
+  const auto slow =
+      experience("slow", blockingTool(root_ / "mark"), "runtime: { max_concurrent_runs: 1 }\n");
+  experience("other", kQuickTool);
+  start({4, 4});
+  const std::string first = postRun(R"({"experience":"slow"})");
+  ASSERT_TRUE(waitUntil([&] { return std::filesystem::exists(root_ / "mark"); }));
+  const std::string second = postRun(R"({"experience":"slow"})");
+  const std::string other = postRun(R"({"experience":"other"})");
+  // The other experience is not held up by slow's limit.
+  ASSERT_TRUE(launcher_->waitGone(other, kRunTimeout));
+  auto entry = queue_->find(second);
+  ASSERT_TRUE(entry && *entry);
+  EXPECT_EQ((*entry)->state, "queued");
+  EXPECT_EQ((*entry)->max_concurrent, 1);
+  EXPECT_EQ(call("POST", "/api/runs/" + first + "/cancel").status, 202);
+  // Once the first has ended the second starts (and finishes: the tool's mark exists).
+  ASSERT_TRUE(launcher_->waitGone(second, kRunTimeout));
+  EXPECT_EQ(eventOf(logOf(slow, second), "run.finished")["status"], "success");
+}
+
+// A server that died (kill -9) leaves queue rows "running" under its owner. The next one on the
+// same root: a row whose child never started runs as asked under the same id; a row whose
+// child died too is resumed; a row whose child still runs is watched (and can be cancelled).
+TEST_F(ServiceTest, ANewServerRequeuesResumesOrWatchesWhatADeadOneLeftRunning) {
+  const auto never = experience("never", kQuickTool);
+  const auto killed = experience("killed", blockingTool(root_ / "killed-mark"));
+  const auto alive = experience("alive", blockingTool(root_ / "alive-mark"));
+  {
+    auto q = RunQueue::open(RunQueue::defaultPath(root_).string());
+    ASSERT_TRUE(q);
+    queue_ = std::move(q).value();
+  }
+  const auto enqueue = [&](const std::string& folder) {
+    QueuedRun e;
+    e.run_id = events::newRunId();
+    e.experience = folder;
+    e.folder = folder;
+    e.enqueued_ms = nowMs();
+    EXPECT_TRUE(queue_->enqueue(e));
+    return e.run_id;
+  };
+  // Spawned as the dead server would have, in a group of its own.
+  const auto spawnRun = [&](const std::filesystem::path& exp, const std::string& id) {
+    prockit::SpawnRequest request;
+    request.argv = {OE_EXE, "run", exp.string(), "--json", "--run-id", id};
+    request.path = OE_EXE;
+    request.cwd = exp.string();
+    prockit::UniqueFd null_fd(::open("/dev/null", O_RDWR | O_CLOEXEC));
+    request.fds = {{null_fd.get(), 0}, {null_fd.get(), 1}, {null_fd.get(), 2}};
+    auto child = prockit::spawnChild(request);
+    EXPECT_TRUE(child);
+    return child ? child->pid : -1;
+  };
+  const std::string host = ownerName().substr(0, ownerName().find(':'));
+  const std::string dead_owner = host + ":1:deadbeef";
+
+  const std::string never_id = enqueue("never");
+  const std::string killed_id = enqueue("killed");
+  const std::string alive_id = enqueue("alive");
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(*queue_->claim(dead_owner, {0, 0}, 60000));
+  }
+  const pid_t killed_pid = spawnRun(killed, killed_id);
+  const pid_t alive_pid = spawnRun(alive, alive_id);
+  ASSERT_TRUE(queue_->setPid(killed_id, killed_pid));
+  ASSERT_TRUE(queue_->setPid(alive_id, alive_pid));
+  ASSERT_TRUE(waitUntil([&] { return std::filesystem::exists(root_ / "killed-mark"); }));
+  ASSERT_TRUE(waitUntil([&] { return std::filesystem::exists(root_ / "alive-mark"); }));
+  ::kill(-killed_pid, SIGKILL);  // died with its server
+  (void)prockit::reapChild(killed_pid);
+
+  start();
+  // The run whose child never began: run as asked, under its id.
+  ASSERT_TRUE(launcher_->waitGone(never_id, kRunTimeout));
+  EXPECT_EQ(eventOf(logOf(never, never_id), "run.finished")["status"], "success");
+  // The killed one: resumed as a new run of its chain.
+  std::string resume_id;
+  ASSERT_TRUE(waitUntil([&] {
+    for (const auto& entry : std::filesystem::directory_iterator(killed / ".openexpertise/runs")) {
+      const auto id = entry.path().stem().string();
+      if (id != killed_id && entry.path().extension() == ".jsonl") {
+        resume_id = id;
+        return logHas(killed, id, "run.finished");
+      }
+    }
+    return false;
+  }));
+  const auto resumed = logOf(killed, resume_id);
+  EXPECT_EQ(eventOf(resumed, "run.started")["resumed_from"], killed_id);
+  EXPECT_EQ(eventOf(resumed, "run.finished")["status"], "success");
+  // The live one is watched: still in the queue, running, until cancelled.
+  auto watched = queue_->find(alive_id);
+  ASSERT_TRUE(watched && *watched);
+  EXPECT_EQ((*watched)->state, "running");
+  EXPECT_EQ(launcher_->childPid(alive_id), alive_pid);
+  const auto c = call("POST", "/api/runs/" + alive_id + "/cancel");
+  EXPECT_EQ(c.status, 202) << c.body;
+  (void)prockit::reapChild(alive_pid);  // the test is its parent: the launcher only watches
+  ASSERT_TRUE(launcher_->waitGone(alive_id, kRunTimeout));
+  EXPECT_EQ(eventOf(logOf(alive, alive_id), "run.finished")["status"], "interrupted");
+}
+
+// Stopping the server (SIGTERM to `oe serve`) stops its children, which record an interrupted
+// run; the next server resumes them.
+TEST_F(ServiceTest, AServerThatStopsLeavesItsRunsToBeResumedByTheNext) {
+  const auto slow = experience("slow", blockingTool(root_ / "mark"));
+  start();
+  const std::string id = postRun(R"({"experience":"slow"})");
+  ASSERT_TRUE(waitUntil([&] { return std::filesystem::exists(root_ / "mark"); }));
+  launcher_->stop();
+  EXPECT_EQ(eventOf(logOf(slow, id), "run.finished")["status"], "interrupted");
+  launcher_.reset();
+  queue_.reset();  // a new process would open the file again
+  start();
+  auto listed = queue_->list();
+  ASSERT_TRUE(listed);
+  ASSERT_EQ(listed->size(), 1U);
+  const std::string next = listed->front().run_id;
+  EXPECT_EQ(listed->front().resume_of, id);
+  ASSERT_TRUE(launcher_->waitGone(next, kRunTimeout));
+  EXPECT_EQ(eventOf(logOf(slow, next), "run.finished")["status"], "success");
+}
+
+TEST_F(ServiceTest, AnApprovalIsListedDecidedOnceAndContinuesTheRunThroughTheQueue) {
+  const auto gated = root_ / "gated";
+  experience("gated", kQuickTool);
+  std::ofstream(gated / "experience.yaml")
+      << "name: gated\nversion: 0.1.0\nstate:\n  schema:\n    done: { type: boolean }\n"
+         "    decision: { type: object }\ngraph:\n  nodes:\n"
+         "    - { id: review, kind: approval, prompt: Ship it, writes: [decision] }\n"
+         "    - { id: t, kind: tool, impl: ./tools/t.sh, writes: [done] }\n"
+         "  edges:\n    - { from: review, to: t, when: \"$.decision.approved == true\" }\n";
+  start();
+  const std::string id = postRun(R"({"experience":"gated"})");
+  ASSERT_TRUE(launcher_->waitGone(id, kRunTimeout));
+  EXPECT_EQ(eventOf(logOf(gated, id), "run.finished")["status"], "waiting")
+      << oe::test::readFile(childLogPath(root_, id));
+
+  const auto listed = call("GET", "/api/approvals");
+  ASSERT_EQ(listed.status, 200) << listed.body;
+  const Json approvals = bodyOf(listed)["approvals"];
+  ASSERT_EQ(approvals.size(), 1U) << listed.body;
+  EXPECT_EQ(approvals[0]["node_id"], "review");
+  EXPECT_EQ(approvals[0]["run_id"], id);
+  EXPECT_EQ(approvals[0]["experience"], "gated");
+
+  EXPECT_EQ(call("POST", "/api/approvals/" + id + "/nope/approve").status, 404);
+  const auto approved =
+      call("POST", "/api/approvals/" + id + "/review/approve", R"({"comment":"ok","as":"ana"})");
+  ASSERT_EQ(approved.status, 200) << approved.body;
+  EXPECT_EQ(bodyOf(approved)["approval"]["decision"]["by"], "ana");
+  const std::string next = bodyOf(approved)["continued"]["id"];
+  ASSERT_TRUE(launcher_->waitGone(next, kRunTimeout));
+  const auto log = logOf(gated, next);
+  EXPECT_EQ(eventOf(log, "run.started")["resumed_from"], id);
+  EXPECT_EQ(eventOf(log, "run.finished")["status"], "success");
+  const auto twice = call("POST", "/api/approvals/" + id + "/review/reject");
+  EXPECT_EQ(twice.status, 409) << twice.body;
+  EXPECT_NE(bodyOf(twice).value("detail", "").find("approved by ana"), std::string::npos);
+  EXPECT_TRUE(bodyOf(call("GET", "/api/approvals"))["approvals"].empty());
+}
+
+// With --store, the queue is the store's table and each child runs on the store.
+TEST_F(ServiceTest, OnAPostgresStoreTheQueueAndTheRunsAreTheStores) {
+  oe::test::PgTestDb db;
+  const auto hello = experience("hello", kQuickTool);
+  start({4, 4}, db.url());
+  const std::string id = postRun(R"({"experience":"hello"})");
+  ASSERT_TRUE(launcher_->waitGone(id, kRunTimeout)) << oe::test::readFile(childLogPath(root_, id));
+  EXPECT_EQ(eventOf(logOf(hello, id), "run.finished")["status"], "success")
+      << oe::test::readFile(childLogPath(root_, id));
+  auto conn = pg::Connection::open(db.url());
+  ASSERT_TRUE(conn);
+  auto rows = (*conn)->exec("SELECT status FROM oe_runs WHERE run_id = $1", {id});
+  ASSERT_TRUE(rows) << rows.error().message;
+  ASSERT_EQ(rows->size(), 1) << "the child ran on the store";
+  EXPECT_EQ(rows->text(0, 0), "success");
+  auto queued = (*conn)->exec("SELECT count(*) FROM oe_run_queue");
+  ASSERT_TRUE(queued);
+  EXPECT_EQ(queued->int64(0, 0), 0);
+  const auto deleted = call("DELETE", "/api/runs/" + id);
+  EXPECT_EQ(deleted.status, 501) << deleted.body;
+  EXPECT_NE(bodyOf(deleted).value("detail", "").find("oe gc --store"), std::string::npos);
+}
+
+TEST_F(ServiceTest, HealthzAnswersWhileTheQueueDoes) {
+  start();
+  const auto r = call("GET", "/healthz");
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(bodyOf(r)["status"], "ok");
+}
+
+TEST(OeRunRunId, RefusesAnIdThatIsNotOneOrThatExists) {
+  oe::test::TempDir dir;
+  const auto exp = dir.path() / "e";
+  std::filesystem::create_directories(exp / "tools");
+  std::ofstream(exp / "experience.yaml")
+      << "name: e\nversion: 0.1.0\nstate:\n  schema:\n    done: { type: boolean }\ngraph:\n"
+         "  nodes:\n    - { id: t, kind: tool, impl: ./tools/t.sh, writes: [done] }\n  edges: []\n";
+  std::ofstream(exp / "tools" / "t.sh") << kQuickTool;
+  std::filesystem::permissions(exp / "tools" / "t.sh", std::filesystem::perms::owner_all,
+                               std::filesystem::perm_options::add);
+  const auto bad = oe::test::runProcess({OE_EXE, "run", exp.string(), "--run-id", "abc"});
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  EXPECT_NE(bad.err.find("UUID v4"), std::string::npos) << bad.err;
+  const std::string id = events::newRunId();
+  const auto first = oe::test::runProcess({OE_EXE, "run", exp.string(), "--json", "--run-id", id});
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_EQ(Json::parse(first.out)["run_id"], id);
+  const auto second = oe::test::runProcess({OE_EXE, "run", exp.string(), "--run-id", id});
+  EXPECT_EQ(second.exit_code, 2) << second.err;
+  EXPECT_NE(second.err.find("a run with this id exists"), std::string::npos) << second.err;
+}
+
+}  // namespace
+}  // namespace oe::service
