@@ -235,6 +235,11 @@ try {
       document.querySelector(".run-head .badge")?.dataset.status === "succeeded" &&
       document.querySelector('#graph g.node[data-node="ship"]')?.classList.contains("st-succeeded"), parked);
   check("approving continued the run to its end", runIdOf(page) !== parked, runIdOf(page));
+  await page.goto(`${base}/#/runs/${encodeURIComponent(parked)}`, { waitUntil: "load" });
+  await waitIn(page, "the parked run's page says it was decided",
+    () => document.querySelector(".notice")?.textContent.includes("Decided"));
+  check("a decided question is not offered again",
+        await page.evaluate(() => document.querySelector(".approval button.approve") === null));
 
   // ---- the runs list, filtered
   await page.goto(`${base}/#/`, { waitUntil: "load" });

@@ -1246,8 +1246,27 @@ function runView(main, runId) {
   // One card per node asked about, kept across redraws so what a person types stays put.
   const approvalCards = new Map();
   const decided = new Set();  // answered here: not asked again while the summary catches up
+  // What GET /api/approvals says is still undecided for this run: null until read (or when it
+  // cannot be read: then every question the log asked is offered).
+  let pending = null;
+  let pendingAsked = false;
+  const loadPending = async () => {
+    pendingAsked = true;
+    try {
+      const data = await api("/api/approvals");
+      pending = new Set(asList(data, "approvals", "waiting")
+        .filter((item) => String(pick(item, "run_id", "run") ?? "") === runId)
+        .map((item) => String(pick(item, "node_id", "node") ?? "")));
+    } catch {
+      pending = null;
+    }
+    drawApprovals();
+  };
   const drawApprovals = () => {
     const wanted = new Map();
+    if (status() === "waiting" && !pendingAsked) {
+      loadPending();
+    }
     if (status() === "waiting") {
       for (const [node, question] of model.waiting) {
         wanted.set(node, question);
@@ -1257,6 +1276,14 @@ function runView(main, runId) {
           wanted.set(String(id), { node_id: String(id) });
         }
       }
+    }
+    // A parked run stays `waiting` after someone decided: its question is no longer asked.
+    const answered = pending ? [...wanted.keys()].filter((node) => !pending.has(node)) : [];
+    for (const node of answered) {
+      wanted.delete(node);
+    }
+    if (answered.length > 0 && wanted.size === 0 && !notices.textContent) {
+      notice(`Decided: ${answered.join(", ")} no longer waits; a later run of its chain continued it (see the runs list).`);
     }
     for (const [node, card] of approvalCards) {
       if (!wanted.has(node)) {
