@@ -17,6 +17,7 @@
 #include "oe/service/run_queue.hpp"
 #include "oe/service/service.hpp"
 #include "oe/service/trigger_service.hpp"
+#include "oe/webui/webui.hpp"
 #include "unit/service/service_fixture.hpp"
 
 namespace oe::service::test {
@@ -24,19 +25,18 @@ namespace {
 
 using RouteKey = std::pair<std::string, std::string>;  // method, OpenAPI path
 
-// The routes of parts of `oe serve` built elsewhere and not in this router yet (the dashboard,
-// MCP over HTTP): the document has them. Whoever adds a part adds its routes to fullRouter()
+// The routes of parts of `oe serve` built elsewhere and not in this router yet (MCP over
+// HTTP): the document has them. Whoever adds a part adds its routes to fullRouter()
 // below and removes its lines here; the test then checks the whole table.
 const std::set<RouteKey> kNotOnThisBranch = {
     {"POST", "/mcp"},
     {"GET", "/mcp"},
     {"DELETE", "/mcp"},
-    {"GET", "/"},
-    {"GET", "/assets/{path}"},
 };
 
 // Every route `oe serve` answers, built as the command builds its router (buildRouter's own,
-// the read side's, the triggers'), over a real queue and trigger store in `root`.
+// the read side's, the triggers', the dashboard's), over a real queue and trigger store in
+// `root`.
 struct FullRouter {
   std::unique_ptr<RunQueue> queue;
   ServiceContext context;
@@ -58,7 +58,8 @@ std::unique_ptr<FullRouter> fullRouter(const std::filesystem::path& root) {
       {[](httpd::Router& router, const ServiceContext& context) {
          addReadRoutes(router, ReadContext{context.root, {}, {}});
        },
-       [&full](httpd::Router& router, const ServiceContext&) { full->triggers->addRoutes(router); }}));
+       [&full](httpd::Router& router, const ServiceContext&) { full->triggers->addRoutes(router); },
+       [](httpd::Router& router, const ServiceContext&) { webui::addDashboardRoutes(router); }}));
   return full;
 }
 

@@ -21,6 +21,7 @@
 #include "oe/service/run_queue.hpp"
 #include "oe/service/service.hpp"
 #include "oe/service/trigger_service.hpp"
+#include "oe/webui/webui.hpp"
 
 namespace oe::cli {
 namespace {
@@ -39,7 +40,7 @@ struct ServeArgs {
 };
 
 // The routes of the other parts of the service (the read side, the triggers' webhooks and
-// schedules), each a registrar; the write side's own routes are buildRouter's.
+// schedules, the dashboard), each a registrar; the write side's own routes are buildRouter's.
 std::vector<service::RouteRegistrar> otherParts(service::TriggerService& triggers) {
   return {
       [](httpd::Router& router, const service::ServiceContext& context) {
@@ -63,6 +64,9 @@ std::vector<service::RouteRegistrar> otherParts(service::TriggerService& trigger
       },
       [&triggers](httpd::Router& router, const service::ServiceContext&) {
         triggers.addRoutes(router);
+      },
+      [](httpd::Router& router, const service::ServiceContext&) {
+        webui::addDashboardRoutes(router);
       },
   };
 }
