@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -106,6 +107,14 @@ class Session {
   [[nodiscard]] const std::string& id() const { return id_; }
   [[nodiscard]] const std::string& tokenName() const { return token_name_; }
 
+  // [under McpHttp's mutex] When it was last used, and whether a request awaits its answer.
+  void touch() { last_used_ = std::chrono::steady_clock::now(); }
+  [[nodiscard]] std::chrono::steady_clock::time_point lastUsed() const { return last_used_; }
+  [[nodiscard]] bool busy() {
+    std::lock_guard lock(mutex_);
+    return !pending_.empty();
+  }
+
   // Registers the stream for request `id_key` (its id's JSON text) and the progress token it
   // carries, before the message is handled.
   void expect(const std::string& id_key, const std::optional<std::string>& progress_key,
@@ -198,6 +207,7 @@ class Session {
   std::map<std::string, std::string> progress_;                    // progress token -> request id
   std::thread reader_;
   std::once_flag closed_;
+  std::chrono::steady_clock::time_point last_used_ = std::chrono::steady_clock::now();
 };
 
 class McpHttp {
@@ -229,14 +239,21 @@ class McpHttp {
     const bool is_request = !method.empty() && message.contains("id");
     std::shared_ptr<Session> session;
     if (method == "initialize" && is_request) {
+      std::shared_ptr<Session> evicted;
       std::lock_guard lock(mutex_);
       if (sessions_.size() >= options_.max_sessions) {
-        return problem(503, "mcp-too-many-sessions", "Too many MCP sessions",
-                       "End a session (DELETE /mcp with its Mcp-Session-Id) or retry later.");
+        evicted = evictIdleLocked();
+        if (!evicted) {
+          return problem(503, "mcp-too-many-sessions", "Too many MCP sessions",
+                         "End a session (DELETE /mcp with its Mcp-Session-Id) or retry later.");
+        }
       }
       const std::string id = newSessionId();
       session = std::make_shared<Session>(id, request.token_name, options_);
       sessions_[id] = session;
+      if (evicted) {
+        evicted->close();  // idle, nothing in flight: closes at once
+      }
     } else {
       auto found = find(request);
       if (!found) {
@@ -323,7 +340,27 @@ class McpHttp {
       return problem(404, "mcp-session-not-found", "MCP session not found",
                      "The session ended or never existed: initialize a new one.");
     }
+    it->second->touch();
     return it->second;
+  }
+
+  // Takes the least recently used session out of the table when it is idle enough and has no
+  // request in flight; its client gets 404 next time and initializes again.
+  std::shared_ptr<Session> evictIdleLocked() {
+    const auto now = std::chrono::steady_clock::now();
+    auto oldest = sessions_.end();
+    for (auto it = sessions_.begin(); it != sessions_.end(); ++it) {
+      if (now - it->second->lastUsed() >= options_.session_idle && !it->second->busy() &&
+          (oldest == sessions_.end() || it->second->lastUsed() < oldest->second->lastUsed())) {
+        oldest = it;
+      }
+    }
+    if (oldest == sessions_.end()) {
+      return nullptr;
+    }
+    auto session = oldest->second;
+    sessions_.erase(oldest);
+    return session;
   }
 
   McpHttpOptions options_;

@@ -24,8 +24,10 @@ struct McpHttpOptions {
   std::function<mcp::Resources()> resources;
   // Tools a `read` token may not call (they start or change runs): 403 for it.
   std::set<std::string> admin_tools;
-  // Sessions open at once; an initialize beyond it is answered 503.
+  // Sessions open at once. An initialize beyond it ends the least recently used session that
+  // has no request in flight and has been idle for session_idle; when there is none, 503.
   size_t max_sessions = 64;
+  std::chrono::seconds session_idle{600};
 };
 
 // Adds POST, GET and DELETE /mcp (scope read; admin_tools need admin). The sessions live as long
