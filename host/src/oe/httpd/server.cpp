@@ -22,7 +22,6 @@
 #include <cctype>
 #include <cstdio>
 #include <future>
-#include <iostream>
 #include <mutex>
 #include <thread>
 #include <unordered_map>
@@ -68,7 +67,8 @@ bool iequals(std::string_view a, std::string_view b) {
 }
 
 // Headers a handler may not set: framing and connection management are the server's, and oe
-// never sets cookies (docs/serve.md, "Tokens": no cookies, so no CSRF).
+// never sets cookies (docs/serve.md, "Tokens": no cookies, so no CSRF). Content-Type comes from
+// Response::content_type.
 bool reservedHeader(std::string_view name) {
   const std::string key = lower(name);
   return key == "content-length" || key == "transfer-encoding" || key == "connection" ||
