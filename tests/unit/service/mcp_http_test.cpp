@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <condition_variable>
+#include <future>
 #include <mutex>
 
 namespace oe::service {
@@ -43,7 +44,15 @@ class McpHttpTest : public ::testing::Test {
   void build(size_t max_sessions, std::chrono::seconds idle) {
     McpHttpOptions options;
     options.info.version = "test";
-    options.tools = [] {
+    options.tools = [release = release_] {
+      mcp::Tool block;
+      block.name = "block";
+      block.description = "waits until the test releases it";
+      block.input_schema = {{"type", "object"}};
+      block.handler = [release](mcp::ToolCall&) -> Result<Json> {
+        release.wait();
+        return Json{{"released", true}};
+      };
       mcp::Tool echo;
       echo.name = "echo";
       echo.description = "echo";
@@ -53,7 +62,7 @@ class McpHttpTest : public ::testing::Test {
       };
       mcp::Tool start = echo;
       start.name = "start_run";
-      return std::vector<mcp::Tool>{echo, start};
+      return std::vector<mcp::Tool>{echo, start, block};
     };
     options.admin_tools = {"start_run"};
     options.max_sessions = max_sessions;
@@ -114,6 +123,8 @@ class McpHttpTest : public ::testing::Test {
     return {{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", std::move(params)}};
   }
 
+  std::promise<void> released_;
+  std::shared_future<void> release_ = released_.get_future().share();
   httpd::Router router_;
 };
 
@@ -128,7 +139,7 @@ TEST_F(McpHttpTest, ASessionAnswersEachRequestOnItsStream) {
   auto listed = send("POST", request(2, "tools/list"), session);
   const Json tools = answer(listed);
   ASSERT_EQ(tools["id"], 2) << tools.dump();
-  EXPECT_EQ(tools["result"]["tools"].size(), 2U);
+  EXPECT_EQ(tools["result"]["tools"].size(), 3U);
   auto called = send(
       "POST", request(3, "tools/call", {{"name", "echo"}, {"arguments", {{"x", 1}}}}), session);
   EXPECT_EQ(answer(called)["result"]["structuredContent"]["echo"]["x"], 1);
@@ -164,6 +175,26 @@ TEST_F(McpHttpTest, AtTheCapAnIdleSessionMakesRoom) {
   EXPECT_EQ(send("POST", request(2, "tools/list"), first).status, 404);
   auto listed = send("POST", request(2, "tools/list"), second);
   EXPECT_EQ(answer(listed)["id"], 2);
+}
+
+TEST_F(McpHttpTest, ASessionWithARequestInFlightIsNotEnded) {
+  build(1, std::chrono::seconds(0));
+  const std::string first = initialize();
+  auto blocked = send("POST", request(2, "tools/call", {{"name", "block"}}), first);
+  ASSERT_NE(blocked.events, nullptr);
+  auto refused = send("POST",
+                      request(1, "initialize",
+                              {{"protocolVersion", "2025-06-18"},
+                               {"capabilities", Json::object()},
+                               {"clientInfo", {{"name", "t"}, {"version", "1"}}}}),
+                      "");
+  EXPECT_EQ(refused.status, 503);
+  released_.set_value();
+  EXPECT_EQ(answer(blocked)["result"]["structuredContent"]["released"], true);
+  // Answered, so idle again: the next initialize takes its place.
+  const std::string second = initialize();
+  EXPECT_EQ(send("POST", request(3, "tools/list"), first).status, 404);
+  EXPECT_NE(second, first);
 }
 
 TEST_F(McpHttpTest, AtTheCapWithNoIdleSessionInitializeIs503) {
