@@ -10,8 +10,10 @@
 #include <boost/beast/http.hpp>
 // clang-format on
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <condition_variable>
@@ -553,6 +555,41 @@ TEST(ServerTest, FiveHundredIdleConnectionsDoNotStopANormalClient) {
     socket->read_some(asio::buffer(byte), ec);
     EXPECT_EQ(ec, asio::error::would_block);
   }
+}
+
+// The access log names the peer, method, path, status and time, and never the query string
+// or the Authorization header (either may carry a secret).
+TEST(ServerTest, TheAccessLogLeavesOutQueriesAndTokens) {
+  test::TempDir dir;
+  const Router router = basicRouter();
+  ServerOptions options;
+  options.token_file = writeTokens(dir);
+  options.access_log = true;
+  const auto log_path = dir / "stderr.log";
+  const int saved = dup(STDERR_FILENO);
+  const int log_fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  ASSERT_GE(log_fd, 0);
+  dup2(log_fd, STDERR_FILENO);
+  {
+    auto server = startServer(options, router);
+    if (server) {
+      Client client(server->port());
+      client.send("GET", "/api/items/7?api_key=sekrit-query",
+                  {{"Authorization", std::string("Bearer ") + kAdminToken}});
+      client.send("GET", "/api/items/8");
+      server->stop();  // the log line is written before the answer: all are in by now
+    }
+  }
+  dup2(saved, STDERR_FILENO);
+  ::close(saved);
+  ::close(log_fd);
+  const std::string log = test::readFile(log_path);
+  EXPECT_NE(log.find("\"GET /api/items/7\" 200"), std::string::npos) << log;
+  EXPECT_NE(log.find("token=ops"), std::string::npos) << log;  // the token's name
+  EXPECT_NE(log.find("\"GET /api/items/8\" 401"), std::string::npos) << log;
+  EXPECT_EQ(log.find("sekrit"), std::string::npos) << log;
+  EXPECT_EQ(log.find(kAdminToken), std::string::npos) << log;
+  EXPECT_EQ(log.find("api_key"), std::string::npos) << log;
 }
 
 // --- Server-Sent Events ---

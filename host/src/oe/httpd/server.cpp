@@ -22,7 +22,6 @@
 #include <cctype>
 #include <cstdio>
 #include <future>
-#include <iostream>
 #include <mutex>
 #include <thread>
 #include <unordered_map>
@@ -68,7 +67,8 @@ bool iequals(std::string_view a, std::string_view b) {
 }
 
 // Headers a handler may not set: framing and connection management are the server's, and oe
-// never sets cookies (docs/serve.md, "Tokens": no cookies, so no CSRF).
+// never sets cookies (docs/serve.md, "Tokens": no cookies, so no CSRF). Content-Type comes from
+// Response::content_type.
 bool reservedHeader(std::string_view name) {
   const std::string key = lower(name);
   return key == "content-length" || key == "transfer-encoding" || key == "connection" ||
@@ -212,8 +212,9 @@ class Connection final : public ConnectionBase {
   std::optional<http::request_parser<http::string_body>> parser_;
   http::response<http::string_body> response_;
   std::string method_;
-  std::string log_path_;  // the target without its query, for the access log
-  std::string origin_;    // the request's Origin, for CORS
+  std::string log_path_;    // the target without its query, for the access log
+  std::string origin_;      // the request's Origin, for CORS
+  std::string token_name_;  // the request's token's name, for the access log
   std::chrono::steady_clock::time_point started_;
   bool keep_alive_ = true;
   bool closed_ = false;
@@ -560,6 +561,7 @@ void Connection<Stream>::onRequest(ErrorCode ec) {
   log_path_ = request.target.substr(0, request.target.find('?'));
   keep_alive_ = message.keep_alive();
   origin_.clear();
+  token_name_.clear();
   for (const auto& field : message) {
     request.headers.emplace_back(lower(view(field.name_string())),
                                  std::string(view(field.value())));
@@ -592,7 +594,9 @@ void Connection<Stream>::onRequest(ErrorCode ec) {
                          "The server could not answer; its log says why.");
     }
     auto executor = self->executor_;
-    asio::post(executor, [self = std::move(self), response = std::move(response)]() mutable {
+    asio::post(executor, [self = std::move(self), response = std::move(response),
+                          token_name = std::move(request.token_name)]() mutable {
+      self->token_name_ = std::move(token_name);
       self->respond(std::move(response));
     });
   });
@@ -823,7 +827,8 @@ void Connection<Stream>::logRequest(int status, size_t bytes) {
                       std::chrono::steady_clock::now() - started_)
                       .count();
   server_.log(remote_ + " \"" + method_ + " " + log_path_ + "\" " + std::to_string(status) + " " +
-              std::to_string(bytes) + " " + std::to_string(ms) + "ms");
+              std::to_string(bytes) + " " + std::to_string(ms) + "ms" +
+              (token_name_.empty() ? "" : " token=" + token_name_));
 }
 
 // --- ServerImpl ---
