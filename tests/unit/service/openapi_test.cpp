@@ -13,11 +13,10 @@
 #include <regex>
 #include <set>
 
-#include "oe/service/read_routes.hpp"
+#include "oe/service/parts.hpp"
 #include "oe/service/run_queue.hpp"
 #include "oe/service/service.hpp"
 #include "oe/service/trigger_service.hpp"
-#include "oe/webui/webui.hpp"
 #include "unit/service/service_fixture.hpp"
 
 namespace oe::service::test {
@@ -25,18 +24,8 @@ namespace {
 
 using RouteKey = std::pair<std::string, std::string>;  // method, OpenAPI path
 
-// The routes of parts of `oe serve` built elsewhere and not in this router yet (MCP over
-// HTTP): the document has them. Whoever adds a part adds its routes to fullRouter()
-// below and removes its lines here; the test then checks the whole table.
-const std::set<RouteKey> kNotOnThisBranch = {
-    {"POST", "/mcp"},
-    {"GET", "/mcp"},
-    {"DELETE", "/mcp"},
-};
-
-// Every route `oe serve` answers, built as the command builds its router (buildRouter's own,
-// the read side's, the triggers', the dashboard's), over a real queue and trigger store in
-// `root`.
+// Every route `oe serve` answers: the command's router (buildRouter's own routes and
+// standardParts'), over a real queue and trigger store in `root`.
 struct FullRouter {
   std::unique_ptr<RunQueue> queue;
   ServiceContext context;
@@ -53,13 +42,8 @@ std::unique_ptr<FullRouter> fullRouter(const std::filesystem::path& root) {
   auto triggers = TriggerService::start(full->context);
   EXPECT_TRUE(triggers.ok()) << (triggers ? "" : triggers.error().message);
   full->triggers = std::move(triggers).value();
-  full->router = std::make_unique<httpd::Router>(buildRouter(
-      full->context,
-      {[](httpd::Router& router, const ServiceContext& context) {
-         addReadRoutes(router, ReadContext{context.root, {}, {}});
-       },
-       [&full](httpd::Router& router, const ServiceContext&) { full->triggers->addRoutes(router); },
-       [](httpd::Router& router, const ServiceContext&) { webui::addDashboardRoutes(router); }}));
+  full->router = std::make_unique<httpd::Router>(
+      buildRouter(full->context, standardParts(*full->triggers, OE_EXE)));
   return full;
 }
 
@@ -225,11 +209,9 @@ TEST(OpenApiTest, EveryRouteTheRouterAnswersIsDocumentedAndTheOtherWayRound) {
     const RouteKey key{route.method, openApiPath(route.pattern)};
     served.insert(key);
     EXPECT_EQ(doc.count(key), 1U) << "undocumented route " << key.first << " " << key.second;
-    EXPECT_EQ(kNotOnThisBranch.count(key), 0U)
-        << key.first << " " << key.second << " is served now: remove it from kNotOnThisBranch";
   }
   for (const auto& key : doc) {
-    EXPECT_TRUE(served.count(key) > 0 || kNotOnThisBranch.count(key) > 0)
+    EXPECT_TRUE(served.count(key) > 0)
         << "documented route not served: " << key.first << " " << key.second;
   }
   // The scope each route asks for is the one documented.

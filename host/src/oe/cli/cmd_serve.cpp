@@ -15,13 +15,11 @@
 #include "oe/cli/store_option.hpp"
 #include "oe/httpd/server.hpp"
 #include "oe/pg/connection.hpp"
-#include "oe/common/clock.hpp"
 #include "oe/service/launcher.hpp"
-#include "oe/service/read_routes.hpp"
+#include "oe/service/parts.hpp"
 #include "oe/service/run_queue.hpp"
 #include "oe/service/service.hpp"
 #include "oe/service/trigger_service.hpp"
-#include "oe/webui/webui.hpp"
 
 namespace oe::cli {
 namespace {
@@ -38,38 +36,6 @@ struct ServeArgs {
   std::string cors_origin;
   int max_concurrent_runs = 4;
 };
-
-// The routes of the other parts of the service (the read side, the triggers' webhooks and
-// schedules, the dashboard), each a registrar; the write side's own routes are buildRouter's.
-std::vector<service::RouteRegistrar> otherParts(service::TriggerService& triggers) {
-  return {
-      [](httpd::Router& router, const service::ServiceContext& context) {
-        service::RunQueue* queue = context.queue;
-        service::addReadRoutes(
-            router, service::ReadContext{context.root, context.store, [queue] {
-                                           std::vector<service::QueueEntry> entries;
-                                           auto listed = queue->list();
-                                           if (!listed) {
-                                             return entries;
-                                           }
-                                           for (const auto& run : *listed) {
-                                             entries.push_back(service::QueueEntry{
-                                                 run.run_id, run.experience, run.state,
-                                                 run.priority,
-                                                 isoTime(run.enqueued_ms / 1000,
-                                                         static_cast<int>(run.enqueued_ms % 1000))});
-                                           }
-                                           return entries;
-                                         }});
-      },
-      [&triggers](httpd::Router& router, const service::ServiceContext&) {
-        triggers.addRoutes(router);
-      },
-      [](httpd::Router& router, const service::ServiceContext&) {
-        webui::addDashboardRoutes(router);
-      },
-  };
-}
 
 int serve(const ServeArgs& a) {
   std::error_code ec;
@@ -136,7 +102,7 @@ int serve(const ServeArgs& a) {
     std::cerr << "oe: " << triggers.error().message << '\n';
     return kExitFailed;
   }
-  const httpd::Router router = service::buildRouter(context, otherParts(**triggers));
+  const httpd::Router router = service::buildRouter(context, service::standardParts(**triggers, exe));
 
   httpd::ServerOptions options;
   options.listen = a.listen;

@@ -1,0 +1,20 @@
+// The parts of `oe serve` beyond buildRouter's own routes, as the command composes them: the
+// read side (experiences, runs, events, state, metrics, OpenAPI), the triggers' webhooks and
+// schedules, MCP over HTTP, the dashboard. One list, so the command and the OpenAPI test build
+// the same router.
+#pragma once
+
+#include <filesystem>
+#include <vector>
+
+#include "oe/service/service.hpp"
+#include "oe/service/trigger_service.hpp"
+
+namespace oe::service {
+
+// `oe_exe`: the binary MCP's long tools run as a child (the server's own). `triggers` outlives
+// the router the registrars fill.
+std::vector<RouteRegistrar> standardParts(TriggerService& triggers,
+                                          const std::filesystem::path& oe_exe);
+
+}  // namespace oe::service
