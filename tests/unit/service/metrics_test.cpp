@@ -113,3 +113,35 @@ TEST_F(MetricsTest, AStoreThatCannotBeReachedIsStoreUpZero) {
 
 }  // namespace
 }  // namespace oe::service::test
+
+namespace oe::service::test {
+namespace {
+
+// A generated graph does not make a series per node: beyond kMaxNodeSeries node ids (in id
+// order) the calls share node="(other)", and none is lost.
+TEST(RunStatsTest, NodesBeyondTheCapShareOneSeries) {
+  runs::RunModel model;
+  for (int i = 0; i < 150; ++i) {
+    runs::Call call;
+    char id[16];
+    std::snprintf(id, sizeof id, "n%03d", i);
+    call.label = id;
+    call.started = 1000;
+    call.ended = 1000 + i;
+    model.calls.push_back(call);
+  }
+  runs::Call item;  // a for_each item's call counts under its node
+  item.label = "n000#3";
+  item.started = 0;
+  item.ended = 5;
+  model.calls.push_back(item);
+  const RunStats stats = runStatsOf(model);
+  ASSERT_EQ(stats.call_ms.size(), kMaxNodeSeries + 1);
+  EXPECT_EQ(stats.call_ms.at("n000").size(), 2U);
+  EXPECT_EQ(stats.call_ms.count("n099"), 1U);
+  EXPECT_EQ(stats.call_ms.count("n100"), 0U);
+  EXPECT_EQ(stats.call_ms.at(std::string(kOtherNodes)).size(), 50U);
+}
+
+}  // namespace
+}  // namespace oe::service::test

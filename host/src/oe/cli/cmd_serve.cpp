@@ -35,6 +35,7 @@ struct ServeArgs {
   bool insecure_http = false;
   std::string cors_origin;
   int max_concurrent_runs = 4;
+  bool access_log = false;
 };
 
 int serve(const ServeArgs& a) {
@@ -117,6 +118,7 @@ int serve(const ServeArgs& a) {
   }
   options.insecure_http = a.insecure_http;
   options.cors_origin = a.cors_origin;
+  options.access_log = a.access_log;
   auto server = httpd::Server::start(options, router);
   if (!server) {
     std::cerr << "oe: " << server.error().message << '\n';
@@ -159,6 +161,8 @@ void addServeCommand(CLI::App& app, int& exit_code) {
                   "Runs at once, in all and per experience (an experience's "
                   "runtime.max_concurrent_runs wins for it)")
       ->capture_default_str();
+  cmd->add_flag("--access-log", a->access_log,
+                "One line per request on stderr (never a query string or a token's value)");
   cmd->callback([a, &exit_code] { exit_code = serve(*a); });
 }
 

@@ -20,6 +20,11 @@
 
 namespace oe::service {
 
+// The node ids of one run that get a duration series of their own (in id order); the calls of
+// the others are counted under node="(other)".
+inline constexpr size_t kMaxNodeSeries = 100;
+inline constexpr std::string_view kOtherNodes = "(other)";
+
 // One run's totals, from its log.
 struct RunStats {
   int64_t tokens_in = 0;
