@@ -75,6 +75,17 @@ class SchedulerTest : public ::testing::Test {
     return store.ok() ? std::move(store).value() : nullptr;
   }
 
+  // An hourly trigger's scheduler that fired at 09:00 and then stopped (the server went down).
+  void firedAtNineThenStopped(spec::Missed missed) {
+    auto store = openStore();
+    Scheduler before({trigger("0 * * * *", missed)}, *store, clock_, fires_.callback());
+    clock_.set(at(schedUtc(2026, 12, 7, 8, 30)));
+    (void)before.tick();
+    clock_.set(at(schedUtc(2026, 12, 7, 9, 0, 10)));
+    (void)before.tick();
+    ASSERT_EQ(fires_.all().size(), 1u);
+  }
+
   oe::test::TempDir dir_;
   FakeClock clock_;
   Fires fires_;
@@ -135,16 +146,7 @@ TEST_F(SchedulerTest, ARestartDoesNotFireTheSameTimeAgain) {
 }
 
 TEST_F(SchedulerTest, MissedSkipFiresNothingForTheTimeAway) {
-  {
-    auto store = openStore();
-    Scheduler before({trigger("0 * * * *", spec::Missed::kSkip)}, *store, clock_,
-                     fires_.callback());
-    clock_.set(at(schedUtc(2026, 12, 7, 8, 30)));
-    (void)before.tick();
-    clock_.set(at(schedUtc(2026, 12, 7, 9, 0, 10)));
-    (void)before.tick();
-    ASSERT_EQ(fires_.all().size(), 1u);
-  }
+  firedAtNineThenStopped(spec::Missed::kSkip);
   // Down from 09:00 to 13:30: 10:00 to 13:00 were missed.
   auto store = openStore();
   Scheduler after({trigger("0 * * * *", spec::Missed::kSkip)}, *store, clock_, fires_.callback());
@@ -159,16 +161,7 @@ TEST_F(SchedulerTest, MissedSkipFiresNothingForTheTimeAway) {
 }
 
 TEST_F(SchedulerTest, MissedRunOnceFiresOnceForTheLatestMissedTime) {
-  {
-    auto store = openStore();
-    Scheduler before({trigger("0 * * * *", spec::Missed::kRunOnce)}, *store, clock_,
-                     fires_.callback());
-    clock_.set(at(schedUtc(2026, 12, 7, 8, 30)));
-    (void)before.tick();
-    clock_.set(at(schedUtc(2026, 12, 7, 9, 0, 10)));
-    (void)before.tick();
-    ASSERT_EQ(fires_.all().size(), 1u);
-  }
+  firedAtNineThenStopped(spec::Missed::kRunOnce);
   auto store = openStore();
   Scheduler after({trigger("0 * * * *", spec::Missed::kRunOnce)}, *store, clock_,
                   fires_.callback());

@@ -121,21 +121,9 @@ Result<std::unique_ptr<Store>> Store::open(const std::string& where) {
 }
 
 Result<std::unique_ptr<Store>> openSqliteStore(const std::filesystem::path& path) {
-  std::error_code ec;
-  std::filesystem::create_directories(path.parent_path(), ec);
-  auto db = sqlite::open(path);
+  auto db = sqlite::openStoreFile(path, kSchema, "approvals");
   if (!db) {
     return db.error();
-  }
-  const auto fail = [&path](const Error& e) {
-    return makeError("the approvals file " + path.string() + " cannot be used: " + e.message +
-                     "; check its permissions and the disk");
-  };
-  if (auto wal = sqlite::useWal(db->get()); !wal) {
-    return fail(wal.error());
-  }
-  if (auto schema = sqlite::createSchema(db->get(), kSchema); !schema) {
-    return fail(schema.error());
   }
   return std::unique_ptr<Store>(std::make_unique<SqliteStore>(std::move(db).value(), path));
 }

@@ -102,6 +102,29 @@ inline Result<void> createSchema(sqlite3* db, const char* schema_sql) {
   return exec(db, "COMMIT");
 }
 
+// A store's own SQLite file (approvals, triggers, ...): its folder made, opened in WAL mode, its
+// schema created. The error names `what` and the file and says what to check.
+inline Result<Db> openStoreFile(const std::filesystem::path& path, const char* schema_sql,
+                                std::string_view what) {
+  std::error_code ec;
+  std::filesystem::create_directories(path.parent_path(), ec);
+  auto db = open(path);
+  if (!db) {
+    return db.error();
+  }
+  const auto fail = [&](const Error& e) {
+    return makeError("the " + std::string(what) + " file " + path.string() +
+                     " cannot be used: " + e.message + "; check its permissions and the disk");
+  };
+  if (auto wal = useWal(db->get()); !wal) {
+    return fail(wal.error());
+  }
+  if (auto schema = createSchema(db->get(), schema_sql); !schema) {
+    return fail(schema.error());
+  }
+  return db;
+}
+
 inline Result<Stmt> prepare(sqlite3* db, std::string_view sql) {
   sqlite3_stmt* raw = nullptr;
   if (sqlite3_prepare_v3(db, sql.data(), static_cast<int>(sql.size()), SQLITE_PREPARE_PERSISTENT,

@@ -6,22 +6,11 @@
 #include <cctype>
 #include <charconv>
 
+#include "oe/common/hex.hpp"
+
 namespace oe::httpd {
 
 namespace {
-
-int hexValue(char c) {
-  if (c >= '0' && c <= '9') {
-    return c - '0';
-  }
-  if (c >= 'a' && c <= 'f') {
-    return c - 'a' + 10;
-  }
-  if (c >= 'A' && c <= 'F') {
-    return c - 'A' + 10;
-  }
-  return -1;
-}
 
 // Only what an IP literal can hold: inet_pton reads a C string, so a NUL would end it early.
 bool literalChars(std::string_view host) {
@@ -65,8 +54,8 @@ Result<std::string> percentDecode(std::string_view text, bool plus_is_space) {
   for (size_t i = 0; i < text.size(); ++i) {
     char c = text[i];
     if (c == '%') {
-      const int high = i + 2 < text.size() ? hexValue(text[i + 1]) : -1;
-      const int low = i + 2 < text.size() ? hexValue(text[i + 2]) : -1;
+      const int high = i + 2 < text.size() ? hexDigitValue(text[i + 1]) : -1;
+      const int low = i + 2 < text.size() ? hexDigitValue(text[i + 2]) : -1;
       if (high < 0 || low < 0) {
         return makeError("a '%' not followed by two hex digits");
       }

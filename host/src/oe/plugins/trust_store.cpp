@@ -16,28 +16,13 @@
 
 #include "oe/common/file.hpp"
 #include "oe/common/json.hpp"
+#include "oe/common/scoped_fd.hpp"
 
 namespace oe::plugins {
 namespace {
 
 constexpr int kTrustStoreFormat = 1;
 
-// An open file descriptor, closed when it goes.
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) {
-      ::close(fd_);
-    }
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  [[nodiscard]] int get() const { return fd_; }
-
- private:
-  int fd_;
-};
 
 std::string errnoText() {
   return std::strerror(errno);  // NOLINT(concurrency-mt-unsafe): the message of this thread's errno
@@ -155,7 +140,7 @@ Result<std::vector<TrustRecord>> updateTrustStore(
   }
   std::filesystem::path lock_path = file;
   lock_path += ".lock";
-  const Fd lock(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+  const ScopedFd lock(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
   if (lock.get() < 0) {
     return makeError("cannot open " + lock_path.string() + ": " + errnoText());
   }

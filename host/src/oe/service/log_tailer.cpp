@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <system_error>
 
+#include "oe/common/scoped_fd.hpp"
 #include "oe/httpd/http.hpp"
 
 namespace oe::service {
@@ -22,22 +23,6 @@ constexpr size_t kPollBytes = size_t{4} * 1024 * 1024;
 constexpr size_t kChunk = size_t{64} * 1024;
 constexpr auto kListEvery = std::chrono::seconds(1);
 
-// A descriptor closed on every return.
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) {
-      ::close(fd_);
-    }
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  [[nodiscard]] int get() const { return fd_; }
-
- private:
-  int fd_;
-};
 
 std::string frameOf(const std::string& id, const std::string& text) {
   return httpd::sseFrame(id, "", text);
@@ -56,7 +41,7 @@ std::vector<LogLine> LogCursor::read(uint64_t end, size_t max_bytes) {
   if (end <= offset_) {
     return lines;
   }
-  const Fd fd(::open(path_.c_str(), O_RDONLY | O_CLOEXEC));
+  const ScopedFd fd(::open(path_.c_str(), O_RDONLY | O_CLOEXEC));
   if (fd.get() < 0) {
     return lines;
   }

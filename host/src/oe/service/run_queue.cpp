@@ -381,20 +381,10 @@ Result<std::unique_ptr<RunQueue>> RunQueue::open(const std::string& where) {
                      " is in use by another `oe serve` of this root; stop it first, or serve "
                      "another --root (several servers share one queue through --store URL)");
   }
-  auto fail = [&](const Error& e) -> Result<std::unique_ptr<RunQueue>> {
-    ::close(fd);
-    return makeError("the run queue " + path.string() + " cannot be used: " + e.message +
-                     "; check its permissions and the disk");
-  };
-  auto db = sqlite::open(path);
+  auto db = sqlite::openStoreFile(path, kSchema, "run queue");
   if (!db) {
-    return fail(db.error());
-  }
-  if (auto wal = sqlite::useWal(db->get()); !wal) {
-    return fail(wal.error());
-  }
-  if (auto schema = sqlite::createSchema(db->get(), kSchema); !schema) {
-    return fail(schema.error());
+    ::close(fd);
+    return db.error();
   }
   return std::unique_ptr<RunQueue>(std::make_unique<SqliteQueue>(std::move(db).value(), path, fd));
 }

@@ -114,6 +114,16 @@ Result<std::optional<QueuedRun>> queuedEntry(RunQueue& queue, std::string_view i
   return match;
 }
 
+// Stamps and queues `entry`, and wakes the launcher to look at the queue now.
+Result<QueuedRun> enqueue(const ServiceContext& ctx, QueuedRun entry) {
+  entry.enqueued_ms = nowMs();
+  if (auto queued = ctx.queue->enqueue(entry); !queued) {
+    return std::move(queued).error();
+  }
+  ctx.launcher->wake();
+  return entry;
+}
+
 }  // namespace
 
 Result<QueuedRun> queueRun(const ServiceContext& ctx, const ExperienceAt& found, Json args,
@@ -125,13 +135,8 @@ Result<QueuedRun> queueRun(const ServiceContext& ctx, const ExperienceAt& found,
   entry.args = std::move(args);
   entry.options = std::move(options);
   entry.priority = priority;
-  entry.enqueued_ms = nowMs();
   entry.max_concurrent = maxConcurrentOf(found.dir);
-  if (auto queued = ctx.queue->enqueue(entry); !queued) {
-    return std::move(queued).error();
-  }
-  ctx.launcher->wake();
-  return entry;
+  return enqueue(ctx, std::move(entry));
 }
 
 namespace {
@@ -240,15 +245,10 @@ Result<QueuedRun> queueResume(const ServiceContext& ctx, const std::string& name
   entry.kind = "resume";
   entry.resume_of = run_id;
   entry.priority = priority;
-  entry.enqueued_ms = nowMs();
   if (auto dir = experienceDir(ctx.root, folder); dir) {
     entry.max_concurrent = maxConcurrentOf(*dir);
   }
-  if (auto queued = ctx.queue->enqueue(entry); !queued) {
-    return queued.error();
-  }
-  ctx.launcher->wake();
-  return entry;
+  return enqueue(ctx, std::move(entry));
 }
 
 namespace {

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "oe/common/hex.hpp"
+
 namespace oe::telemetry {
 namespace {
 
@@ -17,27 +19,14 @@ std::string_view trim(std::string_view text) {
   return text;
 }
 
-int hexDigit(char c) {
-  if (c >= '0' && c <= '9') {
-    return c - '0';
-  }
-  if (c >= 'a' && c <= 'f') {
-    return c - 'a' + 10;
-  }
-  if (c >= 'A' && c <= 'F') {
-    return c - 'A' + 10;
-  }
-  return -1;
-}
-
 // W3C Baggage-style percent-decoding; a '%' not followed by two hex digits stays as it is.
 std::string percentDecode(std::string_view text) {
   std::string out;
   out.reserve(text.size());
   for (size_t i = 0; i < text.size(); ++i) {
     if (text[i] == '%' && i + 2 < text.size()) {
-      const int hi = hexDigit(text[i + 1]);
-      const int lo = hexDigit(text[i + 2]);
+      const int hi = hexDigitValue(text[i + 1]);
+      const int lo = hexDigitValue(text[i + 2]);
       if (hi >= 0 && lo >= 0) {
         out += static_cast<char>(hi * 16 + lo);
         i += 2;

@@ -151,21 +151,9 @@ Result<std::unique_ptr<TriggerStore>> TriggerStore::open(const std::string& wher
 }
 
 Result<std::unique_ptr<TriggerStore>> openSqliteTriggerStore(const std::filesystem::path& path) {
-  std::error_code ec;
-  std::filesystem::create_directories(path.parent_path(), ec);
-  auto db = sqlite::open(path);
+  auto db = sqlite::openStoreFile(path, kTriggerSchema, "triggers");
   if (!db) {
     return db.error();
-  }
-  const auto fail = [&path](const Error& e) {
-    return makeError("the triggers file " + path.string() + " cannot be used: " + e.message +
-                     "; check its permissions and the disk");
-  };
-  if (auto wal = sqlite::useWal(db->get()); !wal) {
-    return fail(wal.error());
-  }
-  if (auto schema = sqlite::createSchema(db->get(), kTriggerSchema); !schema) {
-    return fail(schema.error());
   }
   return std::unique_ptr<TriggerStore>(
       std::make_unique<SqliteTriggerStore>(std::move(db).value(), path));

@@ -8,6 +8,7 @@
 #include <array>
 #include <cctype>
 
+#include "oe/common/hex.hpp"
 #include "oe/expr/state_path.hpp"
 #include "oe/expr/state_reader.hpp"
 #include "oe/secrets/resolve.hpp"
@@ -26,19 +27,6 @@ std::array<unsigned char, kDigestSize> hmacSha256(std::string_view key, std::str
   HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
        reinterpret_cast<const unsigned char*>(body.data()), body.size(), out.data(), &size);
   return out;
-}
-
-int hexValue(char c) {
-  if (c >= '0' && c <= '9') {
-    return c - '0';
-  }
-  if (c >= 'a' && c <= 'f') {
-    return c - 'a' + 10;
-  }
-  if (c >= 'A' && c <= 'F') {
-    return c - 'A' + 10;
-  }
-  return -1;
 }
 
 const std::string* header(const Headers& headers, std::string_view name) {
@@ -145,8 +133,8 @@ WebhookOutcome receiveWebhook(std::string_view experience, const spec::TriggerSp
   std::array<unsigned char, kDigestSize> sent{};
   bool well_formed = signature->size() == 7 + 2 * kDigestSize && signature->starts_with("sha256=");
   for (size_t i = 0; well_formed && i < kDigestSize; ++i) {
-    const int high = hexValue((*signature)[7 + 2 * i]);
-    const int low = hexValue((*signature)[8 + 2 * i]);
+    const int high = hexDigitValue((*signature)[7 + 2 * i]);
+    const int low = hexDigitValue((*signature)[8 + 2 * i]);
     well_formed = high >= 0 && low >= 0;
     sent[i] = static_cast<unsigned char>(high << 4 | low);
   }
