@@ -225,10 +225,12 @@ StatusOracle::StatusOracle(const ReadContext& context) {
 
 std::string StatusOracle::statusOf(const runs::RunRecord& record, const ExperienceRef& experience) {
   const std::string& status = record.status;
-  if (status == "success" || status == "partial") {
+  if (status == "success") {
     return "succeeded";
   }
-  if (status == "failed" || status == "interrupted" || status == "waiting" ||
+  // partial: some node failed and the run went on to its end. Neither a success (a dashboard or
+  // a filter would count it as one) nor a failure of the run.
+  if (status == "partial" || status == "failed" || status == "interrupted" || status == "waiting" ||
       status == "cancelled") {
     return status;
   }

@@ -6,7 +6,7 @@
 
 const TOKEN_KEY = "oe.token";
 const SVG_NS = "http://www.w3.org/2000/svg";
-const RUN_STATUSES = ["queued", "running", "waiting", "succeeded", "failed", "cancelled", "interrupted"];
+const RUN_STATUSES = ["queued", "running", "waiting", "succeeded", "partial", "failed", "cancelled", "interrupted"];
 const FINISHED = new Set(["succeeded", "failed", "partial", "cancelled", "interrupted", "waiting"]);
 
 // ---------------------------------------------------------------- DOM
@@ -563,8 +563,8 @@ async function loadOverview(box) {
 function runFields(run) {
   const started = toMs(pick(run, "started_at", "started", "created_at", "queued_at"));
   const finished = toMs(pick(run, "finished_at", "finished", "ended_at"));
-  // oe's "partial" (some node failed, the run went on) is listed as succeeded by the API;
-  // shown as partial, so a failure is not painted green.
+  // oe's "partial" (some node failed, the run went on) is the API's "partial" too; the engine's
+  // word is read as well, so a failure is never painted green.
   const engine = normStatus(pick(run, "engine_status"));
   const status = engine === "partial" ? "partial" : normStatus(pick(run, "status"));
   let duration = pick(run, "duration_ms");
