@@ -158,7 +158,10 @@ void addDashboardRoutes(httpd::Router& router) {
   });
   router.add("GET", "/assets/{path*}", httpd::Scope::kPublic, [](const httpd::Request& request) {
     const auto param = request.params.find("path");
-    const std::string_view path = param == request.params.end() ? "" : param->second;
+    // Both arms a view: with "" against a std::string the ternary made a temporary string, and
+    // the view outlived it (ASan: stack-use-after-scope).
+    const std::string_view path = param == request.params.end() ? std::string_view()
+                                                                 : std::string_view(param->second);
     const auto asset = find(path);
     return asset ? assetResponse(*asset, request.header("if-none-match")) : notFound(path);
   });
