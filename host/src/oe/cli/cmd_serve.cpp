@@ -3,6 +3,7 @@
 // stops taking requests and stops its runs so the next `oe serve` resumes them.
 #include <pthread.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <iostream>
@@ -124,12 +125,13 @@ int serve(const ServeArgs& a) {
     std::cerr << "oe: " << server.error().message << '\n';
     return kExitUsage;
   }
-  std::cout << "oe serve: listening on " << (*server)->url() << " (root " << root.string()
-            << (store.empty() ? std::string() : ", store " + pg::redact(store)) << ")" << std::endl;
+  service::say("listening on " + (*server)->url() + " (root " + root.string() +
+                   (store.empty() ? std::string() : ", store " + pg::redact(store)) + ")",
+               STDOUT_FILENO);
   int signal_number = 0;
   sigwait(&stop_signals, &signal_number);
-  std::cerr << "oe serve: " << (signal_number == SIGINT ? "SIGINT" : "SIGTERM")
-            << ": stopping; runs in progress are stopped and resumed by the next oe serve\n";
+  service::say(std::string(signal_number == SIGINT ? "SIGINT" : "SIGTERM") +
+               ": stopping; runs in progress are stopped and resumed by the next oe serve");
   (*server)->stop();
   (*triggers)->stop();
   (*launcher)->stop();

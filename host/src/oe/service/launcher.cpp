@@ -12,7 +12,6 @@
 #include <csignal>
 #include <cstring>
 #include <fstream>
-#include <iostream>
 #include <iterator>
 
 #include "oe/events/event_log.hpp"
@@ -140,7 +139,7 @@ Result<std::unique_ptr<Launcher>> Launcher::start(RunQueue& queue, LauncherOptio
 
 Launcher::~Launcher() { stop(); }
 
-void Launcher::say(const std::string& message) { std::cerr << "oe serve: " << message << '\n'; }
+void Launcher::say(const std::string& message) { service::say(message); }
 
 void Launcher::recover() {
   auto left = queue_.takeOverExpired(options_.owner, nowMs(), options_.lease.count());

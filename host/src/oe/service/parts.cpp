@@ -1,6 +1,5 @@
 #include "oe/service/parts.hpp"
 
-#include <iostream>
 #include <memory>
 #include <string>
 
@@ -53,7 +52,7 @@ std::vector<RouteRegistrar> standardParts(TriggerService& triggers,
         auto guard = mcp::PathGuard::create({context.root}, context.root);
         if (!guard) {
           // The root is canonical and exists (the command checked): not expected.
-          std::cerr << "oe serve: /mcp is not served: " << guard.error().message << '\n';
+          say("/mcp is not served: " + guard.error().message);
           return;
         }
         auto mcp_context =

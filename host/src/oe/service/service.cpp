@@ -2,7 +2,10 @@
 // names to --root, and finding a run by id among the experiences below it.
 #include "oe/service/service.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <system_error>
 
 #include "oe/mcp/path_guard.hpp"
@@ -13,6 +16,24 @@
 #include "oe/spec/workspace.hpp"
 
 namespace oe::service {
+
+void say(std::string_view line, int fd) {
+  std::string text = "oe serve: ";
+  text.append(line);
+  text.push_back('\n');
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    if (n <= 0) {
+      return;  // nowhere to report that the log itself cannot be written
+    }
+    done += static_cast<size_t>(n);
+  }
+}
+
 
 Result<void> checkExperienceName(std::string_view name) {
   if (name.empty()) {

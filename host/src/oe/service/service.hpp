@@ -30,6 +30,10 @@ struct ServiceContext {
 
 using RouteRegistrar = std::function<void(httpd::Router&, const ServiceContext&)>;
 
+// Writes "oe serve: <line>\n" to `fd` (stderr unless told) with a single write(2), so that the
+// lines the server's threads print never interleave in a log that takes both stdout and stderr.
+void say(std::string_view line, int fd = 2);
+
 // The service's own routes (GET /healthz, the run and approval routes) and then each registrar's.
 // `context` must outlive the router.
 httpd::Router buildRouter(const ServiceContext& context,

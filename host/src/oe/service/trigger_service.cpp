@@ -1,7 +1,6 @@
 #include "oe/service/trigger_service.hpp"
 
 #include <filesystem>
-#include <iostream>
 #include <vector>
 
 #include "oe/common/clock.hpp"
@@ -72,7 +71,7 @@ TriggerService::TriggerService(Key, const ServiceContext& context,
           std::vector<triggers::ScheduledTrigger>{}, *store_, clock_,
           [this](const triggers::Fire& fire) { onFire(fire); },
           triggers::SchedulerOptions{
-              .log = [](const std::string& line) { std::cerr << "oe serve: " << line << '\n'; }})),
+              .log = [](const std::string& line) { say(line); }})),
       rescan_every_(rescan_every) {}
 
 TriggerService::~TriggerService() { stop(); }
@@ -106,7 +105,7 @@ void TriggerService::rescan(bool force) {
     }
     auto schedules = triggers::schedulesOf(*loaded.experience);
     if (!schedules) {
-      std::cerr << "oe serve: " << schedules.error().message << " (its schedules are left out)\n";
+      say(schedules.error().message + " (its schedules are left out)");
       continue;
     }
     for (auto& schedule : *schedules) {
@@ -119,15 +118,15 @@ void TriggerService::rescan(bool force) {
 void TriggerService::onFire(const triggers::Fire& fire) {
   auto found = findExperience(context_.root, fire.experience);
   if (!found) {
-    std::cerr << "oe serve: " << fire.reason << ": " << found.error().message << '\n';
+    say(fire.reason + ": " + found.error().message);
     return;
   }
   auto queued = queueRun(context_, *found, fire.args, Json::object(), kDefaultPriority);
   if (!queued) {
-    std::cerr << "oe serve: " << fire.reason << ": " << queued.error().message << '\n';
+    say(fire.reason + ": " + queued.error().message);
     return;
   }
-  std::cerr << "oe serve: " << fire.reason << ": queued run " << queued->run_id << '\n';
+  say(fire.reason + ": queued run " + queued->run_id);
 }
 
 Response TriggerService::schedules() {
@@ -174,8 +173,8 @@ Response TriggerService::hook(const Request& request) {
     return httpd::jsonResponse(200, Json{{"status", "replayed"}, {"delivery", outcome.delivery_id}});
   }
   if (outcome.verdict != triggers::WebhookVerdict::kAccepted) {
-    std::cerr << "oe serve: webhook " << found->name << "/" << name << " from " << request.remote
-              << " refused: " << outcome.message << '\n';
+    say("webhook " + found->name + "/" + name + " from " + request.remote + " refused: " +
+        outcome.message);
     return httpd::problem(outcome.status(), "webhook-refused", "Webhook refused", outcome.message);
   }
   auto queued = queueRun(context_, *found, outcome.args, Json::object(), kDefaultPriority);
