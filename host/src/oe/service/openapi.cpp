@@ -204,7 +204,7 @@ std::vector<Operation> operations() {
   ops.push_back({"POST",
                  "/api/runs/{id}/resume",
                  Scope::kAdmin,
-                 "Queue `oe resume` of a failed, cancelled or interrupted run",
+                 "Queue `oe resume` of a failed, partial, cancelled or interrupted run",
                  "resumeRun",
                  Json::array(),
                  nullptr,

@@ -277,10 +277,10 @@ Response resumeRun(const ServiceContext& ctx, const Request& req) {
     return problem(404, "run-not-found", "No such run", located.error().message);
   }
   const auto& run = located->record;
-  if (run.status == "success" || run.status == "partial") {
-    return problem(
-        409, "run-succeeded", "Nothing to resume",
-        "run " + run.id + " ended " + run.status + "; start a new run with POST /api/runs");
+  // A partial run is resumed like a failed one: its failed nodes run again, what landed stays.
+  if (run.status == "success") {
+    return problem(409, "run-succeeded", "Nothing to resume",
+                   "run " + run.id + " succeeded; start a new run with POST /api/runs");
   }
   if (!run.finished() && runs::nowMs() - run.modified_ms < runs::kMaybeRunningMs) {
     // Not ours (not in the queue) and its log still moves: a terminal's `oe run`, perhaps.
