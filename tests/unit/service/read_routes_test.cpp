@@ -182,6 +182,38 @@ TEST_F(ReadRoutesTest, RunsListFiltersPagesAndPutsQueuedRunsFirst) {
   EXPECT_EQ(call("GET", "/api/runs?cursor=gone").status, 400);
 }
 
+// A run a later run resumed is no longer the one to act on: `resumed`, naming the later run,
+// so that status=failed (or waiting, interrupted) lists only what nobody took up yet.
+TEST_F(ReadRoutesTest, ARunThatALaterRunResumedIsResumedAndNamesIt) {
+  const fs::path greeter = root() / "greeter";
+  writeToolExperience(greeter, "greeter");
+  const std::string bad = run(greeter, R"({"fail":true})");
+  ASSERT_FALSE(bad.empty());
+  buildRouter();
+  EXPECT_EQ(json("GET", "/api/runs/" + bad)["status"], "failed");
+  ASSERT_EQ(json("GET", "/api/runs?status=failed")["runs"].size(), 1U);
+
+  writeText(greeter / "check.sh", "#!/bin/sh\ncat > /dev/null\necho '{\"state_delta\":{}}'\n");
+  const auto resumed = oe({"resume", bad, "--experience", greeter.string(), "--json"});
+  const Json summary = Json::parse(resumed.out, nullptr, false);
+  ASSERT_TRUE(summary.is_object() && summary.contains("run_id")) << resumed.out << resumed.err;
+  const std::string next = summary["run_id"];
+
+  const Json first = json("GET", "/api/runs/" + bad);
+  EXPECT_EQ(first["status"], "resumed");
+  EXPECT_EQ(first["engine_status"], "failed") << "the engine's word stays";
+  EXPECT_EQ(first["resumed_by"], next);
+  EXPECT_TRUE(json("GET", "/api/runs/" + next)["resumed_by"].is_null());
+  EXPECT_TRUE(json("GET", "/api/runs?status=failed")["runs"].empty());
+  const Json listed = json("GET", "/api/runs?status=resumed");
+  ASSERT_EQ(listed["runs"].size(), 1U) << listed.dump();
+  EXPECT_EQ(listed["runs"][0]["resumed_by"], next);
+  const Json succeeded = json("GET", "/api/runs?status=succeeded");
+  ASSERT_EQ(succeeded["runs"].size(), 1U) << succeeded.dump();
+  EXPECT_EQ(succeeded["runs"][0]["resumed_from"], bad);
+  EXPECT_EQ(call("GET", "/api/runs?status=partial").status, 200) << "partial is a status too";
+}
+
 TEST_F(ReadRoutesTest, OneRunByPrefixWithItsTimelineNodeDetailAndReport) {
   const fs::path greeter = root() / "greeter";
   writeToolExperience(greeter, "greeter");

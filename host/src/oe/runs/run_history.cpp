@@ -2,6 +2,7 @@
 #include "oe/runs/run_history.hpp"
 
 #include <sys/stat.h>
+#include <time.h>
 
 #include <algorithm>
 #include <cinttypes>
@@ -9,6 +10,7 @@
 #include <ctime>
 #include <fstream>
 #include <iostream>
+#include <mutex>
 #include <optional>
 #include <unordered_map>
 
@@ -166,49 +168,186 @@ Json RunRecord::toJson() const {
   return out;
 }
 
-std::vector<RunRecord> listRuns(const std::filesystem::path& runs_dir, bool details) {
-  std::vector<RunRecord> runs;
+namespace {
+
+// The record of the log at `path` whose stat is `st`.
+RunRecord readRecord(const std::filesystem::path& path, const struct stat& st, bool details) {
+  RunRecord run;
+  run.id = path.stem().string();
+  run.log = path;
+  run.size_bytes = static_cast<uint64_t>(st.st_size);
+  run.modified_ms = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000 +
+                    static_cast<int64_t>(st.st_mtim.tv_nsec / 1000000);
+  Json first = Json::parse(firstLine(path), nullptr, false);
+  if (first.is_object() && stringField(first, "type") == "run.started") {
+    run.started_at = stringField(first, "ts");
+    run.started_ms = parseIsoMs(run.started_at);
+    if (auto from = first.find("resumed_from"); from != first.end() && from->is_string()) {
+      run.resumed_from = from->get<std::string>();
+    }
+    if (auto chain = first.find("chain_id"); chain != first.end() && chain->is_string()) {
+      run.chain_id = chain->get<std::string>();
+    }
+    if (auto parent = first.find("parent_run_id"); parent != first.end() && parent->is_string()) {
+      run.parent_run_id = parent->get<std::string>();
+    }
+  }
+  if (run.started_ms < 0) {
+    run.started_ms = run.modified_ms;
+  }
+  if (details) {
+    readDetails(run);
+  }
+  return run;
+}
+
+// Calls `each(path, st)` for every regular `<runs_dir>/*.jsonl` that can be stat'ed.
+template <typename Each>
+void forEachLog(const std::filesystem::path& runs_dir, Each&& each) {
   std::error_code ec;
   for (std::filesystem::directory_iterator it(runs_dir, ec), end; !ec && it != end;
        it.increment(ec)) {
     const auto& path = it->path();
-    if (path.extension() != ".jsonl" || !it->is_regular_file(ec)) {
+    struct stat st {};
+    if (path.extension() != ".jsonl" || ::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
       continue;
     }
-    RunRecord run;
-    run.id = path.stem().string();
-    run.log = path;
-    struct stat st {};
-    if (::stat(path.c_str(), &st) == 0) {
-      run.size_bytes = static_cast<uint64_t>(st.st_size);
-      run.modified_ms = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000 +
-                        static_cast<int64_t>(st.st_mtim.tv_nsec / 1000000);
-    }
-    Json first = Json::parse(firstLine(path), nullptr, false);
-    if (first.is_object() && stringField(first, "type") == "run.started") {
-      run.started_at = stringField(first, "ts");
-      run.started_ms = parseIsoMs(run.started_at);
-      if (auto from = first.find("resumed_from"); from != first.end() && from->is_string()) {
-        run.resumed_from = from->get<std::string>();
-      }
-      if (auto chain = first.find("chain_id"); chain != first.end() && chain->is_string()) {
-        run.chain_id = chain->get<std::string>();
-      }
-      if (auto parent = first.find("parent_run_id"); parent != first.end() && parent->is_string()) {
-        run.parent_run_id = parent->get<std::string>();
-      }
-    }
-    if (run.started_ms < 0) {
-      run.started_ms = run.modified_ms;
-    }
-    if (details) {
-      readDetails(run);
-    }
-    runs.push_back(std::move(run));
+    each(path, st);
   }
+}
+
+// `run` as listRuns without details has it.
+RunRecord withoutDetails(const RunRecord& run) {
+  RunRecord out;
+  out.id = run.id;
+  out.log = run.log;
+  out.size_bytes = run.size_bytes;
+  out.modified_ms = run.modified_ms;
+  out.started_at = run.started_at;
+  out.started_ms = run.started_ms;
+  out.resumed_from = run.resumed_from;
+  out.chain_id = run.chain_id;
+  out.parent_run_id = run.parent_run_id;
+  return out;
+}
+
+void sortNewestFirst(std::vector<RunRecord>& runs) {
   std::sort(runs.begin(), runs.end(), [](const RunRecord& a, const RunRecord& b) {
     return a.started_ms != b.started_ms ? a.started_ms > b.started_ms : a.id > b.id;
   });
+}
+
+}  // namespace
+
+std::vector<RunRecord> listRuns(const std::filesystem::path& runs_dir, bool details) {
+  std::vector<RunRecord> runs;
+  forEachLog(runs_dir, [&](const std::filesystem::path& path, const struct stat& st) {
+    runs.push_back(readRecord(path, st, details));
+  });
+  sortNewestFirst(runs);
+  return runs;
+}
+
+namespace {
+
+int64_t nsOf(const struct timespec& t) {
+  return static_cast<int64_t>(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
+}
+
+}  // namespace
+
+RunListCache::Key RunListCache::keyOf(const struct stat& st) {
+  return Key{static_cast<uint64_t>(st.st_size), nsOf(st.st_mtim),
+             static_cast<uint64_t>(st.st_ino)};
+}
+
+std::vector<RunRecord> RunListCache::list(const std::filesystem::path& runs_dir, bool details) {
+  // The folder's own mtime first, before its names are read: a log created or removed after
+  // this point gives the folder a newer mtime, which the next call sees.
+  struct stat dir_st {};
+  if (::stat(runs_dir.c_str(), &dir_st) != 0 || !S_ISDIR(dir_st.st_mode)) {
+    std::lock_guard lock(mutex_);
+    folders_.erase(runs_dir);
+    return {};
+  }
+  const int64_t dir_mtime = nsOf(dir_st.st_mtim);
+  struct timespec now {};
+  ::clock_gettime(CLOCK_REALTIME, &now);
+  // A folder mtime within the last 2 s may be shared by a change still to come (timestamps are
+  // as coarse as the kernel's tick): such a listing is not trusted to stand for the next one.
+  constexpr int64_t kRacyNs = 2'000'000'000;
+  const bool settled = dir_mtime < nsOf(now) - kRacyNs;
+
+  std::vector<RunRecord> runs;
+  std::vector<std::pair<std::filesystem::path, struct stat>> stale;
+  uint64_t generation = 0;
+  const auto reuse = [&](const Entry& entry) {
+    runs.push_back(details || !entry.details ? entry.record : withoutDetails(entry.record));
+  };
+  {
+    std::lock_guard lock(mutex_);
+    Folder& folder = folders_[runs_dir];
+    if (folder.names_final && folder.dir_mtime_ns == dir_mtime) {
+      // The same names as last time. A finished run's log is final (nothing appends after
+      // run.finished), so only the others are looked at again.
+      for (auto& [name, entry] : folder.entries) {
+        if (entry.details && entry.record.finished()) {
+          reuse(entry);
+          continue;
+        }
+        const auto path = runs_dir / name;
+        struct stat st {};
+        if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+          continue;  // gone after all: the next listing (a new folder mtime) drops it
+        }
+        if (entry.key == keyOf(st) && (entry.details || !details)) {
+          reuse(entry);
+        } else {
+          stale.emplace_back(path, st);
+        }
+      }
+    } else {
+      ++folder.generation;
+      forEachLog(runs_dir, [&](const std::filesystem::path& path, const struct stat& st) {
+        auto [it, added] = folder.entries.try_emplace(path.filename().string());
+        Entry& entry = it->second;
+        entry.seen = folder.generation;
+        if (!added && entry.key == keyOf(st) && (entry.details || !details)) {
+          reuse(entry);
+        } else {
+          entry.key = Key{};  // read below; until then it matches no log
+          stale.emplace_back(path, st);
+        }
+      });
+      std::erase_if(folder.entries,
+                    [&](const auto& item) { return item.second.seen != folder.generation; });
+      folder.dir_mtime_ns = dir_mtime;
+      folder.names_final = settled;
+    }
+    generation = folder.generation;
+  }
+  // Read outside the lock: a folder of new logs must not hold up every other request.
+  std::vector<std::pair<std::string, Entry>> read;
+  read.reserve(stale.size());
+  for (const auto& [path, st] : stale) {
+    Entry entry{keyOf(st), details, readRecord(path, st, details), generation};
+    runs.push_back(entry.record);
+    read.emplace_back(path.filename().string(), std::move(entry));
+  }
+  if (!read.empty()) {
+    std::lock_guard lock(mutex_);
+    Folder& folder = folders_[runs_dir];
+    for (auto& [name, entry] : read) {
+      entry.seen = folder.generation;
+      folder.entries.insert_or_assign(std::move(name), std::move(entry));
+    }
+    if (folder.generation != generation) {
+      // Another call listed the folder meanwhile; what was read here may be of a log it saw
+      // go: the next call lists the names again.
+      folder.names_final = false;
+    }
+  }
+  sortNewestFirst(runs);
   return runs;
 }
 

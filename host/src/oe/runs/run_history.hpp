@@ -5,6 +5,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <map>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -13,6 +15,8 @@
 #include "oe/common/json.hpp"
 #include "oe/common/result.hpp"
 #include "oe/events/event_log.hpp"
+
+struct stat;
 
 namespace oe::runs {
 
@@ -56,6 +60,42 @@ struct RunRecord {
 // logs no node.started), failed = node.failed, cancelled = node.failed with "cancelled": true,
 // skipped = node.skipped. A missing folder is an empty list.
 std::vector<RunRecord> listRuns(const std::filesystem::path& runs_dir, bool details);
+
+// listRuns for a server that lists the same folders on every request. A log whose size, mtime
+// (ns) and inode are those of the last call is not read again (logs only grow), and while the
+// folder's own mtime is unchanged (and was settled, over 2 s old, when last listed: the
+// racy-timestamp rule git uses for its index) its names are not listed again and a finished
+// run's log (final: nothing appends after run.finished) is not even stat'ed. A new or deleted
+// log changes the folder's mtime, so it is seen at once. Thread-safe; logs are read outside
+// the lock.
+class RunListCache {
+ public:
+  std::vector<RunRecord> list(const std::filesystem::path& runs_dir, bool details);
+
+ private:
+  struct Key {
+    uint64_t size = 0;
+    int64_t mtime_ns = 0;
+    uint64_t inode = 0;
+    bool operator==(const Key&) const = default;
+  };
+  struct Entry {
+    Key key;
+    bool details = false;  // read with details (serves either kind of call)
+    RunRecord record;
+    uint64_t seen = 0;  // the folder's generation that last listed it
+  };
+  struct Folder {
+    std::map<std::string, Entry> entries;  // by file name
+    int64_t dir_mtime_ns = -1;
+    bool names_final = false;  // the names stand while dir_mtime_ns does
+    uint64_t generation = 0;   // full listings so far
+  };
+  static Key keyOf(const struct stat& st);
+
+  std::mutex mutex_;
+  std::map<std::filesystem::path, Folder> folders_;
+};
 
 // The run `oe inspect` / `oe resume` name: `last` picks the newest run; otherwise `id` is a run
 // id or a prefix of exactly one (an exact id wins over a longer id it prefixes). The error says

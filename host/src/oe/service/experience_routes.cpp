@@ -53,8 +53,8 @@ Json listJson(const ExperienceRef& ref) {
 }
 
 // The args of the experience's newest run that has run.started, or null.
-Json lastArgs(const ExperienceRef& ref) {
-  for (const auto& record : runs::listRuns(spec::workspaceDir(ref.yaml) / "runs", false)) {
+Json lastArgs(const ReadContext& context, const ExperienceRef& ref) {
+  for (const auto& record : runsOf(context, ref, /*details=*/false)) {
     if (record.started_at.empty() || !record.parent_run_id.empty()) {
       continue;
     }
@@ -112,7 +112,7 @@ Response experienceRoute(const ReadContext& context, const Request& request) {
     }
     edges.push_back(std::move(out));
   }
-  const Json last = lastArgs(*ref);
+  const Json last = lastArgs(context, *ref);
   Json schema = startFormSchema(model.raw, last.is_object() ? &last : nullptr);
   return httpd::jsonResponse(200, {{"name", model.name},
                                    {"path", ref->rel},
@@ -205,7 +205,7 @@ Response schemaRoute(const ReadContext& context, const Request& request) {
   if (!loaded.experience) {
     return invalid(*ref, loaded.diagnostics);
   }
-  const Json last = lastArgs(*ref);
+  const Json last = lastArgs(context, *ref);
   return httpd::jsonResponse(
       200, startFormSchema(loaded.experience->raw, last.is_object() ? &last : nullptr));
 }

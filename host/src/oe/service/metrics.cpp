@@ -203,7 +203,9 @@ std::string metricsText(const ReadContext& context, RunStatsCache& cache) {
       continue;
     }
     auto& sums = usage[experience.name];
-    for (const auto& record : runs::listRuns(runs_dir, /*details=*/true)) {
+    const auto records = runsOf(context, experience, /*details=*/true);
+    oracle.know(experience, records);
+    for (const auto& record : records) {
       ++by_status[{experience.name, oracle.statusOf(record, experience)}];
       const RunStats stats = cache.get(record.log);
       sums.tokens_in += stats.tokens_in;

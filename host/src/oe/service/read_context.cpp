@@ -107,6 +107,13 @@ std::vector<ExperienceRef> listExperiences(const ReadContext& context) {
   return fresh.list(context.root);
 }
 
+std::vector<runs::RunRecord> runsOf(const ReadContext& context, const ExperienceRef& experience,
+                                   bool details) {
+  const fs::path runs_dir = spec::workspaceDir(experience.yaml) / "runs";
+  return context.run_lists ? context.run_lists->list(runs_dir, details)
+                           : runs::listRuns(runs_dir, details);
+}
+
 std::vector<ExperienceRef> ExperienceIndex::list(const fs::path& root) {
   std::vector<ExperienceRef> found;
   std::error_code ec;
@@ -177,8 +184,7 @@ Found<RunRef> findRunUnderRoot(const ReadContext& context, std::string_view id) 
   std::vector<RunRef> matches;
   bool exact = false;
   for (auto& experience : listExperiences(context)) {
-    const fs::path runs_dir = spec::workspaceDir(experience.yaml) / "runs";
-    for (auto& record : runs::listRuns(runs_dir, /*details=*/false)) {
+    for (auto& record : runsOf(context, experience, /*details=*/false)) {
       if (record.id == id) {
         // An exact id wins over longer ids it prefixes, as runs::findRun has it.
         matches.clear();
@@ -217,16 +223,45 @@ Found<RunRef> findRunUnderRoot(const ReadContext& context, std::string_view id) 
   return std::move(matches.front());
 }
 
-StatusOracle::StatusOracle(const ReadContext& context) {
+StatusOracle::StatusOracle(const ReadContext& context) : context_(context) {
   if (context.queue) {
     queue_ = context.queue();
   }
+}
+
+void StatusOracle::know(const ExperienceRef& experience,
+                        const std::vector<runs::RunRecord>& runs) {
+  Resumers& resumers = resumers_[experience.yaml];
+  resumers.clear();
+  // Newest first: the first resumer seen of a run is its newest.
+  for (const auto& run : runs) {
+    if (!run.resumed_from.empty()) {
+      resumers.emplace(run.resumed_from, run.id);
+    }
+  }
+}
+
+const StatusOracle::Resumers& StatusOracle::resumersOf(const ExperienceRef& experience) {
+  if (resumers_.find(experience.yaml) == resumers_.end()) {
+    know(experience, runsOf(context_, experience, /*details=*/false));
+  }
+  return resumers_[experience.yaml];
+}
+
+std::string StatusOracle::resumedBy(const runs::RunRecord& record,
+                                    const ExperienceRef& experience) {
+  const Resumers& resumers = resumersOf(experience);
+  const auto it = resumers.find(record.id);
+  return it == resumers.end() ? std::string() : it->second;
 }
 
 std::string StatusOracle::statusOf(const runs::RunRecord& record, const ExperienceRef& experience) {
   const std::string& status = record.status;
   if (status == "success") {
     return "succeeded";
+  }
+  if (!resumedBy(record, experience).empty()) {
+    return "resumed";
   }
   // partial: some node failed and the run went on to its end. Neither a success (a dashboard or
   // a filter would count it as one) nor a failure of the run.

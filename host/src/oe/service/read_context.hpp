@@ -48,6 +48,9 @@ struct ReadContext {
   // What each experience.yaml under the root says, kept while the file is unchanged; made by
   // addReadRoutes when null.
   std::shared_ptr<ExperienceIndex> index;
+  // Each runs folder's records, a log read again only when it changed; made by addReadRoutes
+  // when null.
+  std::shared_ptr<runs::RunListCache> run_lists;
 };
 
 // An experience under the root: its name is the `name:` of its experience.yaml.
@@ -103,6 +106,10 @@ class ExperienceIndex {
 // context.index's list (a fresh index when it has none).
 [[nodiscard]] std::vector<ExperienceRef> listExperiences(const ReadContext& context);
 
+// The runs of `experience` (runs::listRuns: newest first), through context.run_lists when set.
+[[nodiscard]] std::vector<runs::RunRecord> runsOf(const ReadContext& context,
+                                                 const ExperienceRef& experience, bool details);
+
 // The experience named `name` (404 when none, 409 when two folders use that name).
 [[nodiscard]] Found<ExperienceRef> findExperience(const ReadContext& context,
                                                   std::string_view name);
@@ -118,21 +125,34 @@ struct RunRef {
 // ambiguous, 400 for an id that cannot be one. The log's real path must be under the root.
 [[nodiscard]] Found<RunRef> findRunUnderRoot(const ReadContext& context, std::string_view id);
 
-// A run's status in the API's words (docs/serve.md): succeeded (the engine's success and
-// partial), failed, interrupted, waiting; a log without run.finished is running when the queue
-// says so or a process holds the experience's state store for that run (a run started in a
-// terminal), else interrupted. Asks the queue once, and each store's lock once.
+// A run's status in the API's words (docs/serve.md): succeeded (the engine's success), partial,
+// failed, interrupted, waiting; a log without run.finished is running when the queue says so or
+// a process holds the experience's state store for that run (a run started in a terminal), else
+// interrupted. A run that did not succeed and that a later run of its chain resumed (`oe
+// resume`, an approval's continuation) is `resumed`: the question it parked on, or the work it
+// left, is the later run's now. Asks the queue once, each store's lock once and lists each
+// experience's runs once.
 class StatusOracle {
  public:
   explicit StatusOracle(const ReadContext& context);
   // `record.status` is the engine's (runs::listRuns with details, or the log's analysis).
   [[nodiscard]] std::string statusOf(const runs::RunRecord& record,
                                      const ExperienceRef& experience);
+  // The run that resumed `record` (the newest of them), or empty.
+  [[nodiscard]] std::string resumedBy(const runs::RunRecord& record,
+                                      const ExperienceRef& experience);
+  // `runs`: every run of `experience` (runsOf), when the caller has listed them already.
+  void know(const ExperienceRef& experience, const std::vector<runs::RunRecord>& runs);
   [[nodiscard]] const std::vector<QueueEntry>& queue() const { return queue_; }
 
  private:
+  using Resumers = std::map<std::string, std::string, std::less<>>;  // resumed_from -> run
+  const Resumers& resumersOf(const ExperienceRef& experience);
+
+  const ReadContext& context_;
   std::vector<QueueEntry> queue_;
   std::map<std::filesystem::path, std::string> holders_;  // yaml -> the run holding its store
+  std::map<std::filesystem::path, Resumers> resumers_;    // yaml -> its runs' resumers
 };
 
 // `limit` of a list (default 50, 1 to 500), or a 400 problem.

@@ -26,6 +26,9 @@ void addReadRoutes(httpd::Router& router, const ReadContext& context) {
   if (!shared->index) {
     shared->index = std::make_shared<ExperienceIndex>();
   }
+  if (!shared->run_lists) {
+    shared->run_lists = std::make_shared<runs::RunListCache>();
+  }
   auto hub = std::make_shared<LogHub>();
   auto stats = std::make_shared<RunStatsCache>();
   const std::shared_ptr<const ReadContext> read = shared;

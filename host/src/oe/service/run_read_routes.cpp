@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <string>
+#include <string_view>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -20,10 +22,11 @@ namespace fs = std::filesystem;
 using httpd::Request;
 using httpd::Response;
 
-constexpr const char* kStatuses[] = {"queued", "running",   "waiting",    "succeeded",
-                                     "failed", "cancelled", "interrupted"};
+constexpr const char* kStatuses[] = {"queued",  "running",   "waiting",     "succeeded", "partial",
+                                     "failed",  "cancelled", "interrupted", "resumed"};
 
 Json isoOrNull(const std::string& ts) { return ts.empty() ? Json() : Json(ts); }
+Json resumedByOrNull(const std::string& id) { return id.empty() ? Json() : Json(id); }
 
 Json usageJson(const RunStats& stats) {
   return {{"tokens_in", stats.tokens_in},
@@ -33,7 +36,7 @@ Json usageJson(const RunStats& stats) {
 
 // A run as the list shows it.
 Json runSummary(const runs::RunRecord& record, const ExperienceRef& experience,
-                const std::string& status, const RunStats& stats) {
+                const std::string& status, const std::string& resumed_by, const RunStats& stats) {
   Json out = {{"id", record.id},
               {"experience", experience.name},
               {"status", status},
@@ -53,6 +56,9 @@ Json runSummary(const runs::RunRecord& record, const ExperienceRef& experience,
   }
   if (!record.resumed_from.empty()) {
     out["resumed_from"] = record.resumed_from;
+  }
+  if (!resumed_by.empty()) {
+    out["resumed_by"] = resumed_by;
   }
   if (!record.parent_run_id.empty()) {
     out["parent_run_id"] = record.parent_run_id;
@@ -79,10 +85,13 @@ Response listRunsRoute(const ReadContext& context, RunStatsCache& cache, const R
   const auto status = request.queryParam("status");
   if (status &&
       std::find(std::begin(kStatuses), std::end(kStatuses), *status) == std::end(kStatuses)) {
-    return httpd::problem(400, "bad-status", "Unknown run status",
-                          "status=" + std::string(*status) +
-                              " is not a run status; use one of queued, running, waiting, "
-                              "succeeded, failed, cancelled, interrupted");
+    std::string known;
+    for (const char* name : kStatuses) {
+      known += (known.empty() ? "" : ", ") + std::string(name);
+    }
+    return httpd::problem(
+        400, "bad-status", "Unknown run status",
+        "status=" + std::string(*status) + " is not a run status; use one of " + known);
   }
   const auto experience_filter = request.queryParam("experience");
   const auto cursor = request.queryParam("cursor");
@@ -94,6 +103,7 @@ Response listRunsRoute(const ReadContext& context, RunStatsCache& cache, const R
     runs::RunRecord record;
     const ExperienceRef* experience = nullptr;
     std::string status;
+    std::string resumed_by;
   };
   StatusOracle oracle(context);
   const auto experiences = listExperiences(context);
@@ -107,10 +117,13 @@ Response listRunsRoute(const ReadContext& context, RunStatsCache& cache, const R
     if (!confinedTo(runs_dir, context.root)) {
       continue;
     }
-    for (auto& record : runs::listRuns(runs_dir, /*details=*/true)) {
+    auto records = runsOf(context, experience, /*details=*/true);
+    oracle.know(experience, records);
+    for (auto& record : records) {
       Row row;
       row.id = record.id;
       row.status = oracle.statusOf(record, experience);
+      row.resumed_by = oracle.resumedBy(record, experience);
       row.record = std::move(record);
       row.experience = &experience;
       logged.push_back(std::move(row));
@@ -121,9 +134,12 @@ Response listRunsRoute(const ReadContext& context, RunStatsCache& cache, const R
                                                       : a.id < b.id;
   });
   // Queued runs (no log yet) first, in the queue's order.
+  std::unordered_set<std::string_view> with_log;
+  for (const Row& row : logged) {
+    with_log.insert(row.id);
+  }
   for (const auto& entry : oracle.queue()) {
-    const bool has_log = std::any_of(logged.begin(), logged.end(),
-                                     [&entry](const Row& row) { return row.id == entry.id; });
+    const bool has_log = with_log.count(entry.id) != 0;
     if (has_log || (experience_filter && entry.experience != *experience_filter)) {
       continue;
     }
@@ -159,7 +175,7 @@ Response listRunsRoute(const ReadContext& context, RunStatsCache& cache, const R
     const Row& row = rows[i];
     out_rows.push_back(row.queued != nullptr ? queuedSummary(*row.queued)
                                              : runSummary(row.record, *row.experience, row.status,
-                                                          cache.get(row.record.log)));
+                                                          row.resumed_by, cache.get(row.record.log)));
   }
   Json body = {{"runs", std::move(out_rows)}};
   if (i < rows.size()) {
@@ -263,6 +279,7 @@ Response runRoute(const ReadContext& context, const Request& request) {
   Json body = {{"id", run->ref.record.id},
                {"experience", run->ref.experience.name},
                {"status", oracle.statusOf(run->ref.record, run->ref.experience)},
+               {"resumed_by", resumedByOrNull(oracle.resumedBy(run->ref.record, run->ref.experience))},
                {"engine_status", model.status},
                {"reason", model.reason.empty() ? Json() : Json(model.reason)},
                {"started_at", ts(model.started_event)},

@@ -6,8 +6,8 @@
 
 const TOKEN_KEY = "oe.token";
 const SVG_NS = "http://www.w3.org/2000/svg";
-const RUN_STATUSES = ["queued", "running", "waiting", "succeeded", "partial", "failed", "cancelled", "interrupted"];
-const FINISHED = new Set(["succeeded", "failed", "partial", "cancelled", "interrupted", "waiting"]);
+const RUN_STATUSES = ["queued", "running", "waiting", "succeeded", "partial", "failed", "cancelled", "interrupted", "resumed"];
+const FINISHED = new Set(["succeeded", "failed", "partial", "cancelled", "interrupted", "waiting", "resumed"]);
 
 // ---------------------------------------------------------------- DOM
 
@@ -566,7 +566,8 @@ function runFields(run) {
   // oe's "partial" (some node failed, the run went on) is the API's "partial" too; the engine's
   // word is read as well, so a failure is never painted green.
   const engine = normStatus(pick(run, "engine_status"));
-  const status = engine === "partial" ? "partial" : normStatus(pick(run, "status"));
+  const api = normStatus(pick(run, "status"));
+  const status = engine === "partial" && api !== "resumed" ? "partial" : api;
   let duration = pick(run, "duration_ms");
   if (duration === undefined && started !== undefined) {
     duration = (finished ?? (FINISHED.has(status) ? undefined : Date.now())) - started;
