@@ -23,7 +23,8 @@ class PgGcChosenRuns : public ::testing::Test {
     conn_ = std::move(conn).value();
     // Scope "exp": a finished (kept), b interrupted (the one deleted), c a resume of b that is
     // still running (b's chain, the scope's taker), d failed on a chain of its own. Scope
-    // "other" has a run of its own.
+    // "other" has a run of its own. The chain run-gone has a mark and no run left (oe gc would
+    // prune it; a DELETE of another run does not look at it).
     exec(
         "INSERT INTO oe_runs (run_id, scope, chain_id, resumed_from, status, started_at) VALUES "
         "('run-a', 'exp', 'run-a', NULL, 'success', now() - interval '4 min'), "
@@ -64,7 +65,8 @@ class PgGcChosenRuns : public ::testing::Test {
     exec(
         "INSERT INTO oe_landed_writes (scope, chain_id, write_key, run_id) VALUES "
         "('exp', 'run-a', 't', 'run-a'), ('exp', 'run-b', 't', 'run-b'), "
-        "('exp', 'run-b', 'u', 'run-c'), ('exp', 'run-d', 't', 'run-d')");
+        "('exp', 'run-b', 'u', 'run-c'), ('exp', 'run-d', 't', 'run-d'), "
+        "('exp', 'run-gone', 't', 'run-gone')");
   }
 
   void exec(const std::string& sql) {
@@ -117,14 +119,16 @@ TEST_F(PgGcChosenRuns, RemovesExactlyTheRunWhileAnotherOfItsChainRuns) {
       << "the snapshot is not touched";
   EXPECT_EQ(count("SELECT count(*) FROM oe_state_writes WHERE run_id = 'run-c'"), 1);
   EXPECT_EQ(count("SELECT count(*) FROM oe_landed_writes WHERE chain_id = 'run-b'"), 2);
-  EXPECT_EQ(count("SELECT count(*) FROM oe_landed_writes"), 4);
+  EXPECT_EQ(count("SELECT count(*) FROM oe_landed_writes"), 5);
 
-  // d's chain has no other run: its mark goes with it, and chain a's stays.
+  // d's chain has no other run: its mark goes with it; chain a's stays, and so does run-gone's
+  // (not d's chain).
   const GcReport second = prune({"run-d"});
   EXPECT_EQ(second.removed, std::vector<std::string>{"run-d"});
   EXPECT_EQ(second.landed_marks, 1);
   EXPECT_EQ(count("SELECT count(*) FROM oe_landed_writes WHERE chain_id = 'run-d'"), 0);
-  EXPECT_EQ(count("SELECT count(*) FROM oe_landed_writes"), 3);
+  EXPECT_EQ(count("SELECT count(*) FROM oe_landed_writes WHERE chain_id = 'run-gone'"), 1);
+  EXPECT_EQ(count("SELECT count(*) FROM oe_landed_writes"), 4);
 }
 
 TEST_F(PgGcChosenRuns, AnIdOfAnotherScopeOrNoneRemovesNothing) {
