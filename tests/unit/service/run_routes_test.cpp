@@ -359,6 +359,60 @@ TEST_P(ServiceTest, DeleteRefusesARunThatIsQueuedOrRunningAndTakesAFinishedOneBe
   EXPECT_EQ(call("DELETE", "/api/runs/" + id).status, 200);
 }
 
+// A run started outside the server (a terminal's `oe run`) is not in the queue. While it runs a
+// DELETE is refused on both stores. Once it was killed, the stores differ: the SQLite files
+// cannot tell a dead run from a live one whose log moved in the last ten minutes (still 409);
+// on PostgreSQL the scope's lock went with the killed coordinator's session, so the run is
+// known dead and deleted under that lock.
+TEST_P(ServiceTest, DeleteOfARunStartedOutsideTheServerWaitsForItToBeKnownDead) {
+  const auto exp = experience("outside", blockingTool(root_ / "mark"));
+  start();
+  const std::string id = events::newRunId();
+  prockit::SpawnRequest request;
+  request.argv = {OE_EXE, "run", exp.string(), "--json", "--run-id", id};
+  if (onPg()) {
+    request.argv.insert(request.argv.end(), {"--store", store_});
+  }
+  request.path = OE_EXE;
+  request.cwd = exp.string();
+  prockit::UniqueFd null_fd(::open("/dev/null", O_RDWR | O_CLOEXEC));
+  request.fds = {{null_fd.get(), 0}, {null_fd.get(), 1}, {null_fd.get(), 2}};
+  auto child = prockit::spawnChild(request);
+  ASSERT_TRUE(child);
+  ASSERT_TRUE(waitUntil([&] { return std::filesystem::exists(root_ / "mark"); }));
+
+  const auto live = call("DELETE", "/api/runs/" + id);
+  EXPECT_EQ(live.status, 409) << live.body;
+  EXPECT_EQ(bodyOf(live)["type"], "https://oe.dev/problems/run-maybe-running") << live.body;
+  if (onPg()) {
+    EXPECT_NE(bodyOf(live).value("detail", "").find("held by run " + id), std::string::npos)
+        << live.body;
+  }
+  ::kill(-child->pid, SIGKILL);
+  (void)prockit::reapChild(child->pid);
+  EXPECT_TRUE(std::filesystem::exists(exp / ".openexpertise" / "runs" / (id + ".jsonl")));
+
+  if (!onPg()) {
+    const auto dead = call("DELETE", "/api/runs/" + id);
+    EXPECT_EQ(dead.status, 409) << dead.body;
+    EXPECT_NE(bodyOf(dead).value("detail", "").find("last 10 minutes"), std::string::npos)
+        << dead.body;
+    return;
+  }
+  EXPECT_EQ(storeCount("SELECT count(*) FROM oe_runs WHERE run_id = $1 AND status = 'running'",
+                       {id}),
+            1);
+  // The server drops the killed session's lock once it notices the connection closed.
+  httpd::Response dead;
+  EXPECT_TRUE(waitUntil([&] {
+    dead = call("DELETE", "/api/runs/" + id);
+    return dead.status != 409;
+  }));
+  EXPECT_EQ(dead.status, 200) << dead.body;
+  EXPECT_EQ(storeCount("SELECT count(*) FROM oe_runs WHERE run_id = $1", {id}), 0);
+  EXPECT_FALSE(std::filesystem::exists(exp / ".openexpertise" / "runs" / (id + ".jsonl")));
+}
+
 TEST_P(ServiceTest, ExperienceLimitKeepsASecondRunOfItQueued) {
   const auto slow =
       experience("slow", blockingTool(root_ / "mark"), "runtime: { max_concurrent_runs: 1 }\n");
