@@ -53,7 +53,11 @@ struct GcReport {
 // one, the marks of a chain a kept run belongs to, read in the same transaction: a run's row is
 // in oe_runs before its first write). The scope's row in oe_scopes is held in share mode for the
 // transaction, so a run that takes the scope meanwhile waits for it rather than start between the
-// list of kept runs and the deletes (see pruneScope's body for what is left).
+// list of kept runs and the deletes (see pruneScope's body for what is left). Two things this
+// does not cover, as `oe gc` under the lock does not: a cache entry a removed run alone wrote
+// goes even while a running run replays it (last_used_run is written at a run's end; that run
+// has the output already, later reuse is lost), and an `oe resume` of a removed run that looked
+// it up before the transaction continues its chain without the marks that went.
 Result<GcReport> pruneScope(pg::Connection& conn, const std::string& scope,
                             const GcPolicy& policy);
 
