@@ -2,7 +2,10 @@
 // Router, a real queue file, a real launcher running the built oe (OE_EXE) on experiences with
 // shell tools. Covers POST /api/runs (its checks and a run under the id it answered), cancel of
 // a queued and of a running run, resume, DELETE, the approvals, and what a new server does with
-// the runs a dead one left (requeued, watched, or resumed).
+// the runs a dead one left (requeued, watched, or resumed). Each runs on both stores: the
+// experiences' SQLite files and a PostgreSQL store (a fresh database of the test cluster), where
+// the queue is oe_run_queue, the children run with --store (they still write their local log,
+// which the tests read) and DELETE removes the run's rows from the store.
 #include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
@@ -56,10 +59,43 @@ Json eventOf(const std::vector<Json>& log, const std::string& type) {
   return nullptr;
 }
 
-class ServiceTest : public ::testing::Test {
+// A tool that blocks, as blockingTool does, when the run's args hold "hold":true, and answers at
+// once otherwise: runs of one experience that finish beside one that runs.
+std::string holdingTool(const std::filesystem::path& mark) {
+  return "#!/bin/sh\ninput=$(cat)\ncase \"$input\" in *'\"hold\":true'*) : > '" + mark.string() +
+         "'; while kill -0 $PPID 2>/dev/null; do sleep 0.1; done; exit 1;; esac\n"
+         "printf '{\"state_delta\":{\"done\":true}}\\n'\n";
+}
+
+// Parameterized by the store: "sqlite" (each experience's files, the queue in queue.db) or
+// "postgresql" (--store: a database of its own on the test cluster).
+class ServiceTest : public ::testing::TestWithParam<std::string> {
  protected:
-  void SetUp() override { root_ = std::filesystem::canonical(dir_.path()); }
-  void TearDown() override { launcher_.reset(); }
+  void SetUp() override {
+    root_ = std::filesystem::canonical(dir_.path());
+    if (onPg()) {
+      db_ = std::make_unique<oe::test::PgTestDb>();
+      store_ = db_->url();
+    }
+  }
+  void TearDown() override {
+    launcher_.reset();
+    queue_.reset();
+  }
+
+  [[nodiscard]] bool onPg() const { return GetParam() == "postgresql"; }
+
+  // The first column of the first row of `sql` on the store (PostgreSQL only), as a number.
+  int64_t storeCount(const std::string& sql, const std::vector<pg::Param>& params = {}) {
+    auto conn = pg::Connection::open(store_);
+    EXPECT_TRUE(conn) << conn.error().message;
+    if (!conn) {
+      return -1;
+    }
+    auto rows = (*conn)->exec(sql, params);
+    EXPECT_TRUE(rows) << sql << ": " << rows.error().message;
+    return rows && rows->size() > 0 ? rows->int64(0, 0) : -1;
+  }
 
   // An experience folder `name` with one tool node running `tool` (shell text).
   std::filesystem::path experience(const std::string& name, std::string_view tool,
@@ -77,9 +113,15 @@ class ServiceTest : public ::testing::Test {
     return sub;
   }
 
-  void start(ClaimLimits limits = {4, 4}, const std::string& store = "") {
+  // The queue's place: the store, else the root's queue.db.
+  [[nodiscard]] std::string queueWhere() const {
+    return store_.empty() ? RunQueue::defaultPath(root_).string() : store_;
+  }
+
+  void start(ClaimLimits limits = {4, 4}) {
+    const std::string& store = store_;
     if (!queue_) {
-      auto q = RunQueue::open(store.empty() ? RunQueue::defaultPath(root_).string() : store);
+      auto q = RunQueue::open(queueWhere());
       ASSERT_TRUE(q) << q.error().message;
       queue_ = std::move(q).value();
     }
@@ -134,13 +176,15 @@ class ServiceTest : public ::testing::Test {
 
   oe::test::TempDir dir_;
   std::filesystem::path root_;
+  std::unique_ptr<oe::test::PgTestDb> db_;  // onPg(): outlives the queue and the launcher
+  std::string store_;                       // onPg(): its URL
   std::unique_ptr<RunQueue> queue_;
   std::unique_ptr<Launcher> launcher_;
   ServiceContext context_;
   httpd::Router router_;
 };
 
-TEST_F(ServiceTest, PostRunChecksItsBodyAndTheRunKeepsTheIdItWasQueuedUnder) {
+TEST_P(ServiceTest, PostRunChecksItsBodyAndTheRunKeepsTheIdItWasQueuedUnder) {
   const auto hello = experience("hello", kQuickTool);
   std::filesystem::create_directories(root_ / "team");
   experience("team/review", kQuickTool);
@@ -186,6 +230,16 @@ TEST_F(ServiceTest, PostRunChecksItsBodyAndTheRunKeepsTheIdItWasQueuedUnder) {
   // The child's --json summary went to its own file, not to the server's stderr.
   EXPECT_NE(oe::test::readFile(childLogPath(root_, id)).find("\"run_id\": \"" + id + "\""),
             std::string::npos);
+  if (onPg()) {
+    // The queue is the store's table, and the child ran on the store: its record and its lines
+    // are there (beside the local log it still writes).
+    EXPECT_EQ(storeCount("SELECT count(*) FROM oe_runs WHERE run_id = $1 AND status = 'success'",
+                         {id}),
+              1);
+    EXPECT_GT(storeCount("SELECT count(*) FROM oe_events WHERE run_id = $1", {id}), 0);
+    EXPECT_EQ(storeCount("SELECT count(*) FROM oe_run_queue"), 0);
+    EXPECT_FALSE(std::filesystem::exists(RunQueue::defaultPath(root_)));
+  }
 
   // By folder below the root, and by `name:` when only one experience has it.
   const std::string nested = postRun(R"({"experience":"team/review"})");
@@ -196,7 +250,7 @@ TEST_F(ServiceTest, PostRunChecksItsBodyAndTheRunKeepsTheIdItWasQueuedUnder) {
   EXPECT_TRUE(logHas(root_ / "team/review", by_name, "run.finished"));
 }
 
-TEST_F(ServiceTest, CancelRemovesAQueuedRunAndStopsARunningOneWhichResumesAndDeletes) {
+TEST_P(ServiceTest, CancelRemovesAQueuedRunAndStopsARunningOneWhichResumesAndDeletes) {
   const auto slow = experience("slow", blockingTool(root_ / "slow-mark"));
   experience("quick", kQuickTool);
   start({1, 1});  // one run at a time: the second waits in the queue
@@ -239,27 +293,127 @@ TEST_F(ServiceTest, CancelRemovesAQueuedRunAndStopsARunningOneWhichResumesAndDel
   const auto twice = call("POST", "/api/runs/" + next + "/resume");
   EXPECT_EQ(twice.status, 409) << "a run that succeeded has nothing to resume: " << twice.body;
 
-  // DELETE: the finished run's log goes; an unknown id is a 404.
-  const auto deleted = call("DELETE", "/api/runs/" + running);
+  // DELETE: the finished run's log and output file go; an unknown id is a 404.
+  const auto deleted = call("DELETE", "/api/runs/" + running.substr(0, 13));
   EXPECT_EQ(deleted.status, 200) << deleted.body;
+  EXPECT_EQ(bodyOf(deleted)["id"], running);
+  EXPECT_GT(bodyOf(deleted).value("bytes_freed", 0), 0);
   EXPECT_FALSE(std::filesystem::exists(slow / ".openexpertise" / "runs" / (running + ".jsonl")));
+  EXPECT_FALSE(std::filesystem::exists(childLogPath(root_, running)));
+  EXPECT_TRUE(std::filesystem::exists(slow / ".openexpertise" / "runs" / (next + ".jsonl")));
+  if (onPg()) {
+    // Its rows went from the store; the resume of its chain, and the chain's marks it landed,
+    // stay.
+    EXPECT_EQ(storeCount("SELECT count(*) FROM oe_runs WHERE run_id = $1", {running}), 0);
+    EXPECT_EQ(storeCount("SELECT count(*) FROM oe_events WHERE run_id = $1", {running}), 0);
+    EXPECT_EQ(storeCount("SELECT count(*) FROM oe_runs WHERE run_id = $1", {next}), 1);
+    EXPECT_GT(storeCount("SELECT count(*) FROM oe_events WHERE run_id = $1", {next}), 0);
+    EXPECT_GT(storeCount("SELECT count(*) FROM oe_landed_writes WHERE chain_id = $1", {running}),
+              0);
+  }
   EXPECT_EQ(call("DELETE", "/api/runs/" + running).status, 404);
   EXPECT_EQ(call("POST", "/api/runs/00000000-dead/cancel").status, 404);
 }
 
-TEST_F(ServiceTest, DeleteRefusesARunThatIsQueuedOrRunning) {
-  const auto slow = experience("slow", blockingTool(root_ / "mark"));
+// A finished run is deleted while another run of its experience runs (on PostgreSQL without the
+// scope's lock, which the running one holds): the running one, its rows and the state stay. The
+// running one is refused (409), and so is one still queued.
+TEST_P(ServiceTest, DeleteRefusesARunThatIsQueuedOrRunningAndTakesAFinishedOneBesideIt) {
+  const auto exp = experience("hold", holdingTool(root_ / "mark"));
+  experience("quick", kQuickTool);
   start({1, 1});
-  const std::string id = postRun(R"({"experience":"slow"})");
+  const std::string finished = postRun(R"({"experience":"hold"})");
+  ASSERT_TRUE(launcher_->waitGone(finished, kRunTimeout));
+  ASSERT_EQ(eventOf(logOf(exp, finished), "run.finished")["status"], "success");
+  const std::string id = postRun(R"({"experience":"hold","args":{"hold":true}})");
   ASSERT_TRUE(waitUntil([&] { return std::filesystem::exists(root_ / "mark"); }));
+  const std::string queued = postRun(R"({"experience":"quick"})");
+
   const auto r = call("DELETE", "/api/runs/" + id);
   EXPECT_EQ(r.status, 409) << r.body;
   EXPECT_NE(bodyOf(r).value("detail", "").find("/cancel"), std::string::npos) << r.body;
+  const auto q = call("DELETE", "/api/runs/" + queued);
+  EXPECT_EQ(q.status, 409) << q.body;
+  EXPECT_NE(bodyOf(q).value("detail", "").find("queued"), std::string::npos) << q.body;
+
+  const auto d = call("DELETE", "/api/runs/" + finished);
+  EXPECT_EQ(d.status, 200) << d.body;
+  EXPECT_FALSE(std::filesystem::exists(exp / ".openexpertise" / "runs" / (finished + ".jsonl")));
+  if (onPg()) {
+    EXPECT_EQ(storeCount("SELECT count(*) FROM oe_runs WHERE run_id = $1", {finished}), 0);
+    EXPECT_EQ(storeCount("SELECT count(*) FROM oe_runs WHERE run_id = $1 AND status = 'running'",
+                         {id}),
+              1);
+    // The snapshot keeps what the deleted run wrote, and its history row, the field's newest.
+    EXPECT_EQ(storeCount("SELECT count(*) FROM oe_state_snapshot WHERE field = 'done' AND "
+                         "value = 'true'"),
+              1);
+    EXPECT_EQ(storeCount("SELECT count(*) FROM oe_state_history WHERE run_id = $1", {finished}),
+              1);
+  }
+  EXPECT_EQ(launcher_->childPid(id) > 0, true) << "the running run goes on";
   EXPECT_EQ(call("POST", "/api/runs/" + id + "/cancel").status, 202);
   ASSERT_TRUE(launcher_->waitGone(id, kRunTimeout));
+  EXPECT_EQ(eventOf(logOf(exp, id), "run.finished")["status"], "interrupted");
+  ASSERT_TRUE(launcher_->waitGone(queued, kRunTimeout));
+  EXPECT_EQ(call("DELETE", "/api/runs/" + id).status, 200);
 }
 
-TEST_F(ServiceTest, ExperienceLimitKeepsASecondRunOfItQueued) {
+// A run started outside the server (a terminal's `oe run`) is not in the queue. While it runs a
+// DELETE is refused on both stores. Once it was killed, the stores differ: the SQLite files
+// cannot tell a dead run from a live one whose log moved in the last ten minutes (still 409);
+// on PostgreSQL the scope's lock went with the killed coordinator's session, so the run is
+// known dead and deleted under that lock.
+TEST_P(ServiceTest, DeleteOfARunStartedOutsideTheServerWaitsForItToBeKnownDead) {
+  const auto exp = experience("outside", blockingTool(root_ / "mark"));
+  start();
+  const std::string id = events::newRunId();
+  prockit::SpawnRequest request;
+  request.argv = {OE_EXE, "run", exp.string(), "--json", "--run-id", id};
+  if (onPg()) {
+    request.argv.insert(request.argv.end(), {"--store", store_});
+  }
+  request.path = OE_EXE;
+  request.cwd = exp.string();
+  prockit::UniqueFd null_fd(::open("/dev/null", O_RDWR | O_CLOEXEC));
+  request.fds = {{null_fd.get(), 0}, {null_fd.get(), 1}, {null_fd.get(), 2}};
+  auto child = prockit::spawnChild(request);
+  ASSERT_TRUE(child);
+  ASSERT_TRUE(waitUntil([&] { return std::filesystem::exists(root_ / "mark"); }));
+
+  const auto live = call("DELETE", "/api/runs/" + id);
+  EXPECT_EQ(live.status, 409) << live.body;
+  EXPECT_EQ(bodyOf(live)["type"], "https://oe.dev/problems/run-maybe-running") << live.body;
+  if (onPg()) {
+    EXPECT_NE(bodyOf(live).value("detail", "").find("held by run " + id), std::string::npos)
+        << live.body;
+  }
+  ::kill(-child->pid, SIGKILL);
+  (void)prockit::reapChild(child->pid);
+  EXPECT_TRUE(std::filesystem::exists(exp / ".openexpertise" / "runs" / (id + ".jsonl")));
+
+  if (!onPg()) {
+    const auto dead = call("DELETE", "/api/runs/" + id);
+    EXPECT_EQ(dead.status, 409) << dead.body;
+    EXPECT_NE(bodyOf(dead).value("detail", "").find("last 10 minutes"), std::string::npos)
+        << dead.body;
+    return;
+  }
+  EXPECT_EQ(storeCount("SELECT count(*) FROM oe_runs WHERE run_id = $1 AND status = 'running'",
+                       {id}),
+            1);
+  // The server drops the killed session's lock once it notices the connection closed.
+  httpd::Response dead;
+  EXPECT_TRUE(waitUntil([&] {
+    dead = call("DELETE", "/api/runs/" + id);
+    return dead.status != 409;
+  }));
+  EXPECT_EQ(dead.status, 200) << dead.body;
+  EXPECT_EQ(storeCount("SELECT count(*) FROM oe_runs WHERE run_id = $1", {id}), 0);
+  EXPECT_FALSE(std::filesystem::exists(exp / ".openexpertise" / "runs" / (id + ".jsonl")));
+}
+
+TEST_P(ServiceTest, ExperienceLimitKeepsASecondRunOfItQueued) {
   const auto slow =
       experience("slow", blockingTool(root_ / "mark"), "runtime: { max_concurrent_runs: 1 }\n");
   experience("other", kQuickTool);
@@ -283,12 +437,12 @@ TEST_F(ServiceTest, ExperienceLimitKeepsASecondRunOfItQueued) {
 // A server that died (kill -9) leaves queue rows "running" under its owner. The next one on the
 // same root: a row whose child never started runs as asked under the same id; a row whose
 // child died too is resumed; a row whose child still runs is watched (and can be cancelled).
-TEST_F(ServiceTest, ANewServerRequeuesResumesOrWatchesWhatADeadOneLeftRunning) {
+TEST_P(ServiceTest, ANewServerRequeuesResumesOrWatchesWhatADeadOneLeftRunning) {
   const auto never = experience("never", kQuickTool);
   const auto killed = experience("killed", blockingTool(root_ / "killed-mark"));
   const auto alive = experience("alive", blockingTool(root_ / "alive-mark"));
   {
-    auto q = RunQueue::open(RunQueue::defaultPath(root_).string());
+    auto q = RunQueue::open(queueWhere());
     ASSERT_TRUE(q);
     queue_ = std::move(q).value();
   }
@@ -305,6 +459,9 @@ TEST_F(ServiceTest, ANewServerRequeuesResumesOrWatchesWhatADeadOneLeftRunning) {
   const auto spawnRun = [&](const std::filesystem::path& exp, const std::string& id) {
     prockit::SpawnRequest request;
     request.argv = {OE_EXE, "run", exp.string(), "--json", "--run-id", id};
+    if (onPg()) {
+      request.argv.insert(request.argv.end(), {"--store", store_});
+    }
     request.path = OE_EXE;
     request.cwd = exp.string();
     prockit::UniqueFd null_fd(::open("/dev/null", O_RDWR | O_CLOEXEC));
@@ -332,6 +489,24 @@ TEST_F(ServiceTest, ANewServerRequeuesResumesOrWatchesWhatADeadOneLeftRunning) {
   (void)prockit::reapChild(killed_pid);
 
   start();
+  if (onPg()) {
+    // A shared store: the rows are another server's until its lease runs out (it may be alive
+    // on another machine). Nothing is taken over yet; once the leases have run out, a server
+    // takes them.
+    auto listed = queue_->list();
+    ASSERT_TRUE(listed);
+    ASSERT_EQ(listed->size(), 3U);
+    for (const auto& e : *listed) {
+      EXPECT_EQ(e.owner, dead_owner) << e.run_id;
+      EXPECT_EQ(e.state, "running") << e.run_id;
+    }
+    EXPECT_EQ(launcher_->childPid(alive_id), 0);
+    launcher_.reset();
+    EXPECT_EQ(storeCount("WITH u AS (UPDATE oe_run_queue SET lease_until_ms = 1 RETURNING 1) "
+                         "SELECT count(*) FROM u"),
+              3);
+    start();
+  }
   // The run whose child never began: run as asked, under its id.
   ASSERT_TRUE(launcher_->waitGone(never_id, kRunTimeout));
   EXPECT_EQ(eventOf(logOf(never, never_id), "run.finished")["status"], "success");
@@ -364,7 +539,7 @@ TEST_F(ServiceTest, ANewServerRequeuesResumesOrWatchesWhatADeadOneLeftRunning) {
 
 // Stopping the server (SIGTERM to `oe serve`) stops its children, which record an interrupted
 // run; the next server resumes them.
-TEST_F(ServiceTest, AServerThatStopsLeavesItsRunsToBeResumedByTheNext) {
+TEST_P(ServiceTest, AServerThatStopsLeavesItsRunsToBeResumedByTheNext) {
   const auto slow = experience("slow", blockingTool(root_ / "mark"));
   start();
   const std::string id = postRun(R"({"experience":"slow"})");
@@ -383,7 +558,7 @@ TEST_F(ServiceTest, AServerThatStopsLeavesItsRunsToBeResumedByTheNext) {
   EXPECT_EQ(eventOf(logOf(slow, next), "run.finished")["status"], "success");
 }
 
-TEST_F(ServiceTest, AnApprovalIsListedDecidedOnceAndContinuesTheRunThroughTheQueue) {
+TEST_P(ServiceTest, AnApprovalIsListedDecidedOnceAndContinuesTheRunThroughTheQueue) {
   const auto gated = root_ / "gated";
   experience("gated", kQuickTool);
   std::ofstream(gated / "experience.yaml")
@@ -422,35 +597,17 @@ TEST_F(ServiceTest, AnApprovalIsListedDecidedOnceAndContinuesTheRunThroughTheQue
   EXPECT_TRUE(bodyOf(call("GET", "/api/approvals"))["approvals"].empty());
 }
 
-// With --store, the queue is the store's table and each child runs on the store.
-TEST_F(ServiceTest, OnAPostgresStoreTheQueueAndTheRunsAreTheStores) {
-  oe::test::PgTestDb db;
-  const auto hello = experience("hello", kQuickTool);
-  start({4, 4}, db.url());
-  const std::string id = postRun(R"({"experience":"hello"})");
-  ASSERT_TRUE(launcher_->waitGone(id, kRunTimeout)) << oe::test::readFile(childLogPath(root_, id));
-  EXPECT_EQ(eventOf(logOf(hello, id), "run.finished")["status"], "success")
-      << oe::test::readFile(childLogPath(root_, id));
-  auto conn = pg::Connection::open(db.url());
-  ASSERT_TRUE(conn);
-  auto rows = (*conn)->exec("SELECT status FROM oe_runs WHERE run_id = $1", {id});
-  ASSERT_TRUE(rows) << rows.error().message;
-  ASSERT_EQ(rows->size(), 1) << "the child ran on the store";
-  EXPECT_EQ(rows->text(0, 0), "success");
-  auto queued = (*conn)->exec("SELECT count(*) FROM oe_run_queue");
-  ASSERT_TRUE(queued);
-  EXPECT_EQ(queued->int64(0, 0), 0);
-  const auto deleted = call("DELETE", "/api/runs/" + id);
-  EXPECT_EQ(deleted.status, 501) << deleted.body;
-  EXPECT_NE(bodyOf(deleted).value("detail", "").find("oe gc --store"), std::string::npos);
-}
-
-TEST_F(ServiceTest, HealthzAnswersWhileTheQueueDoes) {
+TEST_P(ServiceTest, HealthzAnswersWhileTheQueueDoes) {
   start();
   const auto r = call("GET", "/healthz");
   EXPECT_EQ(r.status, 200);
   EXPECT_EQ(bodyOf(r)["status"], "ok");
 }
+
+INSTANTIATE_TEST_SUITE_P(Stores, ServiceTest, ::testing::Values("sqlite", "postgresql"),
+                         [](const ::testing::TestParamInfo<std::string>& store) {
+                           return store.param;
+                         });
 
 TEST(OeRunRunId, RefusesAnIdThatIsNotOneOrThatExists) {
   oe::test::TempDir dir;

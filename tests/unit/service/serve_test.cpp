@@ -1,7 +1,9 @@
 // `oe serve` end to end: the built oe serving a temp root on a free port, driven over a plain
 // HTTP/1.1 socket. A read token cannot start a run; a run started over HTTP finishes under its
 // id; a server killed with -9 leaves its run's child running, and the next server watches it;
-// a server stopped with SIGTERM stops its run (interrupted), and the next one resumes it.
+// a server stopped with SIGTERM stops its run (interrupted), and the next one resumes it. On a
+// PostgreSQL store: the tokens hold, a run finishes, its state is read from the store and a
+// DELETE removes it.
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -19,7 +21,9 @@
 #include <thread>
 
 #include "oe/common/json.hpp"
+#include "oe/pg/connection.hpp"
 #include "proc_kit/subprocess.hpp"
+#include "support/pg_test_db.hpp"
 #include "support/temp_dir.hpp"
 #include "unit/service/service_support.hpp"
 
@@ -235,6 +239,66 @@ TEST_F(ServeTest, SigtermStopsTheRunsAndTheNextServerResumesThem) {
     return false;
   })) << second.output();
   EXPECT_EQ(finishedStatus(slow, next), "success");
+}
+
+TEST_F(ServeTest, OnAPostgresStoreARunStartedWithTheAdminTokenIsReadFromTheStoreAndDeleted) {
+  oe::test::PgTestDb db;
+  const auto hello = experience("hello", false);
+  const auto tokens = dir_.write("tokens",
+                                 "read viewer r-token-0123456789\n"
+                                 "admin ops a-token-0123456789\n");
+  std::filesystem::permissions(
+      tokens, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  Served served(root_, {"--store", db.url(), "--token-file", tokens.string()});
+  const std::string reader = "r-token-0123456789";
+  const std::string admin = "a-token-0123456789";
+
+  EXPECT_EQ(http(served.port(), "GET", "/api/runs").status, 401);
+  EXPECT_EQ(http(served.port(), "POST", "/api/runs", R"({"experience":"hello"})").status, 401);
+  const auto as_reader =
+      http(served.port(), "POST", "/api/runs", R"({"experience":"hello"})", reader);
+  EXPECT_EQ(as_reader.status, 403) << as_reader.body.dump();
+  const auto as_admin =
+      http(served.port(), "POST", "/api/runs", R"({"experience":"hello"})", admin);
+  ASSERT_EQ(as_admin.status, 202) << as_admin.body.dump();
+  const std::string id = as_admin.body["id"];
+
+  HttpReply run;
+  ASSERT_TRUE(waitUntil([&] {
+    run = http(served.port(), "GET", "/api/runs/" + id, "", reader);
+    return run.status == 200 && run.body.value("status", "") == "succeeded";
+  })) << run.status << " " << run.body.dump() << "\n" << served.output();
+
+  // The state as the run left it, read from the store: the scope's rows, not a local file.
+  const auto state = http(served.port(), "GET", "/api/runs/" + id + "/state", "", reader);
+  ASSERT_EQ(state.status, 200) << state.body.dump();
+  EXPECT_EQ(state.body["state"]["done"], true) << state.body.dump();
+  EXPECT_FALSE(std::filesystem::exists(hello / ".openexpertise" / "state.sqlite"));
+  auto conn = pg::Connection::open(db.url());
+  ASSERT_TRUE(conn) << conn.error().message;
+  auto rows = (*conn)->exec("SELECT count(*) FROM oe_runs WHERE run_id = $1", {id});
+  ASSERT_TRUE(rows) << rows.error().message;
+  EXPECT_EQ(rows->int64(0, 0), 1);
+
+  EXPECT_EQ(http(served.port(), "DELETE", "/api/runs/" + id, "", reader).status, 403);
+  // The log says succeeded a moment before the child has exited and left the queue: until then
+  // the run is still running there, and DELETE says so (409).
+  HttpReply deleted;
+  EXPECT_TRUE(waitUntil([&] {
+    deleted = http(served.port(), "DELETE", "/api/runs/" + id, "", admin);
+    return deleted.status != 409;
+  }));
+  EXPECT_EQ(deleted.status, 200) << deleted.body.dump();
+  EXPECT_EQ(deleted.body["deleted"], true);
+  EXPECT_EQ(http(served.port(), "GET", "/api/runs/" + id, "", reader).status, 404);
+  EXPECT_EQ(http(served.port(), "DELETE", "/api/runs/" + id, "", admin).status, 404);
+  rows = (*conn)->exec(
+      "SELECT (SELECT count(*) FROM oe_runs WHERE run_id = $1) + (SELECT count(*) FROM "
+      "oe_events WHERE run_id = $1)",
+      {id});
+  ASSERT_TRUE(rows) << rows.error().message;
+  EXPECT_EQ(rows->int64(0, 0), 0) << "the run's record and lines went from the store";
+  EXPECT_FALSE(std::filesystem::exists(hello / ".openexpertise" / "runs" / (id + ".jsonl")));
 }
 
 }  // namespace

@@ -33,7 +33,8 @@ std::string approvalsWhere(const ServiceContext& ctx, const std::filesystem::pat
 
 Response listApprovals(const ServiceContext& ctx) {
   Json out = Json::array();
-  const auto add = [&out](approvals::Store& store, const std::string& experience) -> Result<void> {
+  const auto add = [&out, &ctx](approvals::Store& store,
+                                 const std::string& experience) -> Result<void> {
     auto all = store.list();
     if (!all) {
       return all.error();
@@ -45,6 +46,11 @@ Response listApprovals(const ServiceContext& ctx) {
       Json item = request.toJson();
       if (!experience.empty()) {
         item["experience"] = experience;
+      } else if (auto located = locateRun(ctx.root, request.run_id);
+                 located && located->record.id == request.run_id) {
+        // A store's table holds every experience's approvals: the one below the root whose log
+        // the run wrote names it (a run of another machine's folder is listed without one).
+        item["experience"] = located->experience;
       }
       out.push_back(std::move(item));
     }

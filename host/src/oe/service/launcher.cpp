@@ -424,6 +424,15 @@ void Launcher::stop() {
       (void)queue_.remove(child.entry.run_id);  // cancelled before the stop: not to be resumed
     }
   }
+  // Every child has ended: the leases of what stays are given up (a lease that ran out a
+  // millisecond ago), so on a shared store the next server, or another one running, resumes
+  // those runs at its next look instead of after the lease (30 s). A server that dies gives up
+  // nothing, and its runs wait for the lease as before.
+  if (!children.empty()) {
+    if (auto released = queue_.renew(options_.owner, -1); !released) {
+      say("warning: " + released.error().message);
+    }
+  }
   ended_cv_.notify_all();
 }
 

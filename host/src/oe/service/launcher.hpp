@@ -68,8 +68,9 @@ class Launcher {
   Result<Cancel> cancel(std::string_view run_id);
 
   // [thread-safe] Stops claiming, sends SIGTERM to every child and waits for them (SIGKILL after
-  // stop_grace). Their entries stay running in the queue, so the next server resumes them.
-  // Idempotent; the destructor calls it.
+  // stop_grace). Their entries stay running in the queue with their leases given up, so the
+  // next server (on a shared store, any other at its next look) resumes them. Idempotent; the
+  // destructor calls it.
   void stop();
 
   // [thread-safe] Waits until `run_id` is no longer in the queue (it ended, or was cancelled

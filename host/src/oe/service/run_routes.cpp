@@ -2,10 +2,14 @@
 // (docs/serve.md, "Runs started from the API").
 #include "oe/service/run_routes.hpp"
 
+#include <chrono>
 #include <system_error>
 
 #include "oe/events/event_log.hpp"
 #include "oe/pg/connection.hpp"
+#include "oe/pgstore/gc.hpp"
+#include "oe/pgstore/run_record.hpp"
+#include "oe/pgstore/store_connection.hpp"
 #include "oe/runs/gc.hpp"
 #include "oe/service/launcher.hpp"
 #include "oe/service/run_queue.hpp"
@@ -297,18 +301,76 @@ Response resumeRun(const ServiceContext& ctx, const Request& req) {
       202, Json{{"id", queued->run_id}, {"status", "queued"}, {"resume_of", run.id}});
 }
 
+// DELETE on a PostgreSQL store: the run's rows go as `oe gc` prunes a run (pgstore::pruneScope
+// with GcPolicy::runs: events, attempts, the cache entries only it wrote and last used, its
+// history rows but each field's newest full row and later, its write claims, the landed marks
+// of its chain when no other run belongs to it, its oe_runs row), in one transaction, then its
+// local log and output file when this machine has them.
+//
+// The scope's lock is not taken for a run that ended, so a DELETE does not wait for (or refuse
+// because of) another run of the same experience: what goes is keyed by the deleted run, which
+// writes none of it again, or is kept by pruneScope's rules for the runs still there (a running
+// run's row is in oe_runs before its first write; its chain's marks, its history rows and the
+// snapshot stay; pgstore/gc.hpp has the details). A row still `running` is either live (its
+// coordinator holds the scope's lock: 409) or left by a killed coordinator; that one is removed
+// under the scope's lock, as `oe gc` would.
+Response deleteStoreRun(const ServiceContext& ctx, const std::string& id) {
+  auto conn = pgstore::connect(ctx.store, std::chrono::seconds(5), "oe serve delete");
+  if (!conn) {
+    return storeProblem(conn.error());
+  }
+  auto found = pgstore::findRun(**conn, id, "");
+  if (!found) {
+    if (!(*conn)->healthy()) {
+      return storeProblem(found.error());
+    }
+    return problem(404, "run-not-found", "No such run", found.error().message);
+  }
+  const pgstore::RunInfo& run = *found;
+  if (run.status == "running") {
+    auto free = pgstore::tryHoldScope(**conn, run.scope);
+    if (!free) {
+      return storeProblem(free.error());
+    }
+    if (!*free) {
+      return problem(409, "run-maybe-running", "Run may be running",
+                     "run " + run.run_id + " has not finished and its experience's scope \"" +
+                         run.scope + "\" is held by " + pgstore::scopeHolder(**conn, run.scope) +
+                         "; stop that run, or wait, then delete it");
+    }
+    if (auto held = pgstore::checkSessionHoldsScope(**conn, run.scope); !held) {
+      return storeProblem(held.error());
+    }
+    // Fences off a coordinator of the scope that lost its session (as holdScope does for gc).
+    if (auto taken = pgstore::takeScope(**conn, run.scope, "oe " + pgstore::coordinatorName());
+        !taken) {
+      return storeProblem(taken.error());
+    }
+  }
+  pgstore::GcPolicy policy;
+  policy.runs = {run.run_id};
+  auto report = pgstore::pruneScope(**conn, run.scope, policy);
+  if (!report) {
+    return storeProblem(report.error());
+  }
+  if (report->removed.empty()) {
+    // Deleted meanwhile by another request or `oe gc`.
+    return problem(404, "run-not-found", "No such run",
+                   "run " + run.run_id + " was removed meanwhile; GET /api/runs lists the runs");
+  }
+  uint64_t freed = static_cast<uint64_t>(report->bytes);
+  if (auto located = locateRun(ctx.root, run.run_id);
+      located && located->record.id == run.run_id) {
+    freed += runs::removeLocalLogs(located->runs_dir, {run.run_id}, false);
+  }
+  std::error_code ec;
+  std::filesystem::remove(childLogPath(ctx.root, run.run_id), ec);
+  return httpd::jsonResponse(
+      200, Json{{"id", run.run_id}, {"deleted", true}, {"bytes_freed", freed}});
+}
+
 Response deleteRun(const ServiceContext& ctx, const Request& req) {
   const std::string& id = req.params.at("id");
-  if (pg::isUrl(ctx.store)) {
-    // The store's records of a run (events, attempts, cache entries it alone used, history)
-    // are pruned together by `oe gc`'s retention, in one transaction under the scope's lock; a
-    // single run's removal there is not written yet, and removing only the local log would
-    // leave the run listed.
-    return problem(501, "delete-on-store", "Not on a PostgreSQL store",
-                   "runs on a PostgreSQL store are removed by `oe gc --store URL --keep N` or "
-                   "`--older-than DURATION` (docs/storage.md); DELETE removes runs kept in an "
-                   "experience's files");
-  }
   auto entry = queuedEntry(*ctx.queue, id);
   if (!entry) {
     return storeProblem(entry.error());
@@ -318,6 +380,9 @@ Response deleteRun(const ServiceContext& ctx, const Request& req) {
                    "run " + (*entry)->run_id + " is " + (*entry)->state +
                        "; cancel it (POST /api/runs/" + (*entry)->run_id +
                        "/cancel), then delete it once it has ended");
+  }
+  if (pg::isUrl(ctx.store)) {
+    return deleteStoreRun(ctx, id);
   }
   auto located = locateRun(ctx.root, id);
   if (!located) {
