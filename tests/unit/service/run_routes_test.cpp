@@ -597,6 +597,44 @@ TEST_P(ServiceTest, AnApprovalIsListedDecidedOnceAndContinuesTheRunThroughTheQue
   EXPECT_TRUE(bodyOf(call("GET", "/api/approvals"))["approvals"].empty());
 }
 
+// A partial run (a node failed, the others went on) is resumed as oe resume does it: the failed
+// node runs again, the one that landed does not, and the chain ends in success.
+TEST_P(ServiceTest, APartialRunIsResumedAndOnlyItsFailedNodeRunsAgain) {
+  const auto sub = root_ / "halves";
+  std::filesystem::create_directories(sub / "tools");
+  std::ofstream(sub / "experience.yaml")
+      << "name: halves\nversion: 0.1.0\nstate:\n  schema:\n    a: { type: boolean }\n"
+      << "    b: { type: boolean }\ngraph:\n  nodes:\n"
+      << "    - { id: a, kind: tool, impl: ./tools/a.sh, writes: [a] }\n"
+      << "    - { id: b, kind: tool, impl: ./tools/b.sh, writes: [b] }\n  edges: []\n";
+  const auto mark = root_ / "a-failed-once";
+  const auto calls = root_ / "b-calls";
+  std::ofstream(sub / "tools" / "a.sh")
+      << "#!/bin/sh\ncat > /dev/null\nif [ ! -e '" << mark.string() << "' ]; then : > '"
+      << mark.string() << "'; exit 1; fi\nprintf '{\"state_delta\":{\"a\":true}}\\n'\n";
+  std::ofstream(sub / "tools" / "b.sh")
+      << "#!/bin/sh\ncat > /dev/null\necho b >> '" << calls.string()
+      << "'\nprintf '{\"state_delta\":{\"b\":true}}\\n'\n";
+  for (const char* tool : {"a.sh", "b.sh"}) {
+    std::filesystem::permissions(sub / "tools" / tool, std::filesystem::perms::owner_all,
+                                 std::filesystem::perm_options::add);
+  }
+  start();
+  const std::string first = postRun(R"({"experience":"halves"})");
+  ASSERT_TRUE(launcher_->waitGone(first, kRunTimeout))
+      << oe::test::readFile(childLogPath(root_, first));
+  ASSERT_EQ(eventOf(logOf(sub, first), "run.finished")["status"], "partial")
+      << oe::test::readFile(childLogPath(root_, first));
+
+  const auto resumed = call("POST", "/api/runs/" + first + "/resume");
+  ASSERT_EQ(resumed.status, 202) << resumed.body;
+  const std::string next = bodyOf(resumed)["id"];
+  ASSERT_TRUE(launcher_->waitGone(next, kRunTimeout))
+      << oe::test::readFile(childLogPath(root_, next));
+  EXPECT_EQ(eventOf(logOf(sub, next), "run.finished")["status"], "success");
+  EXPECT_EQ(oe::test::readFile(calls), "b\n") << "b landed in the first run: not run again";
+}
+
 TEST_P(ServiceTest, HealthzAnswersWhileTheQueueDoes) {
   start();
   const auto r = call("GET", "/healthz");
