@@ -553,6 +553,35 @@ TEST_F(ApprovalTest, ARejectedPipelineItemEndsThatItemsChainOnly) {
   EXPECT_EQ(fileText(exp / "calls.txt"), "check 1\ntally 1\ncheck 3\ntally 3\n");
 }
 
+// A gate (kind approval) as a pipeline's first stage: one question per item, its decision the
+// item's edge to the next stage; a rejected item never reaches it.
+TEST_F(ApprovalTest, AGateStageAsksPerItem) {
+  const auto exp = setUp(
+      "gate_stage",
+      "name: gate_stage\nversion: 1.0.0\nstate:\n  schema:\n    draft: { type: string }\n"
+      "    items: { type: array }\n    decision: { type: object }\n"
+      "    results: { type: array, merge: array_append }\ngraph:\n  nodes:\n"
+      "    - { id: seed, kind: tool, impl: ./tools/seed.sh, writes: [draft, items] }\n"
+      "    - { id: ok, kind: approval, prompt: Ship this item, writes: [decision] }\n"
+      "    - { id: check, kind: tool, impl: ./tools/check.sh, writes: [results] }\n"
+      "  edges: []\n  pipelines:\n    - { id: p, items: $.items, stages: [ok, check] }\n");
+  const std::string dir = exp.string();
+  const std::string run_id = parksOn(kT0, {"run", dir, "--json"}, "ok@p#0")["run_id"];
+  const json second = parksOn(
+      kT0, {"approve", run_id, "ok@p#0", "--as", "ana", "--json", "--experience", dir}, "ok@p#1");
+  EXPECT_EQ(second["final_state"]["decision"]["by"], "ana");
+  parksOn(kT0, {"reject", run_id, "ok@p#1", "--json", "--experience", dir}, "ok@p#2");
+  const auto last = at(kT0PlusHour, {"approve", run_id, "ok@p#2", "--as", "eve", "--json",
+                                     "--experience", dir});
+  EXPECT_EQ(last.exit_code, 1) << last.err;
+  const json done = parsed(last);
+  EXPECT_EQ(done.value("status", ""), "partial") << last.out;
+  EXPECT_EQ(done["final_state"]["results"], json::array({"c1", "c3"}));
+  EXPECT_EQ(done["final_state"]["decision"]["by"], "eve");
+  EXPECT_EQ(done["final_state"]["decision"]["at"], kT0PlusHour);
+  EXPECT_EQ(fileText(exp / "calls.txt"), "check 1\ncheck 3\n");
+}
+
 // A loop body asks before each iteration. A rejected iteration is a failed iteration: the loop
 // stops there, what waits for the loop is skipped (on_error skip), and the run ends partial.
 TEST_F(ApprovalTest, ARejectedLoopIterationStopsTheLoop) {
