@@ -683,6 +683,40 @@ TEST_F(ApprovalTest, AKilledLoopWithApprovalsResumesToTheUninterruptedState) {
   EXPECT_EQ(fileText(exp / "started.txt"), "0\n1\n1\n2\n");
 }
 
+// A nested experience as a pipeline stage: its question is asked per item, under the item's
+// key ("nest@p#0/review"), and the pipeline stops at the item whose nested run parked.
+TEST_F(ApprovalTest, ANestedExperienceAsAPipelineStageParksPerItem) {
+  const auto outer =
+      setUp("outer_staged",
+            "name: outer\nversion: 1.0.0\nstate:\n  schema:\n"
+            "    draft: { type: string }\n    items: { type: array }\n"
+            "    shipped: { type: boolean }\ngraph:\n  nodes:\n"
+            "    - { id: seed, kind: tool, impl: ./tools/seed.sh, writes: [draft, items] }\n"
+            "    - { id: nest, kind: experience, impl: ./inner, outputs: { shipped: $.shipped },"
+            " writes: [shipped] }\n"
+            "  edges: []\n  pipelines:\n    - { id: p, items: $.items, stages: [nest] }\n");
+  setUp("outer_staged/inner",
+        "name: inner\nversion: 1.0.0\nstate:\n  schema:\n"
+        "    decision: { type: object }\n    shipped: { type: boolean }\ngraph:\n  nodes:\n"
+        "    - { id: review, kind: approval, prompt: Inner ship, writes: [decision] }\n"
+        "    - { id: ship, kind: tool, impl: ./tools/ship.sh, writes: [shipped] }\n"
+        "  edges:\n    - { from: review, to: ship }\n");
+  const std::string dir = outer.string();
+  const json first = parksOn(kT0, {"run", dir, "--json"}, "nest@p#0/review");
+  EXPECT_TRUE(first["failures"].empty()) << first.dump();
+  const std::string run_id = first["run_id"];
+  parksOn(kT0, {"approve", run_id, "nest@p#0/review", "--json", "--experience", dir},
+          "nest@p#1/review");
+  parksOn(kT0, {"approve", run_id, "nest@p#1/review", "--json", "--experience", dir},
+          "nest@p#2/review");
+  const auto last =
+      at(kT0, {"approve", run_id, "nest@p#2/review", "--json", "--experience", dir});
+  ASSERT_EQ(last.exit_code, 0) << last.err;
+  const json done = parsed(last);
+  EXPECT_EQ(done.value("status", ""), "success") << last.out;
+  EXPECT_EQ(done["final_state"]["shipped"], true);
+}
+
 // On PostgreSQL with `oe worker`s: the run parks in the store, and a second checkout of the
 // experience (another machine: no run logs, no approvals.sqlite) lists it and approves it, and
 // its continuation reaches the final state through the workers.
