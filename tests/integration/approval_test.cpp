@@ -70,11 +70,12 @@ printf '{"state_delta":{"results":["s%s"]}}\n' "$iter"
 
 // seed -> pipeline p over $.items: stages check (asks per item when `ask`) then tally.
 std::string approvalStagedExperience(bool ask) {
-  return std::string("name: staged\nversion: 1.0.0\nstate:\n  schema:\n"
-                     "    draft: { type: string }\n    items: { type: array }\n"
-                     "    results: { type: array, merge: array_append }\ngraph:\n  nodes:\n"
-                     "    - { id: seed, kind: tool, impl: ./tools/seed.sh, writes: [draft, items] }\n"
-                     "    - { id: check, kind: tool, impl: ./tools/check.sh, writes: [results]") +
+  return std::string(
+             "name: staged\nversion: 1.0.0\nstate:\n  schema:\n"
+             "    draft: { type: string }\n    items: { type: array }\n"
+             "    results: { type: array, merge: array_append }\ngraph:\n  nodes:\n"
+             "    - { id: seed, kind: tool, impl: ./tools/seed.sh, writes: [draft, items] }\n"
+             "    - { id: check, kind: tool, impl: ./tools/check.sh, writes: [results]") +
          (ask ? ",\n        approval: { prompt: Check this item, show: [$.draft] } }\n" : " }\n") +
          "    - { id: tally, kind: tool, impl: ./tools/tally.sh, writes: [results] }\n"
          "  edges: []\n  pipelines:\n    - { id: p, items: $.items, stages: [check, tally] }\n";
@@ -496,10 +497,9 @@ TEST_F(ApprovalTest, APipelineStageAsksPerItemAndEachApprovalContinuesToTheNext)
   EXPECT_EQ(bare.exit_code, 2) << bare.err;
   EXPECT_NE(bare.err.find("\"check@p#0\""), std::string::npos) << bare.err;
 
-  const json second =
-      parksOn(kT0PlusHour, {"approve", run_id, "check@p#0", "--as", "ana", "--json",
-                            "--experience", dir},
-              "check@p#1");
+  const json second = parksOn(
+      kT0PlusHour, {"approve", run_id, "check@p#0", "--as", "ana", "--json", "--experience", dir},
+      "check@p#1");
   EXPECT_EQ(second["final_state"]["results"], json::array({"c1", "t1"}));
   const auto waiting = at(kT0PlusHour, {"runs", "--waiting", "--experience", dir});
   EXPECT_NE(waiting.out.find("node \"check@p#1\": Check this item"), std::string::npos)
@@ -508,8 +508,8 @@ TEST_F(ApprovalTest, APipelineStageAsksPerItemAndEachApprovalContinuesToTheNext)
   parksOn(kT0PlusHour,
           {"approve", run_id, "check@p#1", "--as", "ana", "--json", "--experience", dir},
           "check@p#2");
-  const auto last = at(kT0PlusHour, {"approve", run_id, "check@p#2", "--as", "ana", "--json",
-                                     "--experience", dir});
+  const auto last = at(
+      kT0PlusHour, {"approve", run_id, "check@p#2", "--as", "ana", "--json", "--experience", dir});
   ASSERT_EQ(last.exit_code, 0) << last.err;
   const json done = parsed(last);
   EXPECT_EQ(done.value("status", ""), "success") << last.out;
@@ -523,8 +523,7 @@ TEST_F(ApprovalTest, APipelineStageAsksPerItemAndEachApprovalContinuesToTheNext)
   const auto direct = at(kT0, {"run", reference.string(), "--json"});
   ASSERT_EQ(direct.exit_code, 0) << direct.err;
   EXPECT_EQ(done["final_state"], parsed(direct)["final_state"]);
-  EXPECT_EQ(done["final_state"]["results"],
-            json::array({"c1", "t1", "c2", "t2", "c3", "t3"}));
+  EXPECT_EQ(done["final_state"]["results"], json::array({"c1", "t1", "c2", "t2", "c3", "t3"}));
   const std::string calls = "check 1\ntally 1\ncheck 2\ntally 2\ncheck 3\ntally 3\n";
   EXPECT_EQ(fileText(exp / "calls.txt"), calls);  // nothing that landed ran again
   EXPECT_EQ(fileText(reference / "calls.txt"), calls);
@@ -556,23 +555,23 @@ TEST_F(ApprovalTest, ARejectedPipelineItemEndsThatItemsChainOnly) {
 // A gate (kind approval) as a pipeline's first stage: one question per item, its decision the
 // item's edge to the next stage; a rejected item never reaches it.
 TEST_F(ApprovalTest, AGateStageAsksPerItem) {
-  const auto exp = setUp(
-      "gate_stage",
-      "name: gate_stage\nversion: 1.0.0\nstate:\n  schema:\n    draft: { type: string }\n"
-      "    items: { type: array }\n    decision: { type: object }\n"
-      "    results: { type: array, merge: array_append }\ngraph:\n  nodes:\n"
-      "    - { id: seed, kind: tool, impl: ./tools/seed.sh, writes: [draft, items] }\n"
-      "    - { id: ok, kind: approval, prompt: Ship this item, writes: [decision] }\n"
-      "    - { id: check, kind: tool, impl: ./tools/check.sh, writes: [results] }\n"
-      "  edges: []\n  pipelines:\n    - { id: p, items: $.items, stages: [ok, check] }\n");
+  const auto exp =
+      setUp("gate_stage",
+            "name: gate_stage\nversion: 1.0.0\nstate:\n  schema:\n    draft: { type: string }\n"
+            "    items: { type: array }\n    decision: { type: object }\n"
+            "    results: { type: array, merge: array_append }\ngraph:\n  nodes:\n"
+            "    - { id: seed, kind: tool, impl: ./tools/seed.sh, writes: [draft, items] }\n"
+            "    - { id: ok, kind: approval, prompt: Ship this item, writes: [decision] }\n"
+            "    - { id: check, kind: tool, impl: ./tools/check.sh, writes: [results] }\n"
+            "  edges: []\n  pipelines:\n    - { id: p, items: $.items, stages: [ok, check] }\n");
   const std::string dir = exp.string();
   const std::string run_id = parksOn(kT0, {"run", dir, "--json"}, "ok@p#0")["run_id"];
   const json second = parksOn(
       kT0, {"approve", run_id, "ok@p#0", "--as", "ana", "--json", "--experience", dir}, "ok@p#1");
   EXPECT_EQ(second["final_state"]["decision"]["by"], "ana");
   parksOn(kT0, {"reject", run_id, "ok@p#1", "--json", "--experience", dir}, "ok@p#2");
-  const auto last = at(kT0PlusHour, {"approve", run_id, "ok@p#2", "--as", "eve", "--json",
-                                     "--experience", dir});
+  const auto last =
+      at(kT0PlusHour, {"approve", run_id, "ok@p#2", "--as", "eve", "--json", "--experience", dir});
   EXPECT_EQ(last.exit_code, 1) << last.err;
   const json done = parsed(last);
   EXPECT_EQ(done.value("status", ""), "partial") << last.out;
@@ -591,8 +590,8 @@ TEST_F(ApprovalTest, ARejectedLoopIterationStopsTheLoop) {
   const json second =
       parksOn(kT0, {"approve", run_id, "step@l#0", "--json", "--experience", dir}, "step@l#1");
   EXPECT_EQ(second["final_state"]["results"], json::array({"s0"}));
-  const auto rejected = at(kT0PlusHour, {"reject", run_id, "step@l#1", "--as", "bob",
-                                         "--comment", "enough", "--json", "--experience", dir});
+  const auto rejected = at(kT0PlusHour, {"reject", run_id, "step@l#1", "--as", "bob", "--comment",
+                                         "enough", "--json", "--experience", dir});
   EXPECT_EQ(rejected.exit_code, 1) << rejected.err;
   const json done = parsed(rejected);
   EXPECT_EQ(done.value("status", ""), "partial") << rejected.out;
@@ -622,7 +621,8 @@ TEST_F(ApprovalTest, ALoopIterationsDeadlineDecidesByOnTimeout) {
   EXPECT_EQ(approvals[0]["decision"]["at"], "2026-03-01T09:30:00.000Z");
   EXPECT_EQ(approvals[1]["deadline"], "2026-03-01T10:30:00.000Z") << listed.out;
   parksOn(kT0Plus3Hours, {"resume", run_id, "--json", "--experience", dir}, "step@l#2");
-  const auto done = at("2026-03-01T15:00:00.000Z", {"resume", run_id, "--json", "--experience", dir});
+  const auto done =
+      at("2026-03-01T15:00:00.000Z", {"resume", run_id, "--json", "--experience", dir});
   ASSERT_EQ(done.exit_code, 0) << done.err;
   const json summary = parsed(done);
   EXPECT_EQ(summary.value("status", ""), "success") << done.out;
@@ -638,13 +638,11 @@ TEST_F(ApprovalTest, AKilledLoopWithApprovalsResumesToTheUninterruptedState) {
   const auto exp = setUp("loop_killed", approvalLoopExperience("{ prompt: Next round }"));
   const std::string dir = exp.string();
   const std::string run_id = parksOn(kT0, {"run", dir, "--json"}, "step@l#0")["run_id"];
-  const std::string second =
-      parksOn(kT0, {"approve", run_id, "step@l#0", "--json", "--experience", dir}, "step@l#1")
-          ["run_id"];
+  const std::string second = parksOn(
+      kT0, {"approve", run_id, "step@l#0", "--json", "--experience", dir}, "step@l#1")["run_id"];
   std::ofstream(exp / "block1") << "";
-  ASSERT_EQ(at(kT0, {"approve", run_id, "step@l#1", "--no-continue", "--experience", dir})
-                .exit_code,
-            0);
+  ASSERT_EQ(
+      at(kT0, {"approve", run_id, "step@l#1", "--no-continue", "--experience", dir}).exit_code, 0);
   auto env = sqliteReferenceEnv();
   env.erase("OE_PLUGIN_PATH");
   env["OE_APPROVALS_NOW"] = kT0;
@@ -662,8 +660,7 @@ TEST_F(ApprovalTest, AKilledLoopWithApprovalsResumesToTheUninterruptedState) {
     }
   }
   ASSERT_FALSE(killed.empty());
-  const json third =
-      parksOn(kT0, {"resume", killed, "--json", "--experience", dir}, "step@l#2");
+  const json third = parksOn(kT0, {"resume", killed, "--json", "--experience", dir}, "step@l#2");
   const auto third_log = logOf(exp, third["run_id"]);
   EXPECT_EQ(count(third_log, "approval.decided", "step"), 2u);
   EXPECT_EQ(count(third_log, "approval.waiting", "step"), 1u);  // only iteration 2's
@@ -709,8 +706,7 @@ TEST_F(ApprovalTest, ANestedExperienceAsAPipelineStageParksPerItem) {
           "nest@p#1/review");
   parksOn(kT0, {"approve", run_id, "nest@p#1/review", "--json", "--experience", dir},
           "nest@p#2/review");
-  const auto last =
-      at(kT0, {"approve", run_id, "nest@p#2/review", "--json", "--experience", dir});
+  const auto last = at(kT0, {"approve", run_id, "nest@p#2/review", "--json", "--experience", dir});
   ASSERT_EQ(last.exit_code, 0) << last.err;
   const json done = parsed(last);
   EXPECT_EQ(done.value("status", ""), "success") << last.out;
