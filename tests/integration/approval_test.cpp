@@ -2,11 +2,15 @@
 // (status waiting, exit 75, nothing held), `oe approve` an hour later (simulated clock,
 // OE_APPROVALS_NOW) continues it to the final state a run approved at once reaches; a rejection
 // follows on_error; each on_timeout decides a passed deadline; a run killed -9 while parking is
-// approved and continued; of two approvers at once one wins and the other is told.
+// approved and continued; of two approvers at once one wins and the other is told. A pipeline
+// stage and a loop body ask per item and per iteration, and a chain of such decisions, a crash
+// among them, reaches the state of a run that never asked, running nothing twice.
 #include <signal.h>
 #include <sys/wait.h>
 
 #include <fstream>
+#include <iterator>
+#include <string>
 
 #include "integration/live_oe.hpp"
 #include "integration/oe_fixture.hpp"
@@ -39,6 +43,57 @@ item=$(cat | sed -n 's/.*"\$item":\([0-9]*\).*/\1/p')
 printf '{"state_delta":{"results":["r%s"]}}\n' "$item"
 )SH";
 
+// A pipeline's two stages and a loop's body; each appends what it did to calls.txt beside
+// tools/ once it is done (so a count of lines is a count of calls that completed).
+constexpr std::string_view kApprovalCheckSh = R"SH(#!/bin/sh
+item=$(cat | sed -n 's/.*"\$item":\([0-9]*\).*/\1/p')
+echo "check $item" >> "$(dirname "$0")/../calls.txt"
+printf '{"state_delta":{"results":["c%s"]},"edge_output":{"n":%s}}\n' "$item" "$item"
+)SH";
+constexpr std::string_view kApprovalTallySh = R"SH(#!/bin/sh
+n=$(cat | sed -n 's/.*"n":\([0-9]*\).*/\1/p')
+echo "tally $n" >> "$(dirname "$0")/../calls.txt"
+printf '{"state_delta":{"results":["t%s"]}}\n' "$n"
+)SH";
+// Iteration N waits for a file `go` when a file `blockN` exists (after saying so in `blocked`).
+constexpr std::string_view kApprovalStepSh = R"SH(#!/bin/sh
+iter=$(cat | sed -n 's/.*"\$iter":\([0-9]*\).*/\1/p')
+dir="$(dirname "$0")/.."
+echo "$iter" >> "$dir/started.txt"
+if [ -f "$dir/block$iter" ]; then
+  touch "$dir/blocked"
+  while [ ! -f "$dir/go" ]; do sleep 0.02; done
+fi
+echo "$iter" >> "$dir/calls.txt"
+printf '{"state_delta":{"results":["s%s"]}}\n' "$iter"
+)SH";
+
+// seed -> pipeline p over $.items: stages check (asks per item when `ask`) then tally.
+std::string approvalStagedExperience(bool ask) {
+  return std::string(
+             "name: staged\nversion: 1.0.0\nstate:\n  schema:\n"
+             "    draft: { type: string }\n    items: { type: array }\n"
+             "    results: { type: array, merge: array_append }\ngraph:\n  nodes:\n"
+             "    - { id: seed, kind: tool, impl: ./tools/seed.sh, writes: [draft, items] }\n"
+             "    - { id: check, kind: tool, impl: ./tools/check.sh, writes: [results]") +
+         (ask ? ",\n        approval: { prompt: Check this item, show: [$.draft] } }\n" : " }\n") +
+         "    - { id: tally, kind: tool, impl: ./tools/tally.sh, writes: [results] }\n"
+         "  edges: []\n  pipelines:\n    - { id: p, items: $.items, stages: [check, tally] }\n";
+}
+
+// Loop l runs step 3 times (asking before each when `approval` is not empty: its mapping);
+// ship waits for the loop.
+std::string approvalLoopExperience(const std::string& approval) {
+  return "name: looped\nversion: 1.0.0\nstate:\n  schema:\n"
+         "    results: { type: array, merge: array_append }\n    shipped: { type: boolean }\n"
+         "graph:\n  nodes:\n"
+         "    - { id: step, kind: tool, impl: ./tools/step.sh, writes: [results]" +
+         (approval.empty() ? std::string(" }\n") : ", approval: " + approval + " }\n") +
+         "    - { id: ship, kind: tool, impl: ./tools/ship.sh, writes: [shipped] }\n"
+         "  edges:\n    - { from: step, to: ship }\n"
+         "  loops:\n    - { id: l, body: step, max_iters: 3 }\n";
+}
+
 // seed -> review (the gate) -> ship (when approved) -> each (for_each over items); seed -> side,
 // which runs while the gate waits. `gate_extra` goes into the gate's mapping.
 std::string gatedExperience(
@@ -68,8 +123,11 @@ class ApprovalTest : public OeTest {
     const std::filesystem::path sub = dir_.path() / name;
     std::filesystem::create_directories(sub / "tools");
     std::ofstream(sub / "experience.yaml") << yaml;
-    for (auto [file, text] : {std::pair{"seed.sh", kSeedSh}, std::pair{"side.sh", kSideSh},
-                              std::pair{"ship.sh", kShipSh}, std::pair{"each.sh", kEachSh}}) {
+    for (auto [file, text] :
+         {std::pair{"seed.sh", kSeedSh}, std::pair{"side.sh", kSideSh},
+          std::pair{"ship.sh", kShipSh}, std::pair{"each.sh", kEachSh},
+          std::pair{"check.sh", kApprovalCheckSh}, std::pair{"tally.sh", kApprovalTallySh},
+          std::pair{"step.sh", kApprovalStepSh}}) {
       const auto path = sub / "tools" / file;
       std::ofstream(path) << text;
       std::filesystem::permissions(path, std::filesystem::perms::owner_all,
@@ -97,6 +155,19 @@ class ApprovalTest : public OeTest {
       out.push_back(json::parse(line));
     }
     return out;
+  }
+  static std::string fileText(const std::filesystem::path& path) {
+    std::ifstream in(path);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }
+  // `oe <args>` at `now` that parks on exactly `key`: its summary.
+  json parksOn(const char* now, std::vector<std::string> args, const std::string& key) {
+    const auto r = at(now, std::move(args));
+    EXPECT_EQ(r.exit_code, kExitWaiting) << r.out << r.err;
+    json summary = parsed(r);
+    EXPECT_EQ(summary.value("status", ""), "waiting") << r.out;
+    EXPECT_EQ(summary["waiting"], json::array({key})) << r.out;
+    return summary;
   }
   // Runs until parked: the summary, after checking exit code 75 and status waiting.
   json parkedRun(const std::filesystem::path& exp) {
@@ -401,6 +472,245 @@ TEST_F(ApprovalTest, ANestedExperienceParksItsParent) {
     }
     EXPECT_FALSE(std::filesystem::exists(inner / ".openexpertise" / "approvals.sqlite"));
   }
+}
+
+// A pipeline stage asks before each item's call: the run parks at item 0, each approval
+// continues it to the next item's question, and the last one to the state of a run that never
+// asked; every call ran once.
+TEST_F(ApprovalTest, APipelineStageAsksPerItemAndEachApprovalContinuesToTheNext) {
+  const auto exp = setUp("staged", approvalStagedExperience(true));
+  const std::string dir = exp.string();
+  const json first = parksOn(kT0, {"run", dir, "--json"}, "check@p#0");
+  const std::string run_id = first["run_id"];
+  EXPECT_FALSE(first["final_state"].contains("results")) << first.dump();
+  const auto first_log = logOf(exp, run_id);
+  ASSERT_EQ(count(first_log, "approval.waiting", "check"), 1u);
+  for (const auto& e : first_log) {
+    if (e.value("type", "") == "approval.waiting") {
+      EXPECT_EQ(e["key"], "check@p#0");
+      EXPECT_EQ(e["prompt"], "Check this item");
+      EXPECT_EQ(e["show"], json({{"$.draft", "v1"}, {"$item", 1}, {"$index", 0}}));
+    }
+  }
+  // A bare node id is not a question of this run: the per-item keys are listed.
+  const auto bare = at(kT0, {"approve", run_id, "check", "--no-continue", "--experience", dir});
+  EXPECT_EQ(bare.exit_code, 2) << bare.err;
+  EXPECT_NE(bare.err.find("\"check@p#0\""), std::string::npos) << bare.err;
+
+  const json second = parksOn(
+      kT0PlusHour, {"approve", run_id, "check@p#0", "--as", "ana", "--json", "--experience", dir},
+      "check@p#1");
+  EXPECT_EQ(second["final_state"]["results"], json::array({"c1", "t1"}));
+  const auto waiting = at(kT0PlusHour, {"runs", "--waiting", "--experience", dir});
+  EXPECT_NE(waiting.out.find("node \"check@p#1\": Check this item"), std::string::npos)
+      << waiting.out;
+  EXPECT_NE(waiting.out.find("$item = 2"), std::string::npos) << waiting.out;
+  parksOn(kT0PlusHour,
+          {"approve", run_id, "check@p#1", "--as", "ana", "--json", "--experience", dir},
+          "check@p#2");
+  const auto last = at(
+      kT0PlusHour, {"approve", run_id, "check@p#2", "--as", "ana", "--json", "--experience", dir});
+  ASSERT_EQ(last.exit_code, 0) << last.err;
+  const json done = parsed(last);
+  EXPECT_EQ(done.value("status", ""), "success") << last.out;
+  const auto done_log = logOf(exp, done["run_id"]);
+  EXPECT_EQ(count(done_log, "approval.decided", "check"), 3u);  // each read back, none asked
+  EXPECT_EQ(count(done_log, "approval.waiting", "check"), 0u);
+  EXPECT_EQ(count(done_log, "node.started", "seed"), 0u);
+
+  // The same pipeline without the question, in one run: the same state, the same calls.
+  const auto reference = setUp("staged_reference", approvalStagedExperience(false));
+  const auto direct = at(kT0, {"run", reference.string(), "--json"});
+  ASSERT_EQ(direct.exit_code, 0) << direct.err;
+  EXPECT_EQ(done["final_state"], parsed(direct)["final_state"]);
+  EXPECT_EQ(done["final_state"]["results"], json::array({"c1", "t1", "c2", "t2", "c3", "t3"}));
+  const std::string calls = "check 1\ntally 1\ncheck 2\ntally 2\ncheck 3\ntally 3\n";
+  EXPECT_EQ(fileText(exp / "calls.txt"), calls);  // nothing that landed ran again
+  EXPECT_EQ(fileText(reference / "calls.txt"), calls);
+}
+
+// A rejected item fails that item's stage (its chain ends, on_error skip) and the pipeline goes
+// on with the next item.
+TEST_F(ApprovalTest, ARejectedPipelineItemEndsThatItemsChainOnly) {
+  const auto exp = setUp("staged_reject", approvalStagedExperience(true));
+  const std::string dir = exp.string();
+  const std::string run_id = parksOn(kT0, {"run", dir, "--json"}, "check@p#0")["run_id"];
+  parksOn(kT0, {"approve", run_id, "check@p#0", "--json", "--experience", dir}, "check@p#1");
+  parksOn(kT0,
+          {"reject", run_id, "check@p#1", "--as", "bob", "--comment", "not this one", "--json",
+           "--experience", dir},
+          "check@p#2");
+  const auto last = at(kT0, {"approve", run_id, "check@p#2", "--json", "--experience", dir});
+  EXPECT_EQ(last.exit_code, 1) << last.err;
+  const json done = parsed(last);
+  EXPECT_EQ(done.value("status", ""), "partial") << last.out;
+  ASSERT_EQ(done["failures"].size(), 1u) << last.out;
+  EXPECT_EQ(done["failures"][0]["error"],
+            "node \"check\" (check@p#1): rejected by bob at 2026-03-01T09:00:00.000Z: not this "
+            "one");
+  EXPECT_EQ(done["final_state"]["results"], json::array({"c1", "t1", "c3", "t3"}));
+  EXPECT_EQ(fileText(exp / "calls.txt"), "check 1\ntally 1\ncheck 3\ntally 3\n");
+}
+
+// A gate (kind approval) as a pipeline's first stage: one question per item, its decision the
+// item's edge to the next stage; a rejected item never reaches it.
+TEST_F(ApprovalTest, AGateStageAsksPerItem) {
+  const auto exp =
+      setUp("gate_stage",
+            "name: gate_stage\nversion: 1.0.0\nstate:\n  schema:\n    draft: { type: string }\n"
+            "    items: { type: array }\n    decision: { type: object }\n"
+            "    results: { type: array, merge: array_append }\ngraph:\n  nodes:\n"
+            "    - { id: seed, kind: tool, impl: ./tools/seed.sh, writes: [draft, items] }\n"
+            "    - { id: ok, kind: approval, prompt: Ship this item, writes: [decision] }\n"
+            "    - { id: check, kind: tool, impl: ./tools/check.sh, writes: [results] }\n"
+            "  edges: []\n  pipelines:\n    - { id: p, items: $.items, stages: [ok, check] }\n");
+  const std::string dir = exp.string();
+  const std::string run_id = parksOn(kT0, {"run", dir, "--json"}, "ok@p#0")["run_id"];
+  const json second = parksOn(
+      kT0, {"approve", run_id, "ok@p#0", "--as", "ana", "--json", "--experience", dir}, "ok@p#1");
+  EXPECT_EQ(second["final_state"]["decision"]["by"], "ana");
+  parksOn(kT0, {"reject", run_id, "ok@p#1", "--json", "--experience", dir}, "ok@p#2");
+  const auto last =
+      at(kT0PlusHour, {"approve", run_id, "ok@p#2", "--as", "eve", "--json", "--experience", dir});
+  EXPECT_EQ(last.exit_code, 1) << last.err;
+  const json done = parsed(last);
+  EXPECT_EQ(done.value("status", ""), "partial") << last.out;
+  EXPECT_EQ(done["final_state"]["results"], json::array({"c1", "c3"}));
+  EXPECT_EQ(done["final_state"]["decision"]["by"], "eve");
+  EXPECT_EQ(done["final_state"]["decision"]["at"], kT0PlusHour);
+  EXPECT_EQ(fileText(exp / "calls.txt"), "check 1\ncheck 3\n");
+}
+
+// A loop body asks before each iteration. A rejected iteration is a failed iteration: the loop
+// stops there, what waits for the loop is skipped (on_error skip), and the run ends partial.
+TEST_F(ApprovalTest, ARejectedLoopIterationStopsTheLoop) {
+  const auto exp = setUp("loop_reject", approvalLoopExperience("{ prompt: Next round }"));
+  const std::string dir = exp.string();
+  const std::string run_id = parksOn(kT0, {"run", dir, "--json"}, "step@l#0")["run_id"];
+  const json second =
+      parksOn(kT0, {"approve", run_id, "step@l#0", "--json", "--experience", dir}, "step@l#1");
+  EXPECT_EQ(second["final_state"]["results"], json::array({"s0"}));
+  const auto rejected = at(kT0PlusHour, {"reject", run_id, "step@l#1", "--as", "bob", "--comment",
+                                         "enough", "--json", "--experience", dir});
+  EXPECT_EQ(rejected.exit_code, 1) << rejected.err;
+  const json done = parsed(rejected);
+  EXPECT_EQ(done.value("status", ""), "partial") << rejected.out;
+  ASSERT_EQ(done["failures"].size(), 1u) << rejected.out;
+  EXPECT_EQ(done["failures"][0]["error"],
+            "node \"step\" (step@l#1): rejected by bob at 2026-03-01T10:00:00.000Z: enough");
+  EXPECT_EQ(done["final_state"]["results"], json::array({"s0"}));
+  EXPECT_FALSE(done["final_state"].contains("shipped"));
+  const auto log = logOf(exp, done["run_id"]);
+  EXPECT_EQ(count(log, "node.skipped", "ship"), 1u);
+  EXPECT_EQ(count(log, "approval.waiting", "step"), 0u);  // iteration 2 is never asked
+  EXPECT_EQ(fileText(exp / "calls.txt"), "0\n");
+}
+
+// A deadline per iteration: each question's on_timeout decides it when oe next looks at the run.
+TEST_F(ApprovalTest, ALoopIterationsDeadlineDecidesByOnTimeout) {
+  const auto exp =
+      setUp("loop_timeout", approvalLoopExperience("{ timeout: 30m, on_timeout: approve }"));
+  const std::string dir = exp.string();
+  const std::string run_id = parksOn(kT0, {"run", dir, "--json"}, "step@l#0")["run_id"];
+  // An hour later iteration 0's deadline has passed: approved, it runs; iteration 1 asks then.
+  parksOn(kT0PlusHour, {"resume", run_id, "--json", "--experience", dir}, "step@l#1");
+  const auto listed = at(kT0PlusHour, {"runs", "--waiting", "--json", "--experience", dir});
+  const json approvals = parsed(listed)[0]["approvals"];
+  ASSERT_EQ(approvals.size(), 2u) << listed.out;
+  EXPECT_EQ(approvals[0]["decision"]["by"], "timeout");
+  EXPECT_EQ(approvals[0]["decision"]["at"], "2026-03-01T09:30:00.000Z");
+  EXPECT_EQ(approvals[1]["deadline"], "2026-03-01T10:30:00.000Z") << listed.out;
+  parksOn(kT0Plus3Hours, {"resume", run_id, "--json", "--experience", dir}, "step@l#2");
+  const auto done =
+      at("2026-03-01T15:00:00.000Z", {"resume", run_id, "--json", "--experience", dir});
+  ASSERT_EQ(done.exit_code, 0) << done.err;
+  const json summary = parsed(done);
+  EXPECT_EQ(summary.value("status", ""), "success") << done.out;
+  EXPECT_EQ(summary["final_state"]["results"], json::array({"s0", "s1", "s2"}));
+  EXPECT_EQ(summary["final_state"]["shipped"], true);
+  EXPECT_EQ(fileText(exp / "calls.txt"), "0\n1\n2\n");
+}
+
+// kill -9 inside a loop whose body asks: the approved iteration that was running when killed
+// runs again on resume (it never landed), the ones that landed do not, its decision is read
+// back (not asked again), and the chain ends where a run that never asked ends.
+TEST_F(ApprovalTest, AKilledLoopWithApprovalsResumesToTheUninterruptedState) {
+  const auto exp = setUp("loop_killed", approvalLoopExperience("{ prompt: Next round }"));
+  const std::string dir = exp.string();
+  const std::string run_id = parksOn(kT0, {"run", dir, "--json"}, "step@l#0")["run_id"];
+  const std::string second = parksOn(
+      kT0, {"approve", run_id, "step@l#0", "--json", "--experience", dir}, "step@l#1")["run_id"];
+  std::ofstream(exp / "block1") << "";
+  ASSERT_EQ(
+      at(kT0, {"approve", run_id, "step@l#1", "--no-continue", "--experience", dir}).exit_code, 0);
+  auto env = sqliteReferenceEnv();
+  env.erase("OE_PLUGIN_PATH");
+  env["OE_APPROVALS_NOW"] = kT0;
+  env["OE_TRUST_FILE"] = trustFile().string();
+  LiveOe resumed({"resume", second, "--json", "--experience", dir}, env, dir_.path());
+  ASSERT_TRUE(waitForFile(exp / "blocked"));
+  resumed.signal(SIGKILL);
+  const int status = resumed.wait();
+  ASSERT_TRUE(WIFSIGNALED(status));
+  std::filesystem::remove(exp / "block1");
+  std::string killed;
+  for (const auto& run : parsed(at(kT0, {"runs", "--json", "--experience", dir}))) {
+    if (run.value("status", "") == "unfinished") {
+      killed = run.value("run_id", "");
+    }
+  }
+  ASSERT_FALSE(killed.empty());
+  const json third = parksOn(kT0, {"resume", killed, "--json", "--experience", dir}, "step@l#2");
+  const auto third_log = logOf(exp, third["run_id"]);
+  EXPECT_EQ(count(third_log, "approval.decided", "step"), 2u);
+  EXPECT_EQ(count(third_log, "approval.waiting", "step"), 1u);  // only iteration 2's
+  const auto last = at(kT0, {"approve", run_id, "step@l#2", "--json", "--experience", dir});
+  ASSERT_EQ(last.exit_code, 0) << last.err;
+  const json done = parsed(last);
+  EXPECT_EQ(done.value("status", ""), "success") << last.out;
+  EXPECT_EQ(done["chain_id"], run_id);
+
+  const auto reference = setUp("loop_reference", approvalLoopExperience(""));
+  const auto direct = at(kT0, {"run", reference.string(), "--json"});
+  ASSERT_EQ(direct.exit_code, 0) << direct.err;
+  EXPECT_EQ(done["final_state"], parsed(direct)["final_state"]);
+  EXPECT_EQ(done["final_state"]["results"], json::array({"s0", "s1", "s2"}));
+  // Each iteration completed once; iteration 1 started twice (the killed attempt never landed).
+  EXPECT_EQ(fileText(exp / "calls.txt"), "0\n1\n2\n");
+  EXPECT_EQ(fileText(exp / "started.txt"), "0\n1\n1\n2\n");
+}
+
+// A nested experience as a pipeline stage: its question is asked per item, under the item's
+// key ("nest@p#0/review"), and the pipeline stops at the item whose nested run parked.
+TEST_F(ApprovalTest, ANestedExperienceAsAPipelineStageParksPerItem) {
+  const auto outer =
+      setUp("outer_staged",
+            "name: outer\nversion: 1.0.0\nstate:\n  schema:\n"
+            "    draft: { type: string }\n    items: { type: array }\n"
+            "    shipped: { type: boolean }\ngraph:\n  nodes:\n"
+            "    - { id: seed, kind: tool, impl: ./tools/seed.sh, writes: [draft, items] }\n"
+            "    - { id: nest, kind: experience, impl: ./inner, outputs: { shipped: $.shipped },"
+            " writes: [shipped] }\n"
+            "  edges: []\n  pipelines:\n    - { id: p, items: $.items, stages: [nest] }\n");
+  setUp("outer_staged/inner",
+        "name: inner\nversion: 1.0.0\nstate:\n  schema:\n"
+        "    decision: { type: object }\n    shipped: { type: boolean }\ngraph:\n  nodes:\n"
+        "    - { id: review, kind: approval, prompt: Inner ship, writes: [decision] }\n"
+        "    - { id: ship, kind: tool, impl: ./tools/ship.sh, writes: [shipped] }\n"
+        "  edges:\n    - { from: review, to: ship }\n");
+  const std::string dir = outer.string();
+  const json first = parksOn(kT0, {"run", dir, "--json"}, "nest@p#0/review");
+  EXPECT_TRUE(first["failures"].empty()) << first.dump();
+  const std::string run_id = first["run_id"];
+  parksOn(kT0, {"approve", run_id, "nest@p#0/review", "--json", "--experience", dir},
+          "nest@p#1/review");
+  parksOn(kT0, {"approve", run_id, "nest@p#1/review", "--json", "--experience", dir},
+          "nest@p#2/review");
+  const auto last = at(kT0, {"approve", run_id, "nest@p#2/review", "--json", "--experience", dir});
+  ASSERT_EQ(last.exit_code, 0) << last.err;
+  const json done = parsed(last);
+  EXPECT_EQ(done.value("status", ""), "success") << last.out;
+  EXPECT_EQ(done["final_state"]["shipped"], true);
 }
 
 // On PostgreSQL with `oe worker`s: the run parks in the store, and a second checkout of the

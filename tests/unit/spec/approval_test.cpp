@@ -111,13 +111,26 @@ TEST(ApprovalValidateTest, ShowNamesDeclaredFieldsAndWorktreeNodes) {
   EXPECT_EQ(matching(ds, "neither a state path").size(), 1u) << dump(ds);
 }
 
-TEST(ApprovalValidateTest, RefusesPipelineStagesAndAGateWritingTwoFields) {
+// A pipeline stage or loop body asks per item or iteration (docs/policy.md, "Approvals"), the
+// gate kind included; a gate still writes its decision to one field.
+TEST(ApprovalValidateTest, AcceptsStagesAndLoopBodiesAndRefusesAGateWritingTwoFields) {
   auto ds = validateApproval(
       approvalExperience("    - { id: s, kind: tool, impl: s.mjs, approval: true }\n"
+                         "    - { id: gs, kind: approval, writes: [decision] }\n"
+                         "    - { id: b, kind: tool, impl: b.mjs, approval: { timeout: 1h } }\n"
                          "    - { id: g, kind: approval, writes: [decision, other] }\n",
-                         "  pipelines:\n    - { id: p, items: $.draft, stages: [s] }\n"));
-  EXPECT_EQ(matching(ds, "is a pipeline stage or loop body").size(), 1u) << dump(ds);
-  EXPECT_EQ(matching(ds, "writes its decision to one field").size(), 1u) << dump(ds);
+                         "  pipelines:\n    - { id: p, items: $.draft, stages: [gs, s] }\n"
+                         "  loops:\n    - { id: l, body: b, max_iters: 3 }\n"));
+  EXPECT_TRUE(matching(ds, "pipeline stage or loop body").empty()) << dump(ds);
+  EXPECT_TRUE(matching(ds, "main-pass").empty()) << dump(ds);
+  const auto two = matching(ds, "writes its decision to one field");
+  ASSERT_EQ(two.size(), 1u) << dump(ds);
+  EXPECT_EQ(two[0].severity, Severity::kError);
+  for (const auto& d : ds) {
+    if (d.severity == Severity::kError) {
+      EXPECT_NE(d.message.find("node \"g\""), std::string::npos) << dump(ds);
+    }
+  }
 }
 
 TEST(ApprovalValidateTest, WarnsOfOnTimeoutWithoutATimeout) {

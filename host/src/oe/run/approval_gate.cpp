@@ -3,7 +3,8 @@
 // recorded and the node parks (the run ends `waiting` once what else could run has run). A
 // decision holds for the whole chain of runs, so the run that continues a parked one reads the
 // same answer an uninterrupted run would have had, and a passed deadline is decided by its
-// on_timeout the first time a run looks at it.
+// on_timeout the first time a run looks at it. A pipeline stage or loop body asks once per item
+// or iteration, under that call's write key, through the same question and decision.
 #include "oe/pg/connection.hpp"
 #include "oe/run/engine.hpp"
 
@@ -26,7 +27,7 @@ Result<approvals::Store*> Run::approvalStore() {
   return approvals_.get();
 }
 
-Json Run::approvalShown(const NodeRuntime& node) {
+Json Run::approvalShown(const NodeRuntime& node, const Json& extra, const Json& edge_inputs) {
   Json shown = Json::object();
   for (const std::string& entry : node.spec->approval->show) {
     if (entry.rfind("$.", 0) == 0) {
@@ -36,63 +37,58 @@ Json Run::approvalShown(const NodeRuntime& node) {
       // The diff summary (files, +/-, artifact) a worktree predecessor handed on.
       const std::string from = entry.substr(5);
       Json value;
-      if (node.edge_inputs.is_object()) {
-        if (auto it = node.edge_inputs.find(from);
-            it != node.edge_inputs.end() && it->is_object() && it->contains("diff")) {
+      if (edge_inputs.is_object()) {
+        if (auto it = edge_inputs.find(from);
+            it != edge_inputs.end() && it->is_object() && it->contains("diff")) {
           value = (*it)["diff"];
         }
       }
       shown[entry] = std::move(value);
     }
   }
+  // Which item the question is about: the approver sees it beside what `show:` names.
+  for (const char* name : {"$item", "$index", "$iter"}) {
+    if (auto it = extra.find(name); it != extra.end()) {
+      shown[name] = *it;
+    }
+  }
   return shown;
 }
 
-Run::Gate Run::approvalGate(NodeRuntime& node, Json& extra) {
+Run::Asked Run::askApproval(NodeRuntime& node, const std::string& key, Json& extra,
+                            const Json& edge_inputs) {
   const spec::ApprovalSpec& spec = *node.spec->approval;
   const std::string& id = node.spec->id;
-  // The question's identity: this run's chain and the node, or, in a nested run, the top run's
+  // The question's identity: this run's chain and `key`, or, in a nested run, the top run's
   // chain and the path of node ids from the top ("nest/review").
   const bool nested = options_.nesting.depth > 0;
   const std::string& chain = nested ? options_.nesting.approval_chain : chain_id_;
-  const std::string key = options_.nesting.approval_prefix + id;
-  // A refusal is the node's failure: its on_error applies (skip: its successors are skipped;
-  // fail_run: the run stops), and `stop_run` stops the run whatever it says.
-  auto refuse = [this, &node, &id](const std::string& error, bool stop_run) {
-    node.outcome = Outcome::kRunning;
-    ready_.started();
-    log_.nodeFailed(id, error, node.spec->phase);
-    ++summary_.failed;
-    summary_.failures.push_back(NodeFailure{id, error});
-    if ((stop_run || node.spec->on_error.policy == spec::ErrorPolicy::kFailRun) && !cancelling_) {
-      cancelAll("node \"" + id + "\" failed: " + error);
-    }
-    finishNode(node, false);
-    return Gate::kRefused;
+  const std::string full_key = options_.nesting.approval_prefix + key;
+  auto refused = [](std::string error, bool stop_run = false) {
+    return Asked{Gate::kRefused, std::move(error), stop_run};
   };
   if (nested && chain.empty()) {
-    return refuse("node \"" + id +
-                      "\" asks an approval inside a nested experience whose parent passed no "
-                      "approvals file; run it from `oe run`",
-                  false);
+    return refused("node \"" + id +
+                   "\" asks an approval inside a nested experience whose parent passed no "
+                   "approvals file; run it from `oe run`");
   }
   auto store = approvalStore();
   if (!store) {
-    return refuse("node \"" + id + "\": " + store.error().message, false);
+    return refused("node \"" + id + "\": " + store.error().message);
   }
-  auto found = (*store)->find(chain, key);
+  auto found = (*store)->find(chain, full_key);
   if (!found) {
-    return refuse("node \"" + id + "\": " + found.error().message, false);
+    return refused("node \"" + id + "\": " + found.error().message);
   }
   approvals::Request request;
   if (*found) {
     request = std::move(**found);
   } else {
     request.chain_id = chain;
-    request.node_id = key;
+    request.node_id = full_key;
     request.run_id = nested ? options_.nesting.approval_run_id : log_.runId();
     request.prompt = spec.prompt.empty() ? "Approve " + nodeLabel(node) + "?" : spec.prompt;
-    request.shown = approvalShown(node);
+    request.shown = approvalShown(node, extra, edge_inputs);
     const int64_t now = approvals::nowMs();
     request.requested_at = approvals::isoOfMs(now);
     request.deadline_ms = spec.timeout_ms ? now + *spec.timeout_ms : -1;
@@ -101,43 +97,93 @@ Run::Gate Run::approvalGate(NodeRuntime& node, Json& extra) {
     // question (and deadline) when resumed; one killed before asks it then.
     auto asked = (*store)->ask(request);
     if (!asked) {
-      return refuse("node \"" + id + "\": " + asked.error().message, false);
+      return refused("node \"" + id + "\": " + asked.error().message);
     }
     request = std::move(asked).value();
   }
   auto settled = (*store)->settleTimeout(request, approvals::nowMs());
   if (!settled) {
-    return refuse("node \"" + id + "\": " + settled.error().message, false);
+    return refused("node \"" + id + "\": " + settled.error().message);
   }
   request = std::move(settled).value();
+  // A stage's or loop body's events name the question they are about (its key in
+  // `oe approve RUN KEY`); a main-pass node's key is its id.
+  auto withKey = [&key, &id](Json fields) {
+    if (key != id) {
+      fields["key"] = key;
+    }
+    return fields;
+  };
   if (!request.decision) {
-    node.outcome = Outcome::kWaiting;
-    parked_.push_back(key);
+    parked_.push_back(full_key);
     Json fields = {{"prompt", request.prompt},
                    {"show", request.shown},
                    {"requested_at", request.requested_at},
                    {"on_timeout", request.on_timeout}};
     fields["deadline"] =
         request.deadline_ms >= 0 ? Json(approvals::isoOfMs(request.deadline_ms)) : Json();
-    (void)log_.nodeEvent("approval.waiting", id, fields.dump());
-    return Gate::kParked;
+    (void)log_.nodeEvent("approval.waiting", id, withKey(std::move(fields)).dump());
+    return Asked{Gate::kParked, {}, false};
   }
   const approvals::Decision& decision = *request.decision;
-  (void)log_.nodeEvent("approval.decided", id, decision.toJson().dump());
+  (void)log_.nodeEvent("approval.decided", id, withKey(decision.toJson()).dump());
   if (decision.approved()) {
     if (spec.gate) {
       extra["$approval"] = decision.toJson();  // the gate's output (plugins/approval)
     }
-    return Gate::kProceed;
+    return Asked{Gate::kProceed, {}, false};
   }
+  const std::string who = key == id ? "node \"" + id + "\"" : "node \"" + id + "\" (" + key + ")";
   if (decision.decision == "expired") {
-    return refuse("node \"" + id + "\": nobody decided its approval by the deadline (" +
-                      decision.at + "; on_timeout: fail)",
-                  true);
+    return refused(who + ": nobody decided its approval by the deadline (" + decision.at +
+                       "; on_timeout: fail)",
+                   true);
   }
-  return refuse("node \"" + id + "\": rejected by " + decision.by + " at " + decision.at +
-                    (decision.comment.empty() ? std::string() : ": " + decision.comment),
-                false);
+  return refused(who + ": rejected by " + decision.by + " at " + decision.at +
+                 (decision.comment.empty() ? std::string() : ": " + decision.comment));
+}
+
+Run::Gate Run::approvalGate(NodeRuntime& node, Json& extra) {
+  const std::string& id = node.spec->id;
+  Asked asked = askApproval(node, id, extra, node.edge_inputs);
+  if (asked.gate == Gate::kParked) {
+    node.outcome = Outcome::kWaiting;
+  } else if (asked.gate == Gate::kRefused) {
+    // A refusal is the node's failure: its on_error applies (skip: its successors are skipped;
+    // fail_run: the run stops), and an expired `on_timeout: fail` stops the run whatever it
+    // says.
+    node.outcome = Outcome::kRunning;
+    ready_.started();
+    log_.nodeFailed(id, asked.error, node.spec->phase);
+    ++summary_.failed;
+    summary_.failures.push_back(NodeFailure{id, asked.error});
+    if ((asked.stop_run || node.spec->on_error.policy == spec::ErrorPolicy::kFailRun) &&
+        !cancelling_) {
+      cancelAll("node \"" + id + "\" failed: " + asked.error);
+    }
+    finishNode(node, false);
+  }
+  return asked.gate;
+}
+
+Run::Gate Run::itemApprovalGate(NodeRuntime& node, Json& extra, const Json& edge_inputs) {
+  const std::string& id = node.spec->id;
+  Asked asked = askApproval(node, writeKey(id, extra), extra, edge_inputs);
+  if (asked.gate == Gate::kRefused) {
+    // As a failed call of that item: logged with its item, counted, and its on_error applies
+    // (retry would meet the same answer, so it is not applied); the caller settles it.
+    const Json& item = extra.contains("$loop") ? extra["$iter"] : extra["$index"];
+    log_.nodeFailed(id, asked.error, node.spec->phase, false,
+                    item.is_number_integer() ? item.get<int64_t>() : -1);
+    ++summary_.failed;
+    summary_.failures.push_back(NodeFailure{id, asked.error});
+    if ((asked.stop_run || node.spec->on_error.policy == spec::ErrorPolicy::kFailRun) &&
+        !cancelling_) {
+      any_failure_ = true;
+      cancelAll("node \"" + id + "\" failed: " + asked.error);
+    }
+  }
+  return asked.gate;
 }
 
 }  // namespace oe::run::engine

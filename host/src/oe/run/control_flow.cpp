@@ -150,6 +150,13 @@ void Run::settleRepeated(NodeRuntime& node, bool ok) {
   any_success_ = true;
 }
 
+void Run::parkRepeated() {
+  // Pipelines and loops run one call at a time after the main pass, so nothing else is in
+  // flight: the run ends `waiting` now (finishRun), and the continuing run replays what
+  // landed and asks again here. Posted: the call that ended before this one is still unwinding.
+  asio::post(io_, [this] { finishRun(); });
+}
+
 void Run::runPipeline(size_t pipeline_index) {
   if (cancelling_) {
     pump();
@@ -189,6 +196,23 @@ void Run::runPipelineItem(size_t pipeline_index, size_t item_index, size_t stage
     edge_inputs[pipeline.stages[stage_index - 1]] = std::move(prev_output);
   }
   Json extra = {{"$item", (*items)[item_index]}, {"$index", item_index}, {"$pipeline", pipeline.id}};
+  // A stage that asks an approval asks before each item's call (approval_gate.cpp). Parked,
+  // the pipeline stops at this item: the items after it run after the decision, in order, as
+  // in one uninterrupted run. Refused, the item's chain ends as after a failed stage.
+  if (stage.spec->approval && stage.selected) {
+    switch (itemApprovalGate(stage, extra, edge_inputs)) {
+      case Gate::kProceed:
+        break;
+      case Gate::kParked:
+        parkRepeated();
+        return;
+      case Gate::kRefused:
+      default:
+        settleRepeated(stage, false);
+        runPipelineItem(pipeline_index, item_index + 1, 0, nullptr, items);
+        return;
+    }
+  }
   startCall(stage, std::move(extra), std::move(edge_inputs),
             [this, pipeline_index, item_index, stage_index, items, &stage](bool ok, const Json* out) {
               // A stage that failed for one item stays failed: the main nodes that wait for
@@ -226,6 +250,23 @@ void Run::runLoop(size_t loop_index, int iteration) {
   }
   NodeRuntime& body = nodes_[*indexOf(loop.body)];
   Json extra = {{"$iter", iteration}, {"$loop", loop.id}};
+  // A body that asks an approval asks before each iteration (approval_gate.cpp). Parked, the
+  // loop stops at this iteration until the decision; refused, the iteration failed, which stops
+  // the loop as any failed iteration does.
+  if (body.spec->approval && body.selected) {
+    switch (itemApprovalGate(body, extra, body.edge_inputs)) {
+      case Gate::kProceed:
+        break;
+      case Gate::kParked:
+        parkRepeated();
+        return;
+      case Gate::kRefused:
+      default:
+        settleRepeated(body, false);
+        unitDone(exp_.pipelines.size() + loop_index);
+        return;
+    }
+  }
   startCall(body, std::move(extra), body.edge_inputs,
             [this, loop_index, iteration, &body](bool ok, const Json*) {
               settleRepeated(body, ok);

@@ -198,8 +198,23 @@ class Run {
   // it was rejected or expired (the node failed, following its on_error).
   enum class Gate { kProceed, kParked, kRefused };
   Gate approvalGate(NodeRuntime& node, Json& extra);
-  // What `show:` presents, as it is now: {entry: value}.
-  Json approvalShown(const NodeRuntime& node);
+  // The same for one item of a pipeline stage or one iteration of a loop body (`extra` holds
+  // its $item/$index/$pipeline or $iter/$loop): asked under the item's write key
+  // ("stage@pipeline#2", "body@loop#0"). kRefused: that item's call failed (logged, counted,
+  // fail_run or an expired on_timeout: fail stopped the run); the caller goes on as after a
+  // failed call. kParked: the caller starts nothing more, the run ends `waiting`.
+  Gate itemApprovalGate(NodeRuntime& node, Json& extra, const Json& edge_inputs);
+  // What both ask: the chain's decision on `key`, asking (and parking) when there is none.
+  struct Asked {
+    Gate gate = Gate::kProceed;
+    std::string error;      // kRefused: why, as the node's failure
+    bool stop_run = false;  // kRefused by an expired deadline under on_timeout: fail
+  };
+  Asked askApproval(NodeRuntime& node, const std::string& key, Json& extra,
+                    const Json& edge_inputs);
+  // What `show:` presents, as it is now: {entry: value}, plus the item ($item/$index or
+  // $iter) a stage's or loop body's question is about.
+  Json approvalShown(const NodeRuntime& node, const Json& extra, const Json& edge_inputs);
   Result<approvals::Store*> approvalStore();
   // The pipelines, then the loops, run one after the other once the ready queue drains (a
   // "unit" numbers them: pipelines first). unitDone releases the main nodes that waited for
@@ -216,6 +231,8 @@ class Run {
   // A stage's or loop body's call ended: a node called once per item or iteration is failed
   // once any call failed (so what waits for it is skipped), else succeeded.
   void settleRepeated(NodeRuntime& node, bool ok);
+  // A stage or loop body parked on an approval (itemApprovalGate): the run ends `waiting`.
+  void parkRepeated();
   // D16: runs `settle` now, or, for a for_each item under runtime.deterministic, once every item
   // before it has settled, so array_append fields fill in item order whatever the completion
   // order. `settle` returns false when it did not settle the item (it will come back).

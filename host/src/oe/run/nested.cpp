@@ -172,7 +172,10 @@ oe_status Run::subrunFromPlugin(Call& call, std::string_view request_text, std::
                                 : options_.nesting.approval_store;
   nesting.approval_chain = top ? chain_id_ : options_.nesting.approval_chain;
   nesting.approval_run_id = top ? log_.runId() : options_.nesting.approval_run_id;
-  nesting.approval_prefix = options_.nesting.approval_prefix + node_id + "/";
+  // Named by the call's key, so a pipeline stage's or loop body's nested run asks per item
+  // ("nest@p#1/review"); a main-pass node's key is its id ("nest/review").
+  nesting.approval_prefix =
+      options_.nesting.approval_prefix + writeKey(node_id, call.extra_args) + "/";
   {
     std::lock_guard lock(call.phase_mutex);
     if (call.cancelled.load()) {

@@ -550,8 +550,19 @@ void Run::attemptFailed(const std::shared_ptr<Call>& call, std::string message) 
       asio::post(io_, [this] { pump(); });
       return;
     }
-    message += ": a for_each item, pipeline stage or loop body cannot park on an approval; "
-               "put the approval on a main-pass node";
+    if (!node.main) {
+      // A pipeline stage or loop body: the pipeline or loop stops at this item and the run
+      // ends `waiting`, as when the stage itself asks (control_flow.cpp); the continuation
+      // runs this item again, and its nested run finds the decisions.
+      parked_.insert(parked_.end(), call->parked_in.begin(), call->parked_in.end());
+      (void)log_.nodeEvent("approval.waiting", node.spec->id,
+                           Json{{"nested", call->parked_in}, {"key", call->write_key}}.dump());
+      parkRepeated();
+      return;
+    }
+    message +=
+        ": a for_each item cannot park on an approval; put the approval on the for_each "
+        "node (asked once before its items) or on a main-pass node";
   }
   if (call->llm_usage.budget_refused) {
     // Not the node's fault and not worth a retry: the run stops starting work, lets the calls

@@ -891,16 +891,9 @@ class Validator {
   }
 
   // Approvals (docs/policy.md, "Approvals"): a timeout that is a duration, what `show:` names,
-  // and only on main-pass nodes (a pipeline stage or loop body runs per item after the main
-  // pass; a run parks only between main-pass nodes).
+  // and a gate that is one question. A pipeline stage or loop body may ask: it asks per item
+  // or iteration.
   void checkApprovals() {
-    std::unordered_set<std::string_view> repeated;
-    for (const auto& p : exp_.pipelines) {
-      repeated.insert(p.stages.begin(), p.stages.end());
-    }
-    for (const auto& l : exp_.loops) {
-      repeated.insert(l.body);
-    }
     for (size_t i = 0; i < exp_.nodes.size(); ++i) {
       const NodeSpec& n = exp_.nodes[i];
       if (!n.approval) {
@@ -914,11 +907,6 @@ class Validator {
         error(node_pointer + "/approval", who + " is an approval gate (kind approval): its "
                                                 "prompt, show, timeout and on_timeout are its "
                                                 "own keys; remove `approval:`");
-      }
-      if (repeated.count(n.id) != 0) {
-        error(pointer, who + " is a pipeline stage or loop body, which runs once per item after "
-                             "the main pass: an approval applies to main-pass nodes only; put an "
-                             "approval gate node before the pipeline or loop");
       }
       if (gate && n.for_each) {
         error(node_pointer + "/for_each",
