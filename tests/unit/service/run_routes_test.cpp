@@ -15,6 +15,7 @@
 #include <chrono>
 #include <fstream>
 #include <functional>
+#include <regex>
 #include <thread>
 
 #include "oe/events/event_log.hpp"
@@ -594,6 +595,48 @@ TEST_P(ServiceTest, AnApprovalIsListedDecidedOnceAndContinuesTheRunThroughTheQue
   const auto twice = call("POST", "/api/approvals/" + id + "/review/reject");
   EXPECT_EQ(twice.status, 409) << twice.body;
   EXPECT_NE(bodyOf(twice).value("detail", "").find("approved by ana"), std::string::npos);
+  EXPECT_TRUE(bodyOf(call("GET", "/api/approvals"))["approvals"].empty());
+}
+
+// A pipeline stage asks per item: the API lists the question under its item key and decides it
+// when the client percent-encodes that key as a path segment (`#` would end the path).
+TEST_P(ServiceTest, APipelineStageAsksPerItemAndTheApiDecidesEachItemByItsKey) {
+  const auto sub = root_ / "staged";
+  std::filesystem::create_directories(sub / "tools");
+  std::ofstream(sub / "experience.yaml")
+      << "name: staged\nversion: 0.1.0\nstate:\n  schema:\n    items: { type: array }\n"
+      << "    results: { type: array, merge: array_append }\ngraph:\n  nodes:\n"
+      << "    - { id: seed, kind: tool, impl: ./tools/seed.sh, writes: [items] }\n"
+      << "    - { id: check, kind: tool, impl: ./tools/check.sh, writes: [results],\n"
+      << "        approval: { prompt: Check this item } }\n"
+      << "  edges: []\n  pipelines:\n    - { id: p, items: $.items, stages: [check] }\n";
+  std::ofstream(sub / "tools" / "seed.sh")
+      << "#!/bin/sh\ncat > /dev/null\nprintf '{\"state_delta\":{\"items\":[\"x\",\"y\"]}}\\n'\n";
+  std::ofstream(sub / "tools" / "check.sh")
+      << "#!/bin/sh\ncat > /dev/null\nprintf '{\"state_delta\":{\"results\":[\"ok\"]}}\\n'\n";
+  for (const char* tool : {"seed.sh", "check.sh"}) {
+    std::filesystem::permissions(sub / "tools" / tool, std::filesystem::perms::owner_all,
+                                 std::filesystem::perm_options::add);
+  }
+  start();
+  std::string run = postRun(R"({"experience":"staged"})");
+  for (const char* key : {"check@p#0", "check@p#1"}) {
+    ASSERT_TRUE(launcher_->waitGone(run, kRunTimeout));
+    ASSERT_EQ(eventOf(logOf(sub, run), "run.finished")["status"], "waiting")
+        << oe::test::readFile(childLogPath(root_, run));
+    const Json approvals = bodyOf(call("GET", "/api/approvals"))["approvals"];
+    ASSERT_EQ(approvals.size(), 1U) << approvals.dump();
+    EXPECT_EQ(approvals[0]["node_id"], key);
+    const std::string encoded = std::regex_replace(
+        std::regex_replace(std::string(key), std::regex("@"), "%40"), std::regex("#"), "%23");
+    const auto approved =
+        call("POST", "/api/approvals/" + run + "/" + encoded + "/approve", R"({"as":"ana"})");
+    ASSERT_EQ(approved.status, 200) << approved.body;
+    run = bodyOf(approved)["continued"]["id"];
+  }
+  ASSERT_TRUE(launcher_->waitGone(run, kRunTimeout));
+  EXPECT_EQ(eventOf(logOf(sub, run), "run.finished")["status"], "success")
+      << oe::test::readFile(childLogPath(root_, run));
   EXPECT_TRUE(bodyOf(call("GET", "/api/approvals"))["approvals"].empty());
 }
 

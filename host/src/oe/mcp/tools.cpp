@@ -649,7 +649,7 @@ constexpr ToolEntry kTools[] = {
      "Record a decision on the node a parked run waits for (who: `as`; when; `comment`), then "
      "continue the run (unless continue: false): {recorded: true, run?: the continued run's "
      "result}. When someone decided first: {recorded: false, message} saying who.",
-     R"({"type":"object","properties":{"experience_path":{"type":"string"},"run_id":{"type":"string"},"node":{"type":"string","description":"The node; nest/child for a node of a nested experience"},"decision":{"type":"string","enum":["approve","reject"]},"comment":{"type":"string"},"as":{"type":"string","description":"Who decides"},"continue":{"type":"boolean","description":"Continue the run after recording; default true"}},"required":["experience_path","run_id","node","decision"]})",
+     R"({"type":"object","properties":{"experience_path":{"type":"string"},"run_id":{"type":"string"},"node":{"type":"string","description":"The question: the node, nest/child for a node of a nested experience, STAGE@PIPELINE#I for item I of a pipeline stage, BODY@LOOP#N for iteration N of a loop body, as oe_approvals lists them"},"decision":{"type":"string","enum":["approve","reject"]},"comment":{"type":"string"},"as":{"type":"string","description":"Who decides"},"continue":{"type":"boolean","description":"Continue the run after recording; default true"}},"required":["experience_path","run_id","node","decision"]})",
      false, false, decideTool},
     {"oe_init", "Create an experience",
      "Create an experience folder from a template (tool-only, agent, cli-agent, full-pipeline): "
