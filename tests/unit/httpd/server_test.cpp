@@ -204,11 +204,35 @@ TEST(ServerTest, UnknownPathsAndMethodsAreProblems) {
   EXPECT_EQ(bodyJson(missing)["status"], 404);
   auto wrong = client.send("PUT", "/api/items/7");
   EXPECT_EQ(wrong.result_int(), 405);
-  EXPECT_EQ(field(wrong, "Allow"), "GET, DELETE");
+  EXPECT_EQ(field(wrong, "Allow"), "GET, HEAD, DELETE");
   EXPECT_EQ(field(wrong, "Content-Type"), "application/problem+json");
   auto bad = client.send("GET", "/api/items/%zz");
   EXPECT_EQ(bad.result_int(), 400);
   EXPECT_EQ(bodyJson(bad)["type"], "https://oe.dev/problems/bad-target");
+}
+
+// HEAD is answered by the GET route without the body: the same status, type and length, and the
+// connection goes on to the next request (a body sent after the head would be read as one).
+TEST(ServerTest, HeadIsTheGetWithoutItsBody) {
+  const Router router = basicRouter();
+  auto server = startServer({}, router);
+  ASSERT_TRUE(server);
+  Client client(server->port());
+  const auto get = client.send("GET", "/api/items/7");
+  ASSERT_EQ(get.result_int(), 200);
+  client.writeRaw("HEAD /api/items/7 HTTP/1.1\r\nHost: 127.0.0.1:" +
+                  std::to_string(server->port()) + "\r\n\r\n");
+  http::response_parser<http::string_body> parser;
+  parser.skip(true);  // a response to HEAD has no body whatever its Content-Length says
+  beast::flat_buffer buffer;
+  http::read(client.socket(), buffer, parser);
+  const auto& head = parser.get();
+  EXPECT_EQ(head.result_int(), 200);
+  EXPECT_EQ(field(head, "Content-Type"), field(get, "Content-Type"));
+  EXPECT_EQ(field(head, "Content-Length"), std::to_string(get.body().size()));
+  EXPECT_TRUE(head.body().empty());
+  EXPECT_EQ(buffer.size(), 0U) << "no body bytes after the head";
+  EXPECT_EQ(client.send("GET", "/api/items/8").result_int(), 200) << "the connection goes on";
 }
 
 TEST(ServerTest, AHandlerThatThrowsIsA500WithoutItsMessage) {

@@ -458,6 +458,7 @@ void Connection<Stream>::readRequest() {
     return;
   }
   parser_.emplace();
+  method_.clear();  // an error answered before this request's head is read is not a HEAD's
   parser_->header_limit(static_cast<uint32_t>(server_.options().max_header_bytes));
   parser_->body_limit(server_.options().max_body_bytes);
   if (buffer_.size() > 0) {
@@ -607,6 +608,13 @@ void Connection<Stream>::respond(Response response) {
   if (closed_) {
     return;
   }
+  if (response.events && method_ == "HEAD") {
+    Response head;
+    head.status = response.status;
+    head.content_type = "text/event-stream";
+    writeResponse(std::move(head), keep_alive_, false);
+    return;
+  }
   if (response.events) {
     if (!server_.acquireSse()) {
       writeResponse(problem(503, "too-many-streams", "Too many event streams",
@@ -652,7 +660,11 @@ void Connection<Stream>::writeResponse(Response response, bool keep_alive, bool 
   response_.body() = std::move(response.body);
   response_.keep_alive(keep_alive);
   response_.prepare_payload();
-  logRequest(response.status, response_.body().size());
+  const size_t bytes = response_.body().size();
+  if (method_ == "HEAD") {
+    response_.body().clear();  // Content-Length stays the GET's
+  }
+  logRequest(response.status, bytes);
   lowest().expires_after(server_.options().idle_timeout);
   http::async_write(stream_, response_, [self = self(), keep_alive, linger](ErrorCode ec, size_t) {
     if (ec) {
@@ -900,6 +912,11 @@ Response ServerImpl::dispatch(Request& request) {
         {"Access-Control-Max-Age", "600"}};
     return preflight;
   }
+  // HEAD is GET without the body (RFC 9110 9.3.2): the GET handler answers, the connection
+  // writes only the head.
+  if (request.method == "HEAD") {
+    request.method = "GET";
+  }
   // The path as sent: the router splits it before decoding each segment (router.hpp).
   const auto match =
       router_.match(request.method, std::string_view(request.target).substr(0, request.target.find('?')));
@@ -908,6 +925,9 @@ Response ServerImpl::dispatch(Request& request) {
       std::string allow;
       for (const auto& method : match.allowed_methods) {
         allow.append(allow.empty() ? "" : ", ").append(method);
+        if (method == "GET") {
+          allow.append(", HEAD");
+        }
       }
       Response response = problem(405, "method-not-allowed", "Method not allowed",
                                   request.method + " is not allowed here; use " + allow + ".");
