@@ -182,6 +182,9 @@ Run::Gate Run::itemApprovalGate(NodeRuntime& node, Json& extra, const Json& edge
       any_failure_ = true;
       cancelAll("node \"" + id + "\" failed: " + asked.error);
     }
+    settleRepeated(node, false);
+  } else if (asked.gate == Gate::kParked) {
+    parkRepeated();
   }
   return asked.gate;
 }

@@ -200,17 +200,12 @@ void Run::runPipelineItem(size_t pipeline_index, size_t item_index, size_t stage
   // the pipeline stops at this item: the items after it run after the decision, in order, as
   // in one uninterrupted run. Refused, the item's chain ends as after a failed stage.
   if (stage.spec->approval && stage.selected) {
-    switch (itemApprovalGate(stage, extra, edge_inputs)) {
-      case Gate::kProceed:
-        break;
-      case Gate::kParked:
-        parkRepeated();
-        return;
-      case Gate::kRefused:
-      default:
-        settleRepeated(stage, false);
-        runPipelineItem(pipeline_index, item_index + 1, 0, nullptr, items);
-        return;
+    const Gate gate = itemApprovalGate(stage, extra, edge_inputs);
+    if (gate == Gate::kRefused) {
+      runPipelineItem(pipeline_index, item_index + 1, 0, nullptr, items);
+    }
+    if (gate != Gate::kProceed) {
+      return;
     }
   }
   startCall(stage, std::move(extra), std::move(edge_inputs),
@@ -254,17 +249,12 @@ void Run::runLoop(size_t loop_index, int iteration) {
   // loop stops at this iteration until the decision; refused, the iteration failed, which stops
   // the loop as any failed iteration does.
   if (body.spec->approval && body.selected) {
-    switch (itemApprovalGate(body, extra, body.edge_inputs)) {
-      case Gate::kProceed:
-        break;
-      case Gate::kParked:
-        parkRepeated();
-        return;
-      case Gate::kRefused:
-      default:
-        settleRepeated(body, false);
-        unitDone(exp_.pipelines.size() + loop_index);
-        return;
+    const Gate gate = itemApprovalGate(body, extra, body.edge_inputs);
+    if (gate == Gate::kRefused) {
+      unitDone(exp_.pipelines.size() + loop_index);
+    }
+    if (gate != Gate::kProceed) {
+      return;
     }
   }
   startCall(body, std::move(extra), body.edge_inputs,

@@ -201,8 +201,9 @@ class Run {
   // The same for one item of a pipeline stage or one iteration of a loop body (`extra` holds
   // its $item/$index/$pipeline or $iter/$loop): asked under the item's write key
   // ("stage@pipeline#2", "body@loop#0"). kRefused: that item's call failed (logged, counted,
-  // fail_run or an expired on_timeout: fail stopped the run); the caller goes on as after a
-  // failed call. kParked: the caller starts nothing more, the run ends `waiting`.
+  // settled as failed; fail_run or an expired on_timeout: fail stopped the run); the caller
+  // goes on as after a failed call. kParked: parked (parkRepeated), the caller starts nothing
+  // more and the run ends `waiting`.
   Gate itemApprovalGate(NodeRuntime& node, Json& extra, const Json& edge_inputs);
   // What both ask: the chain's decision on `key`, asking (and parking) when there is none.
   struct Asked {
