@@ -169,18 +169,24 @@ class ServeTest : public ::testing::Test {
     return root_.parent_path() / (name + "-mark");
   }
 
+  // A token file with a read token (r-token-0123456789) and an admin one (a-token-0123456789),
+  // readable by its owner alone: the server refuses a file of admin credentials others can read.
+  std::filesystem::path tokenFile() {
+    const auto tokens = dir_.write("tokens",
+                                   "read viewer r-token-0123456789\n"
+                                   "admin ops a-token-0123456789\n");
+    std::filesystem::permissions(
+        tokens, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+    return tokens;
+  }
+
   oe::test::TempDir dir_;
   std::filesystem::path root_;
 };
 
 TEST_F(ServeTest, AReadTokenCannotStartARunAnAdminTokenCan) {
   const auto hello = experience("hello", false);
-  const auto tokens = dir_.write("tokens",
-                                 "read viewer r-token-0123456789\n"
-                                 "admin ops a-token-0123456789\n");
-  // Admin credentials: the server refuses a file other users can read.
-  std::filesystem::permissions(
-      tokens, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  const auto tokens = tokenFile();
   Served served(root_, {"--token-file", tokens.string()});
   EXPECT_EQ(http(served.port(), "GET", "/healthz").status, 200);
   const auto as_reader =
@@ -244,11 +250,7 @@ TEST_F(ServeTest, SigtermStopsTheRunsAndTheNextServerResumesThem) {
 TEST_F(ServeTest, OnAPostgresStoreARunStartedWithTheAdminTokenIsReadFromTheStoreAndDeleted) {
   oe::test::PgTestDb db;
   const auto hello = experience("hello", false);
-  const auto tokens = dir_.write("tokens",
-                                 "read viewer r-token-0123456789\n"
-                                 "admin ops a-token-0123456789\n");
-  std::filesystem::permissions(
-      tokens, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  const auto tokens = tokenFile();
   Served served(root_, {"--store", db.url(), "--token-file", tokens.string()});
   const std::string reader = "r-token-0123456789";
   const std::string admin = "a-token-0123456789";
