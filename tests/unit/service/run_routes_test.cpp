@@ -631,11 +631,28 @@ TEST_P(ServiceTest, AnApprovalIsListedDecidedOnceAndContinuesTheRunThroughTheQue
   EXPECT_EQ(approvals[0]["experience"], "gated");
 
   EXPECT_EQ(call("POST", "/api/approvals/" + id + "/nope/approve").status, 404);
+  // A resume of the parked run that was cancelled while queued continues nothing: the decision
+  // still queues the continuation. (Put in the queue while no launcher could claim it.)
+  launcher_->stop();
+  launcher_.reset();
+  QueuedRun dropped;
+  dropped.run_id = events::newRunId();
+  dropped.experience = "gated";
+  dropped.folder = "gated";
+  dropped.kind = "resume";
+  dropped.resume_of = id;
+  dropped.enqueued_ms = nowMs();
+  ASSERT_TRUE(queue_->enqueue(dropped));
+  ASSERT_TRUE(*queue_->cancelQueued(dropped.run_id, nowMs()));
+  start();
+
   const auto approved =
       call("POST", "/api/approvals/" + id + "/review/approve", R"({"comment":"ok","as":"ana"})");
   ASSERT_EQ(approved.status, 200) << approved.body;
   EXPECT_EQ(bodyOf(approved)["approval"]["decision"]["by"], "ana");
+  ASSERT_TRUE(bodyOf(approved)["continued"].is_object()) << approved.body;
   const std::string next = bodyOf(approved)["continued"]["id"];
+  EXPECT_NE(next, dropped.run_id);
   ASSERT_TRUE(launcher_->waitGone(next, kRunTimeout));
   const auto log = logOf(gated, next);
   EXPECT_EQ(eventOf(log, "run.started")["resumed_from"], id);
