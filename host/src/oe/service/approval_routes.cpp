@@ -154,8 +154,8 @@ Response decide(const ServiceContext& ctx, const Request& req, bool approve) {
   if (auto all = ctx.queue->list(); all) {
     for (const auto& e : *all) {
       // A cancelled entry never started: it does not continue the chain.
-      in_queue = in_queue ||
-                 (e.state != "cancelled" && (e.run_id == newest || e.resume_of == newest));
+      in_queue =
+          in_queue || (e.state != "cancelled" && (e.run_id == newest || e.resume_of == newest));
     }
   }
   if (!in_queue) {

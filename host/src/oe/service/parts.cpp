@@ -30,10 +30,10 @@ QueueLister queueLister(RunQueue* queue) {
       return entries;
     }
     for (const auto& run : *listed) {
-      entries.push_back(QueueEntry{run.run_id, run.experience, run.state, run.priority,
-                                   isoTime(run.enqueued_ms / 1000,
-                                           static_cast<int>(run.enqueued_ms % 1000)),
-                                   run.cancelled_ms});
+      entries.push_back(
+          QueueEntry{run.run_id, run.experience, run.state, run.priority,
+                     isoTime(run.enqueued_ms / 1000, static_cast<int>(run.enqueued_ms % 1000)),
+                     run.cancelled_ms});
     }
     return entries;
   };

@@ -30,7 +30,7 @@ struct QueueEntry {
   std::string experience;  // the experience's name, as GET /api/experiences lists it
   std::string status;      // "queued", "running" or "cancelled"
   int priority = 5;
-  std::string queued_at;      // ISO-8601 UTC
+  std::string queued_at;     // ISO-8601 UTC
   int64_t cancelled_ms = 0;  // cancelled: when, in ms since the epoch
 };
 using QueueLister = std::function<std::vector<QueueEntry>()>;

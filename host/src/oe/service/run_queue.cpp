@@ -426,9 +426,8 @@ Result<std::unique_ptr<RunQueue>> RunQueue::open(const std::string& where) {
   }
   if (auto added = addCancelledColumn(db->get()); !added) {
     ::close(fd);
-    return makeError("the run queue file " + path.string() +
-                     " cannot be used: " + added.error().message +
-                     "; check its permissions and the disk");
+    return makeError("the run queue file " + path.string() + " cannot be used: " +
+                     added.error().message + "; check its permissions and the disk");
   }
   return std::unique_ptr<RunQueue>(std::make_unique<SqliteQueue>(std::move(db).value(), path, fd));
 }

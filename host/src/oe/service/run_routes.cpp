@@ -202,8 +202,10 @@ Response cancelRun(const ServiceContext& ctx, const Request& req) {
   }
   if (*entry && (*entry)->state == "cancelled") {
     return problem(409, "run-cancelled", "Run already cancelled",
-                   "run " + (*entry)->run_id + " was cancelled before it started; nothing to "
-                   "cancel (DELETE /api/runs/" + (*entry)->run_id + " removes it)");
+                   "run " + (*entry)->run_id +
+                       " was cancelled before it started; nothing to cancel (DELETE "
+                       "/api/runs/" +
+                       (*entry)->run_id + " removes it)");
   }
   if (*entry) {
     auto cancelled = ctx.launcher->cancel((*entry)->run_id);
@@ -393,9 +395,9 @@ Response deleteRun(const ServiceContext& ctx, const Request& req) {
       return storeProblem(removed.error());
     }
     if (!*removed) {
-      return problem(404, "run-not-found", "No such run",
-                     "run " + (*entry)->run_id +
-                         " was removed meanwhile; GET /api/runs lists the runs");
+      return problem(
+          404, "run-not-found", "No such run",
+          "run " + (*entry)->run_id + " was removed meanwhile; GET /api/runs lists the runs");
     }
     return httpd::jsonResponse(
         200, Json{{"id", (*entry)->run_id}, {"deleted", true}, {"bytes_freed", 0}});
