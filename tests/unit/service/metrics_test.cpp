@@ -43,14 +43,17 @@ TEST_F(MetricsTest, RunsQueueDurationsTokensAndCost) {
   ASSERT_FALSE(run(root() / "greeter", R"({"who":"bob"})").empty());
   ASSERT_FALSE(run(root() / "greeter", R"({"fail":true})").empty());
   buildRouter({}, [] {
-    return std::vector<QueueEntry>{{"q1", "greeter", "queued", 5, ""},
-                                   {"q2", "greeter", "queued", 5, ""}};
+    return std::vector<QueueEntry>{{"q1", "greeter", "queued", 5, "", 0},
+                                   {"q2", "greeter", "queued", 5, "", 0},
+                                   {"q3", "greeter", "cancelled", 5, "", 1000}};
   });
   const std::string text = scrape();
   EXPECT_EQ(sample(text, R"(oe_runs{experience="greeter",status="succeeded"})"), 2) << text;
   EXPECT_EQ(sample(text, R"(oe_runs{experience="greeter",status="failed"})"), 1);
   EXPECT_EQ(sample(text, R"(oe_runs{experience="greeter",status="queued"})"), 2);
-  EXPECT_EQ(sample(text, "oe_queue_depth"), 2);
+  EXPECT_EQ(sample(text, "oe_queue_depth"), 2) << "a run cancelled while queued waits no more";
+  EXPECT_EQ(sample(text, R"(oe_runs{experience="greeter",status="cancelled"})"), 1)
+      << "a run cancelled while queued has no log and is still a cancelled run";
   EXPECT_EQ(sample(text, R"(oe_node_duration_seconds_count{experience="greeter",node="greet"})"),
             3);
   EXPECT_EQ(

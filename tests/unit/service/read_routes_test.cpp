@@ -9,6 +9,7 @@
 #include <set>
 
 #include "oe/plugins/manifest.hpp"
+#include "oe/service/run_queue.hpp"
 
 #include "unit/service/service_fixture.hpp"
 
@@ -180,6 +181,46 @@ TEST_F(ReadRoutesTest, RunsListFiltersPagesAndPutsQueuedRunsFirst) {
   EXPECT_EQ(call("GET", "/api/runs?limit=501").status, 400);
   EXPECT_EQ(call("GET", "/api/runs?status=done").status, 400);
   EXPECT_EQ(call("GET", "/api/runs?cursor=gone").status, 400);
+}
+
+// A queued run cancelled before it started has no log and is still listed: among the finished
+// runs by when it was cancelled (not at the top with the queued ones), under status=cancelled,
+// and GET answers its entry.
+TEST_F(ReadRoutesTest, ARunCancelledWhileQueuedIsListedAmongTheFinishedByItsCancelTime) {
+  const fs::path greeter = root() / "greeter";
+  writeToolExperience(greeter, "greeter");
+  const std::string older = run(greeter);
+  const int64_t between = nowMs();
+  const std::string newer = run(greeter);
+  ASSERT_FALSE(older.empty() || newer.empty());
+  buildRouter({}, [between] {
+    return std::vector<QueueEntry>{
+        {"queued-1", "greeter", "queued", 5, "2026-01-01T00:00:00Z", 0},
+        {"cancelled-now", "greeter", "cancelled", 5, "2026-01-01T00:00:00Z", between},
+        {"cancelled-long-ago", "greeter", "cancelled", 5, "1970-01-01T00:00:00Z", 1500}};
+  });
+
+  Json all = json("GET", "/api/runs");
+  std::vector<std::string> ids;
+  for (const auto& r : all["runs"]) {
+    ids.push_back(r["id"]);
+  }
+  EXPECT_EQ(ids, (std::vector<std::string>{"queued-1", newer, "cancelled-now", older,
+                                           "cancelled-long-ago"}))
+      << all.dump();
+
+  Json cancelled = json("GET", "/api/runs?status=cancelled");
+  ASSERT_EQ(cancelled["runs"].size(), 2U) << cancelled.dump();
+  EXPECT_EQ(cancelled["runs"][0]["id"], "cancelled-now");
+  EXPECT_EQ(cancelled["runs"][1]["id"], "cancelled-long-ago");
+  EXPECT_EQ(cancelled["runs"][1]["finished_at"], "1970-01-01T00:00:01.500Z");
+  EXPECT_EQ(cancelled["runs"][1]["started_at"], nullptr);
+
+  Json one = json("GET", "/api/runs/cancelled-long-ago");
+  EXPECT_EQ(one["status"], "cancelled");
+  EXPECT_EQ(one["finished_at"], "1970-01-01T00:00:01.500Z");
+  EXPECT_EQ(one["reason"], "cancelled before it started");
+  EXPECT_TRUE(one["timeline"].empty());
 }
 
 // A run a later run resumed is no longer the one to act on: `resumed`, naming the later run,

@@ -19,7 +19,10 @@
 #include <thread>
 
 #include "oe/events/event_log.hpp"
+#include "oe/httpd/target.hpp"
 #include "oe/service/launcher.hpp"
+#include "oe/service/parts.hpp"
+#include "oe/service/read_routes.hpp"
 #include "oe/service/run_queue.hpp"
 #include "oe/service/service.hpp"
 #include "proc_kit/subprocess.hpp"
@@ -140,11 +143,21 @@ class ServiceTest : public ::testing::TestWithParam<std::string> {
     context_.store = store;
     context_.queue = queue_.get();
     context_.launcher = launcher_.get();
-    router_ = buildRouter(context_, {});
+    // With the read side, as `oe serve` composes it, so a test sees what a client lists.
+    router_ = buildRouter(context_, {[](httpd::Router& router, const ServiceContext& context) {
+                            addReadRoutes(router, ReadContext{context.root, context.store,
+                                                              queueLister(context.queue)});
+                          }});
   }
 
-  httpd::Response call(const std::string& method, const std::string& path,
+  httpd::Response call(const std::string& method, const std::string& target,
                        const std::string& body = "") {
+    auto decoded = httpd::decodeTarget(target);
+    if (!decoded) {
+      ADD_FAILURE() << target << ": " << decoded.error().message;
+      return {};
+    }
+    const std::string path = decoded->path;
     auto match = router_.match(method, path);
     if (match.route == nullptr) {
       ADD_FAILURE() << "no route for " << method << " " << path;
@@ -153,7 +166,8 @@ class ServiceTest : public ::testing::TestWithParam<std::string> {
     httpd::Request request;
     request.method = method;
     request.path = path;
-    request.target = path;
+    request.target = target;
+    request.query = std::move(decoded->query);
     request.body = body;
     request.params = match.params;
     request.granted = httpd::Scope::kAdmin;
@@ -251,7 +265,7 @@ TEST_P(ServiceTest, PostRunChecksItsBodyAndTheRunKeepsTheIdItWasQueuedUnder) {
   EXPECT_TRUE(logHas(root_ / "team/review", by_name, "run.finished"));
 }
 
-TEST_P(ServiceTest, CancelRemovesAQueuedRunAndStopsARunningOneWhichResumesAndDeletes) {
+TEST_P(ServiceTest, CancelKeepsAQueuedRunAsCancelledAndStopsARunningOneWhichResumesAndDeletes) {
   const auto slow = experience("slow", blockingTool(root_ / "slow-mark"));
   experience("quick", kQuickTool);
   start({1, 1});  // one run at a time: the second waits in the queue
@@ -264,11 +278,32 @@ TEST_P(ServiceTest, CancelRemovesAQueuedRunAndStopsARunningOneWhichResumesAndDel
   ASSERT_TRUE(entry && *entry);
   EXPECT_EQ((*entry)->state, "queued") << "the global cap keeps it queued";
 
-  // Queued: removed at once, and it never runs.
+  // Queued: cancelled at once, and it never runs; it stays visible as cancelled.
   const auto c1 = call("POST", "/api/runs/" + queued.substr(0, 13) + "/cancel");
   EXPECT_EQ(c1.status, 200) << c1.body;
   EXPECT_EQ(bodyOf(c1)["status"], "cancelled");
-  EXPECT_FALSE(*queue_->find(queued));
+  entry = queue_->find(queued);
+  ASSERT_TRUE(entry && *entry);
+  EXPECT_EQ((*entry)->state, "cancelled");
+  EXPECT_GT((*entry)->cancelled_ms, 0);
+  const auto shown = call("GET", "/api/runs/" + queued);
+  ASSERT_EQ(shown.status, 200) << shown.body;
+  EXPECT_EQ(bodyOf(shown)["status"], "cancelled");
+  EXPECT_EQ(bodyOf(shown)["started_at"], nullptr);
+  EXPECT_TRUE(bodyOf(shown)["finished_at"].is_string()) << shown.body;
+  const auto listed = call("GET", "/api/runs?status=cancelled");
+  ASSERT_EQ(listed.status, 200) << listed.body;
+  ASSERT_EQ(bodyOf(listed)["runs"].size(), 1U) << listed.body;
+  EXPECT_EQ(bodyOf(listed)["runs"][0]["id"], queued);
+  const auto twice_cancelled = call("POST", "/api/runs/" + queued + "/cancel");
+  EXPECT_EQ(twice_cancelled.status, 409) << twice_cancelled.body;
+  EXPECT_NE(bodyOf(twice_cancelled).value("detail", "").find("cancelled before it started"),
+            std::string::npos)
+      << twice_cancelled.body;
+  const auto never_started = call("POST", "/api/runs/" + queued + "/resume");
+  EXPECT_EQ(never_started.status, 409) << never_started.body;
+  EXPECT_NE(bodyOf(never_started).value("detail", "").find("start a new run"), std::string::npos)
+      << never_started.body;
 
   // Running: SIGTERM, the run records itself interrupted.
   const auto c2 = call("POST", "/api/runs/" + running + "/cancel");
@@ -314,6 +349,19 @@ TEST_P(ServiceTest, CancelRemovesAQueuedRunAndStopsARunningOneWhichResumesAndDel
   }
   EXPECT_EQ(call("DELETE", "/api/runs/" + running).status, 404);
   EXPECT_EQ(call("POST", "/api/runs/00000000-dead/cancel").status, 404);
+
+  // The cancelled run never started (the slot was free long since) and is deleted like any
+  // finished run: its entry was all there was of it.
+  EXPECT_FALSE(
+      std::filesystem::exists(root_ / "quick" / ".openexpertise" / "runs" / (queued + ".jsonl")));
+  EXPECT_EQ(call("GET", "/api/runs/" + queued).status, 200);
+  const auto gone = call("DELETE", "/api/runs/" + queued);
+  EXPECT_EQ(gone.status, 200) << gone.body;
+  EXPECT_EQ(bodyOf(gone)["id"], queued);
+  EXPECT_EQ(bodyOf(gone)["deleted"], true);
+  EXPECT_FALSE(*queue_->find(queued));
+  EXPECT_EQ(call("GET", "/api/runs/" + queued).status, 404);
+  EXPECT_EQ(call("DELETE", "/api/runs/" + queued).status, 404);
 }
 
 // A finished run is deleted while another run of its experience runs (on PostgreSQL without the
@@ -583,11 +631,28 @@ TEST_P(ServiceTest, AnApprovalIsListedDecidedOnceAndContinuesTheRunThroughTheQue
   EXPECT_EQ(approvals[0]["experience"], "gated");
 
   EXPECT_EQ(call("POST", "/api/approvals/" + id + "/nope/approve").status, 404);
+  // A resume of the parked run that was cancelled while queued continues nothing: the decision
+  // still queues the continuation. (Put in the queue while no launcher could claim it.)
+  launcher_->stop();
+  launcher_.reset();
+  QueuedRun dropped;
+  dropped.run_id = events::newRunId();
+  dropped.experience = "gated";
+  dropped.folder = "gated";
+  dropped.kind = "resume";
+  dropped.resume_of = id;
+  dropped.enqueued_ms = nowMs();
+  ASSERT_TRUE(queue_->enqueue(dropped));
+  ASSERT_TRUE(*queue_->cancelQueued(dropped.run_id, nowMs()));
+  start();
+
   const auto approved =
       call("POST", "/api/approvals/" + id + "/review/approve", R"({"comment":"ok","as":"ana"})");
   ASSERT_EQ(approved.status, 200) << approved.body;
   EXPECT_EQ(bodyOf(approved)["approval"]["decision"]["by"], "ana");
+  ASSERT_TRUE(bodyOf(approved)["continued"].is_object()) << approved.body;
   const std::string next = bodyOf(approved)["continued"]["id"];
+  EXPECT_NE(next, dropped.run_id);
   ASSERT_TRUE(launcher_->waitGone(next, kRunTimeout));
   const auto log = logOf(gated, next);
   EXPECT_EQ(eventOf(log, "run.started")["resumed_from"], id);

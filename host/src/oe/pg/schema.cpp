@@ -277,6 +277,12 @@ CREATE TABLE oe_run_queue (
 CREATE INDEX oe_run_queue_order ON oe_run_queue (state, priority DESC, enqueued_ms);
 )sql";
 
+// Version 7: a queued run that is cancelled stays in oe_run_queue as state 'cancelled', with when
+// (docs/serve.md, "The queue"), so GET /api/runs still shows it; dropped after 7 days.
+constexpr std::string_view kV7 = R"sql(
+ALTER TABLE oe_run_queue ADD COLUMN cancelled_ms bigint NOT NULL DEFAULT 0;
+)sql";
+
 // The advisory lock key of migrations: any 64-bit constant of oe's own.
 constexpr int64_t kMigrateLock = 0x6f655f6d69677261;  // "oe_migra"
 
@@ -290,6 +296,7 @@ const std::vector<Migration>& migrations() {
       {4, "approvals: the questions of parked runs and their decisions", kV4},
       {5, "triggers: the scheduled times fired and the webhook deliveries seen", kV5},
       {6, "oe serve's run queue", kV6},
+      {7, "oe serve's run queue keeps the cancelled runs", kV7},
   };
   return all;
 }

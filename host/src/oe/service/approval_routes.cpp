@@ -153,7 +153,9 @@ Response decide(const ServiceContext& ctx, const Request& req, bool approve) {
   bool in_queue = false;
   if (auto all = ctx.queue->list(); all) {
     for (const auto& e : *all) {
-      in_queue = in_queue || e.run_id == newest || e.resume_of == newest;
+      // A cancelled entry never started: it does not continue the chain.
+      in_queue =
+          in_queue || (e.state != "cancelled" && (e.run_id == newest || e.resume_of == newest));
     }
   }
   if (!in_queue) {

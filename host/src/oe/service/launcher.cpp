@@ -132,6 +132,7 @@ Result<std::unique_ptr<Launcher>> Launcher::start(RunQueue& queue, LauncherOptio
                      ec.message() + "; check the permissions of --root");
   }
   launcher->recover();
+  launcher->dropOldCancelled();
   launcher->next_takeover_ = Clock::now() + launcher->options_.lease;
   launcher->thread_ = std::thread([l = launcher.get()] { l->loop(); });
   return launcher;
@@ -140,6 +141,13 @@ Result<std::unique_ptr<Launcher>> Launcher::start(RunQueue& queue, LauncherOptio
 Launcher::~Launcher() { stop(); }
 
 void Launcher::say(const std::string& message) { service::say(message); }
+
+void Launcher::dropOldCancelled() {
+  // The trace a cancelled queued run leaves is kept a week (docs/serve.md, "The queue").
+  if (auto dropped = queue_.dropCancelled(nowMs() - kKeepCancelledMs); !dropped) {
+    say("warning: " + dropped.error().message);
+  }
+}
 
 void Launcher::recover() {
   auto left = queue_.takeOverExpired(options_.owner, nowMs(), options_.lease.count());
@@ -205,6 +213,7 @@ void Launcher::loop() {
       // A server of a shared store that stopped renewing (it died) left its runs to us.
       next_takeover_ = now + options_.lease;
       recover();
+      dropOldCancelled();
     }
     if (now >= next_renew_) {
       next_renew_ = now + options_.lease / 3;
@@ -326,13 +335,13 @@ void Launcher::reap() {
 }
 
 Result<Launcher::Cancel> Launcher::cancel(std::string_view run_id) {
-  auto removed = queue_.removeQueued(run_id);
-  if (!removed) {
-    return removed.error();
+  auto cancelled = queue_.cancelQueued(run_id, nowMs());
+  if (!cancelled) {
+    return cancelled.error();
   }
-  if (*removed) {
+  if (*cancelled) {
     ended_cv_.notify_all();
-    return Cancel::kRemoved;
+    return Cancel::kCancelled;
   }
   std::lock_guard lock(mutex_);
   for (auto& child : children_) {
@@ -366,7 +375,8 @@ bool Launcher::waitGone(std::string_view run_id, std::chrono::milliseconds timeo
     lock.unlock();
     auto found = queue_.find(run_id);
     lock.lock();
-    if (found && !*found) {
+    // A cancelled entry is a trace of a run that never started: nothing is owed.
+    if (found && (!*found || (*found)->state == "cancelled")) {
       return true;
     }
     if (Clock::now() >= deadline) {

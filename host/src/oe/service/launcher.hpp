@@ -61,8 +61,9 @@ class Launcher {
   // [thread-safe] Looks at the queue now (after an enqueue).
   void wake();
 
-  enum class Cancel { kRemoved, kStopping, kNotHere };
-  // [thread-safe] A queued run is removed from the queue; a running child of ours gets SIGTERM
+  enum class Cancel { kCancelled, kStopping, kNotHere };
+  // [thread-safe] A queued run is marked cancelled in the queue (it never starts; its entry
+  // stays listed until the retention drops it); a running child of ours gets SIGTERM
   // (and SIGKILL after stop_grace), its entry going when it has ended. kNotHere: neither (not in
   // the queue, or running under another server).
   Result<Cancel> cancel(std::string_view run_id);
@@ -73,8 +74,9 @@ class Launcher {
   // destructor calls it.
   void stop();
 
-  // [thread-safe] Waits until `run_id` is no longer in the queue (it ended, or was cancelled
-  // or removed) or `timeout` passes; true when it is gone. For tests and shutdown.
+  // [thread-safe] Waits until the queue no longer owes `run_id` (it ended or was removed, or was
+  // cancelled before it started: its entry stays, cancelled) or `timeout` passes; true when so.
+  // For tests and shutdown.
   bool waitGone(std::string_view run_id, std::chrono::milliseconds timeout);
 
   // [thread-safe] The pid of the child running `run_id` here, 0 when none.
@@ -94,6 +96,8 @@ class Launcher {
 
   void loop();
   void recover();
+  // Removes the queue's entries cancelled more than kKeepCancelledMs ago.
+  void dropOldCancelled();
   void launch(QueuedRun entry);
   void reap();
   void say(const std::string& message);

@@ -226,6 +226,8 @@ std::string metricsText(const ReadContext& context, RunStatsCache& cache) {
       ++depth;
       ++queued[entry.experience];
       ++by_status[{entry.experience, "queued"}];
+    } else if (entry.status == "cancelled") {  // cancelled before it started: it has no log
+      ++by_status[{entry.experience, "cancelled"}];
     }
   }
 

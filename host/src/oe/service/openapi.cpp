@@ -193,7 +193,8 @@ std::vector<Operation> operations() {
   ops.push_back({"POST",
                  "/api/runs/{id}/cancel",
                  Scope::kAdmin,
-                 "Cancel: a queued run is removed, a running one stopped (resumable)",
+                 "Cancel: a queued run never starts (listed as cancelled), a running one stopped "
+                 "(resumable)",
                  "cancelRun",
                  Json::array(),
                  nullptr,
@@ -215,7 +216,7 @@ std::vector<Operation> operations() {
   ops.push_back({"DELETE",
                  "/api/runs/{id}",
                  Scope::kAdmin,
-                 "Remove a finished run's log and records",
+                 "Remove a finished run's log and records, or a run cancelled while queued",
                  "deleteRun",
                  Json::array(),
                  nullptr,

@@ -20,7 +20,8 @@ constexpr const char* kMcpInstructions =
     "oe_resume), read results with oe_state, oe_inspect and oe_runs. Paths must lie under the "
     "server's --root.";
 
-// What the read side lists of the queue: its queued and running entries.
+}  // namespace
+
 QueueLister queueLister(RunQueue* queue) {
   return [queue] {
     std::vector<QueueEntry> entries;
@@ -29,15 +30,14 @@ QueueLister queueLister(RunQueue* queue) {
       return entries;
     }
     for (const auto& run : *listed) {
-      entries.push_back(QueueEntry{run.run_id, run.experience, run.state, run.priority,
-                                   isoTime(run.enqueued_ms / 1000,
-                                           static_cast<int>(run.enqueued_ms % 1000))});
+      entries.push_back(
+          QueueEntry{run.run_id, run.experience, run.state, run.priority,
+                     isoTime(run.enqueued_ms / 1000, static_cast<int>(run.enqueued_ms % 1000)),
+                     run.cancelled_ms});
     }
     return entries;
   };
 }
-
-}  // namespace
 
 std::vector<RouteRegistrar> standardParts(TriggerService& triggers,
                                           const std::filesystem::path& oe_exe) {

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <vector>
 
+#include "oe/service/read_context.hpp"
 #include "oe/service/service.hpp"
 #include "oe/service/trigger_service.hpp"
 
@@ -16,5 +17,8 @@ namespace oe::service {
 // the router the registrars fill.
 std::vector<RouteRegistrar> standardParts(TriggerService& triggers,
                                           const std::filesystem::path& oe_exe);
+
+// What the read side lists of `queue` (not null): its queued, running and cancelled entries.
+QueueLister queueLister(RunQueue* queue);
 
 }  // namespace oe::service

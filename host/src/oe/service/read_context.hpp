@@ -22,14 +22,16 @@
 
 namespace oe::service {
 
-// A run the queue holds that may have no log yet (queued) or whose log is being written
-// (running). The write side's run queue (run_queue.hpp) provides them.
+// A run the queue holds that may have no log yet (queued), whose log is being written (running),
+// or that was cancelled before it started (cancelled: it never has a log). The write side's run
+// queue (run_queue.hpp) provides them.
 struct QueueEntry {
   std::string id;
   std::string experience;  // the experience's name, as GET /api/experiences lists it
-  std::string status;      // "queued" or "running"
+  std::string status;      // "queued", "running" or "cancelled"
   int priority = 5;
-  std::string queued_at;  // ISO-8601 UTC
+  std::string queued_at;     // ISO-8601 UTC
+  int64_t cancelled_ms = 0;  // cancelled: when, in ms since the epoch
 };
 using QueueLister = std::function<std::vector<QueueEntry>()>;
 

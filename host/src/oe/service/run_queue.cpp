@@ -1,5 +1,6 @@
 // The run queue on SQLite: one table in <root>/.openexpertise/serve/queue.db (WAL), one server
-// per file (an flock), every call under one mutex (the connection is NOMUTEX).
+// per file (an flock), every call under one mutex (the connection is NOMUTEX). A queued run that
+// is cancelled stays as a `cancelled` row (docs/serve.md, "The queue") until dropCancelled.
 #include "oe/service/run_queue.hpp"
 
 #include <fcntl.h>
@@ -30,15 +31,31 @@ constexpr const char* kSchema =
     " priority INTEGER NOT NULL, enqueued_ms INTEGER NOT NULL, state TEXT NOT NULL,"
     " started_ms INTEGER NOT NULL DEFAULT 0, pid INTEGER NOT NULL DEFAULT 0,"
     " owner TEXT NOT NULL DEFAULT '', lease_until_ms INTEGER NOT NULL DEFAULT 0,"
-    " max_concurrent INTEGER NOT NULL DEFAULT 0);"
+    " max_concurrent INTEGER NOT NULL DEFAULT 0, cancelled_ms INTEGER NOT NULL DEFAULT 0);"
     "CREATE INDEX IF NOT EXISTS run_queue_order ON run_queue (state, priority DESC, enqueued_ms);";
 
 constexpr const char* kColumns =
     "run_id, experience, kind, resume_of, args, options, priority, enqueued_ms, state, "
-    "started_ms, pid, owner, lease_until_ms, max_concurrent, folder";
+    "started_ms, pid, owner, lease_until_ms, max_concurrent, folder, cancelled_ms";
 
 constexpr const char* kOrder =
-    " ORDER BY state = 'running' DESC, priority DESC, enqueued_ms, run_id";
+    " ORDER BY state = 'running' DESC, state = 'cancelled', priority DESC, enqueued_ms, run_id";
+
+// cancelled_ms came after the first queue files: a file written before it gets it here (0: not
+// cancelled, which every row of such a file is). The file is this server's alone (its flock).
+Result<void> addCancelledColumn(sqlite3* db) {
+  auto stmt = sqlite::prepare(db, "PRAGMA table_info(run_queue)");
+  if (!stmt) {
+    return stmt.error();
+  }
+  while (sqlite3_step(stmt->get()) == SQLITE_ROW) {
+    if (sqlite::columnView(stmt->get(), 1) == "cancelled_ms") {
+      return {};
+    }
+  }
+  return sqlite::exec(db,
+                      "ALTER TABLE run_queue ADD COLUMN cancelled_ms INTEGER NOT NULL DEFAULT 0");
+}
 
 Json queueJsonOr(std::string_view text) {
   Json j = Json::parse(text, nullptr, false);
@@ -62,6 +79,7 @@ QueuedRun queueRowOf(sqlite3_stmt* stmt) {
   e.lease_until_ms = sqlite3_column_int64(stmt, 12);
   e.max_concurrent = sqlite3_column_int(stmt, 13);
   e.folder = sqlite::columnText(stmt, 14);
+  e.cancelled_ms = sqlite3_column_int64(stmt, 15);
   return e;
 }
 
@@ -125,7 +143,8 @@ class SqliteQueue final : public RunQueue {
     if (auto begun = sqlite::exec(db_.get(), "BEGIN IMMEDIATE"); !begun) {
       return failed("claim a queued run");
     }
-    auto rows = select("", {});
+    // The cancelled rows neither start nor count against the limits.
+    auto rows = select(" WHERE state <> 'cancelled'", {});
     if (!rows) {
       (void)sqlite::exec(db_.get(), "ROLLBACK");
       return rows.error();
@@ -179,14 +198,30 @@ class SqliteQueue final : public RunQueue {
     return *changed > 0;
   }
 
-  Result<bool> removeQueued(std::string_view run_id) override {
+  Result<bool> cancelQueued(std::string_view run_id, int64_t now_ms) override {
     std::lock_guard lock(mutex_);
-    auto changed =
-        change("DELETE FROM run_queue WHERE run_id = ?1 AND state = 'queued'", run_id, 0);
+    auto changed = change(
+        "UPDATE run_queue SET state = 'cancelled', cancelled_ms = ?2 "
+        "WHERE run_id = ?1 AND state = 'queued'",
+        run_id, now_ms);
     if (!changed) {
       return changed.error();
     }
     return *changed > 0;
+  }
+
+  Result<int> dropCancelled(int64_t before_ms) override {
+    std::lock_guard lock(mutex_);
+    auto drop = sqlite::prepare(
+        db_.get(), "DELETE FROM run_queue WHERE state = 'cancelled' AND cancelled_ms < ?1");
+    if (!drop) {
+      return drop.error();
+    }
+    sqlite3_bind_int64(drop->get(), 1, before_ms);
+    if (sqlite3_step(drop->get()) != SQLITE_DONE) {
+      return failed("drop the cancelled runs");
+    }
+    return sqlite3_changes(db_.get());
   }
 
   Result<void> requeue(const QueuedRun& entry) override {
@@ -345,6 +380,9 @@ Json QueuedRun::toJson() const {
   if (state == "running" && started_ms > 0) {
     out["started_at"] = isoTime(started_ms / 1000, static_cast<int>(started_ms % 1000));
   }
+  if (state == "cancelled" && cancelled_ms > 0) {
+    out["cancelled_at"] = isoTime(cancelled_ms / 1000, static_cast<int>(cancelled_ms % 1000));
+  }
   return out;
 }
 
@@ -385,6 +423,11 @@ Result<std::unique_ptr<RunQueue>> RunQueue::open(const std::string& where) {
   if (!db) {
     ::close(fd);
     return db.error();
+  }
+  if (auto added = addCancelledColumn(db->get()); !added) {
+    ::close(fd);
+    return makeError("the run queue file " + path.string() + " cannot be used: " +
+                     added.error().message + "; check its permissions and the disk");
   }
   return std::unique_ptr<RunQueue>(std::make_unique<SqliteQueue>(std::move(db).value(), path, fd));
 }

@@ -1,5 +1,6 @@
 // `oe serve`'s persistent run queue (docs/serve.md, "The queue"): the runs asked for through the
-// API that have not finished, queued or running, under the id they will keep. SQLite (a file of
+// API that have not finished, queued or running, under the id they will keep, and the queued ones
+// cancelled before they started (kept 7 days, so the cancel leaves a trace). SQLite (a file of
 // the server's, WAL) or a table of oe's PostgreSQL schema shared by every `oe serve` instance.
 // The launcher claims from it; the read side lists it so a queued run shows in GET /api/runs.
 #pragma once
@@ -20,6 +21,9 @@ namespace oe::service {
 inline constexpr int kMinPriority = 1;
 inline constexpr int kMaxPriority = 10;
 inline constexpr int kDefaultPriority = 5;
+// How long a cancelled entry stays listed (docs/serve.md, "The queue"): then dropCancelled
+// removes it.
+inline constexpr int64_t kKeepCancelledMs = int64_t{7} * 24 * 3600 * 1000;
 
 // One run the server owes: a fresh `oe run`, or an `oe resume` of `resume_of` (a resume is a new
 // run of the same chain, so it has an id of its own).
@@ -33,13 +37,14 @@ struct QueuedRun {
   Json options = Json::object();    // {concurrency?, no_cache?, llm?} as POST /api/runs took them
   int priority = kDefaultPriority;  // 1..10; a higher number starts first, FIFO within one
   int64_t enqueued_ms = 0;          // ms since the epoch
-  std::string state = "queued";     // "queued" or "running"
+  std::string state = "queued";     // "queued", "running" or "cancelled" (never started)
   int64_t started_ms = 0;           // running: when its child started
   int64_t pid = 0;                  // running: the child's pid, on the owner's host
   std::string owner;                // running: the `oe serve` instance that started it
   int64_t lease_until_ms = 0;       // running, PostgreSQL: the owner renews it while alive
   // The experience's runtime.max_concurrent_runs when it was queued; 0: the server's default.
   int max_concurrent = 0;
+  int64_t cancelled_ms = 0;  // cancelled: when
 
   [[nodiscard]] Json toJson() const;  // what GET /api/runs shows of it
 };
@@ -68,23 +73,27 @@ class RunQueue {
 
   // Adds a queued entry (its run_id must be new to the queue: an error otherwise).
   virtual Result<void> enqueue(const QueuedRun& entry) = 0;
-  // Every entry, queued and running, in the order they would start: running first, then
-  // priority (high first), then enqueued_ms, then run_id. This is what GET /api/runs lists
-  // besides the runs' logs.
+  // Every entry, in the order they would start: running first, then queued by priority (high
+  // first), then enqueued_ms, then run_id; the cancelled ones last. This is what GET /api/runs
+  // lists besides the runs' logs.
   virtual Result<std::vector<QueuedRun>> list() = 0;
   virtual Result<std::optional<QueuedRun>> find(std::string_view run_id) = 0;
   // Takes the next queued entry that the limits allow (counting every running entry of every
-  // owner), marks it running under `owner` with a lease of `lease_ms`, and returns it; nullopt
-  // when none may start now. Of concurrent claimers, one gets each entry.
+  // owner; a cancelled one neither starts nor counts), marks it running under `owner` with a
+  // lease of `lease_ms`, and returns it; nullopt when none may start now. Of concurrent
+  // claimers, one gets each entry.
   virtual Result<std::optional<QueuedRun>> claim(std::string_view owner, const ClaimLimits& limits,
                                                  int64_t lease_ms) = 0;
   // The child of a claimed entry started: its pid.
   virtual Result<void> setPid(std::string_view run_id, int64_t pid) = 0;
-  // Removes the entry (a queued run cancelled, or a run that ended). False when it was not there.
+  // Removes the entry (a run that ended, a cancelled one deleted). False when it was not there.
   virtual Result<bool> remove(std::string_view run_id) = 0;
-  // Removes the entry only while it is queued (cancel of a queued run): false when it was not
-  // queued (it started meanwhile, or is gone).
-  virtual Result<bool> removeQueued(std::string_view run_id) = 0;
+  // Marks the entry cancelled at `now_ms`, only while it is queued (cancel of a queued run): it
+  // stays listed but never starts. False when it was not queued (it started meanwhile, was
+  // cancelled already, or is gone).
+  virtual Result<bool> cancelQueued(std::string_view run_id, int64_t now_ms) = 0;
+  // Removes the cancelled entries cancelled before `before_ms` (retention): how many.
+  virtual Result<int> dropCancelled(int64_t before_ms) = 0;
   // Puts a running entry back in the queue, unowned (a run whose server died before its child
   // could be started, or whose child cannot be found).
   virtual Result<void> requeue(const QueuedRun& entry) = 0;

@@ -1,7 +1,7 @@
-// The run queue on PostgreSQL (oe_run_queue, schema version 6), shared by every `oe serve` of the
-// store. A claim holds a transaction-scoped advisory lock, so the running counts the limits are
-// checked against are exact across instances; the row it takes is locked FOR UPDATE SKIP LOCKED,
-// so a cancel deleting it meanwhile is never waited for.
+// The run queue on PostgreSQL (oe_run_queue, schema versions 6 and 7), shared by every `oe serve`
+// of the store. A claim holds a transaction-scoped advisory lock, so the running counts the limits
+// are checked against are exact across instances; the row it takes is locked FOR UPDATE SKIP
+// LOCKED, so a cancel marking it cancelled meanwhile is never waited for.
 #include <mutex>
 
 #include "oe/pg/connection.hpp"
@@ -16,9 +16,9 @@ namespace {
 
 constexpr const char* kPgColumns =
     "run_id, experience, kind, resume_of, args, options, priority, enqueued_ms, state, "
-    "started_ms, pid, owner, lease_until_ms, max_concurrent, folder";
+    "started_ms, pid, owner, lease_until_ms, max_concurrent, folder, cancelled_ms";
 constexpr const char* kPgOrder =
-    " ORDER BY state = 'running' DESC, priority DESC, enqueued_ms, run_id";
+    " ORDER BY state = 'running' DESC, state = 'cancelled', priority DESC, enqueued_ms, run_id";
 // The advisory lock of claims: any 64-bit constant of oe's own.
 constexpr int64_t kClaimLock = 0x6f655f636c61696d;  // "oe_claim"
 
@@ -44,6 +44,7 @@ QueuedRun pgRowOf(const pg::Rows& rows, int i) {
   e.lease_until_ms = rows.int64(i, 12);
   e.max_concurrent = static_cast<int>(rows.int64(i, 13));
   e.folder = std::string(rows.text(i, 14));
+  e.cancelled_ms = rows.int64(i, 15);
   return e;
 }
 
@@ -110,7 +111,9 @@ class PgQueue final : public RunQueue {
       if (auto locked = c.exec("SELECT pg_advisory_xact_lock($1)", {kClaimLock}); !locked) {
         return locked.error();
       }
-      auto rows = c.exec(std::string("SELECT ") + kPgColumns + " FROM oe_run_queue" + kPgOrder);
+      // The cancelled rows neither start nor count against the limits.
+      auto rows = c.exec(std::string("SELECT ") + kPgColumns +
+                         " FROM oe_run_queue WHERE state <> 'cancelled'" + kPgOrder);
       if (!rows) {
         return rows.error();
       }
@@ -170,15 +173,28 @@ class PgQueue final : public RunQueue {
     return deleted->affected() > 0;
   }
 
-  Result<bool> removeQueued(std::string_view run_id) override {
+  Result<bool> cancelQueued(std::string_view run_id, int64_t now_ms) override {
     std::lock_guard lock(mutex_);
     reconnectIfLost();
-    auto deleted =
-        conn_->exec("DELETE FROM oe_run_queue WHERE run_id = $1 AND state = 'queued'", {run_id});
-    if (!deleted) {
-      return failed("remove run " + std::string(run_id), deleted.error());
+    auto updated = conn_->exec(
+        "UPDATE oe_run_queue SET state = 'cancelled', cancelled_ms = $2 "
+        "WHERE run_id = $1 AND state = 'queued'",
+        {run_id, now_ms});
+    if (!updated) {
+      return failed("cancel run " + std::string(run_id), updated.error());
     }
-    return deleted->affected() > 0;
+    return updated->affected() > 0;
+  }
+
+  Result<int> dropCancelled(int64_t before_ms) override {
+    std::lock_guard lock(mutex_);
+    reconnectIfLost();
+    auto deleted = conn_->exec(
+        "DELETE FROM oe_run_queue WHERE state = 'cancelled' AND cancelled_ms < $1", {before_ms});
+    if (!deleted) {
+      return failed("drop the cancelled runs", deleted.error());
+    }
+    return static_cast<int>(deleted->affected());
   }
 
   Result<void> requeue(const QueuedRun& e) override {

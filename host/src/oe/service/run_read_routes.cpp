@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "oe/common/clock.hpp"
 #include "oe/events/event_log.hpp"
 #include "oe/report/run_report.hpp"
 #include "oe/runs/report_input.hpp"
@@ -67,14 +68,21 @@ Json runSummary(const runs::RunRecord& record, const ExperienceRef& experience,
 }
 
 Json queuedSummary(const QueueEntry& entry) {
-  return {{"id", entry.id},
-          {"experience", entry.experience},
-          {"status", entry.status},
-          {"priority", entry.priority},
-          {"queued_at", entry.queued_at},
-          {"started_at", nullptr},
-          {"finished_at", nullptr},
-          {"duration_ms", nullptr}};
+  Json out = {{"id", entry.id},
+              {"experience", entry.experience},
+              {"status", entry.status},
+              {"priority", entry.priority},
+              {"queued_at", entry.queued_at},
+              {"started_at", nullptr},
+              {"finished_at", nullptr},
+              {"duration_ms", nullptr}};
+  if (entry.status == "cancelled") {
+    // It ended when it was cancelled, before it started: no log, nothing ran.
+    out["finished_at"] =
+        isoTime(entry.cancelled_ms / 1000, static_cast<int>(entry.cancelled_ms % 1000));
+    out["reason"] = "cancelled before it started";
+  }
+  return out;
 }
 
 Response listRunsRoute(const ReadContext& context, RunStatsCache& cache, const Request& request) {
@@ -104,6 +112,7 @@ Response listRunsRoute(const ReadContext& context, RunStatsCache& cache, const R
     const ExperienceRef* experience = nullptr;
     std::string status;
     std::string resumed_by;
+    int64_t when_ms = 0;  // its place among the logged runs: started, or cancelled
   };
   StatusOracle oracle(context);
   const auto experiences = listExperiences(context);
@@ -124,17 +133,15 @@ Response listRunsRoute(const ReadContext& context, RunStatsCache& cache, const R
       row.id = record.id;
       row.status = oracle.statusOf(record, experience);
       row.resumed_by = oracle.resumedBy(record, experience);
+      row.when_ms = record.started_ms;
       row.record = std::move(record);
       row.experience = &experience;
       logged.push_back(std::move(row));
     }
   }
-  std::stable_sort(logged.begin(), logged.end(), [](const Row& a, const Row& b) {
-    return a.record.started_ms != b.record.started_ms ? a.record.started_ms > b.record.started_ms
-                                                      : a.id < b.id;
-  });
-  // Queued runs (no log yet) first, in the queue's order.
-  std::unordered_set<std::string_view> with_log;
+  // Queued runs (no log yet) first, in the queue's order; one cancelled before it started
+  // among the logged runs, by when it was cancelled.
+  std::unordered_set<std::string> with_log;
   for (const Row& row : logged) {
     with_log.insert(row.id);
   }
@@ -147,8 +154,12 @@ Response listRunsRoute(const ReadContext& context, RunStatsCache& cache, const R
     row.id = entry.id;
     row.queued = &entry;
     row.status = entry.status;
-    rows.push_back(std::move(row));
+    row.when_ms = entry.cancelled_ms;
+    (entry.status == "cancelled" ? logged : rows).push_back(std::move(row));
   }
+  std::stable_sort(logged.begin(), logged.end(), [](const Row& a, const Row& b) {
+    return a.when_ms != b.when_ms ? a.when_ms > b.when_ms : a.id < b.id;
+  });
   for (auto& row : logged) {
     rows.push_back(std::move(row));
   }

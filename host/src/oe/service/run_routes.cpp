@@ -200,13 +200,20 @@ Response cancelRun(const ServiceContext& ctx, const Request& req) {
   if (!entry) {
     return storeProblem(entry.error());
   }
+  if (*entry && (*entry)->state == "cancelled") {
+    return problem(409, "run-cancelled", "Run already cancelled",
+                   "run " + (*entry)->run_id +
+                       " was cancelled before it started; nothing to cancel (DELETE "
+                       "/api/runs/" +
+                       (*entry)->run_id + " removes it)");
+  }
   if (*entry) {
     auto cancelled = ctx.launcher->cancel((*entry)->run_id);
     if (!cancelled) {
       return storeProblem(cancelled.error());
     }
     switch (*cancelled) {
-      case Launcher::Cancel::kRemoved:
+      case Launcher::Cancel::kCancelled:
         return httpd::jsonResponse(200, Json{{"id", (*entry)->run_id}, {"status", "cancelled"}});
       case Launcher::Cancel::kStopping:
         // SIGTERM sent: the run records itself interrupted (resumable) as it stops.
@@ -270,6 +277,12 @@ Response resumeRun(const ServiceContext& ctx, const Request& req) {
   auto entry = queuedEntry(*ctx.queue, id);
   if (!entry) {
     return storeProblem(entry.error());
+  }
+  if (*entry && (*entry)->state == "cancelled") {
+    return problem(409, "run-never-started", "Run never started",
+                   "run " + (*entry)->run_id +
+                       " was cancelled before it started: there is nothing to resume; start a "
+                       "new run with POST /api/runs");
   }
   if (*entry) {
     return problem(409, "run-not-finished", "Run not finished",
@@ -374,6 +387,20 @@ Response deleteRun(const ServiceContext& ctx, const Request& req) {
   auto entry = queuedEntry(*ctx.queue, id);
   if (!entry) {
     return storeProblem(entry.error());
+  }
+  if (*entry && (*entry)->state == "cancelled") {
+    // Cancelled before it started: its queue entry is all there is of it (no log, no rows).
+    auto removed = ctx.queue->remove((*entry)->run_id);
+    if (!removed) {
+      return storeProblem(removed.error());
+    }
+    if (!*removed) {
+      return problem(
+          404, "run-not-found", "No such run",
+          "run " + (*entry)->run_id + " was removed meanwhile; GET /api/runs lists the runs");
+    }
+    return httpd::jsonResponse(
+        200, Json{{"id", (*entry)->run_id}, {"deleted", true}, {"bytes_freed", 0}});
   }
   if (*entry) {
     return problem(409, "run-not-finished", "Run not finished",
