@@ -939,7 +939,9 @@ function runView(main, runId) {
     if (current === "queued" || current === "running") {
       actions.append(h("button", { class: "danger", id: "cancel", text: "Cancel", onclick: () => act("cancel", "Cancel this run?") }));
     }
-    if (["failed", "partial", "cancelled", "interrupted"].includes(current)) {
+    // A run cancelled while queued never started: there is nothing to resume (start a new one).
+    const started = model.started ?? (summary ? pick(summary, "started_at") : undefined);
+    if (["failed", "partial", "cancelled", "interrupted"].includes(current) && started) {
       actions.append(h("button", { id: "resume", text: "Resume", onclick: () => act("resume") }));
     }
     if (FINISHED.has(current) && current !== "waiting") {
