@@ -117,6 +117,23 @@ class ServiceTest : public ::testing::TestWithParam<std::string> {
     return sub;
   }
 
+  // `oe run` of `exp` under `id`, started outside the service (as a terminal, or a server that
+  // died, would have), on the test's store, in a process group of its own: its pid, or -1.
+  pid_t spawnRun(const std::filesystem::path& exp, const std::string& id) {
+    prockit::SpawnRequest request;
+    request.argv = {OE_EXE, "run", exp.string(), "--json", "--run-id", id};
+    if (onPg()) {
+      request.argv.insert(request.argv.end(), {"--store", store_});
+    }
+    request.path = OE_EXE;
+    request.cwd = exp.string();
+    prockit::UniqueFd null_fd(::open("/dev/null", O_RDWR | O_CLOEXEC));
+    request.fds = {{null_fd.get(), 0}, {null_fd.get(), 1}, {null_fd.get(), 2}};
+    auto child = prockit::spawnChild(request);
+    EXPECT_TRUE(child);
+    return child ? child->pid : -1;
+  }
+
   // The queue's place: the store, else the root's queue.db.
   [[nodiscard]] std::string queueWhere() const {
     return store_.empty() ? RunQueue::defaultPath(root_).string() : store_;
@@ -417,17 +434,8 @@ TEST_P(ServiceTest, DeleteOfARunStartedOutsideTheServerWaitsForItToBeKnownDead) 
   const auto exp = experience("outside", blockingTool(root_ / "mark"));
   start();
   const std::string id = events::newRunId();
-  prockit::SpawnRequest request;
-  request.argv = {OE_EXE, "run", exp.string(), "--json", "--run-id", id};
-  if (onPg()) {
-    request.argv.insert(request.argv.end(), {"--store", store_});
-  }
-  request.path = OE_EXE;
-  request.cwd = exp.string();
-  prockit::UniqueFd null_fd(::open("/dev/null", O_RDWR | O_CLOEXEC));
-  request.fds = {{null_fd.get(), 0}, {null_fd.get(), 1}, {null_fd.get(), 2}};
-  auto child = prockit::spawnChild(request);
-  ASSERT_TRUE(child);
+  const pid_t child = spawnRun(exp, id);
+  ASSERT_GT(child, 0);
   ASSERT_TRUE(waitUntil([&] { return std::filesystem::exists(root_ / "mark"); }));
 
   const auto live = call("DELETE", "/api/runs/" + id);
@@ -437,8 +445,8 @@ TEST_P(ServiceTest, DeleteOfARunStartedOutsideTheServerWaitsForItToBeKnownDead) 
     EXPECT_NE(bodyOf(live).value("detail", "").find("held by run " + id), std::string::npos)
         << live.body;
   }
-  ::kill(-child->pid, SIGKILL);
-  (void)prockit::reapChild(child->pid);
+  ::kill(-child, SIGKILL);
+  (void)prockit::reapChild(child);
   EXPECT_TRUE(std::filesystem::exists(exp / ".openexpertise" / "runs" / (id + ".jsonl")));
 
   if (!onPg()) {
@@ -503,21 +511,6 @@ TEST_P(ServiceTest, ANewServerRequeuesResumesOrWatchesWhatADeadOneLeftRunning) {
     e.enqueued_ms = nowMs();
     EXPECT_TRUE(queue_->enqueue(e));
     return e.run_id;
-  };
-  // Spawned as the dead server would have, in a group of its own.
-  const auto spawnRun = [&](const std::filesystem::path& exp, const std::string& id) {
-    prockit::SpawnRequest request;
-    request.argv = {OE_EXE, "run", exp.string(), "--json", "--run-id", id};
-    if (onPg()) {
-      request.argv.insert(request.argv.end(), {"--store", store_});
-    }
-    request.path = OE_EXE;
-    request.cwd = exp.string();
-    prockit::UniqueFd null_fd(::open("/dev/null", O_RDWR | O_CLOEXEC));
-    request.fds = {{null_fd.get(), 0}, {null_fd.get(), 1}, {null_fd.get(), 2}};
-    auto child = prockit::spawnChild(request);
-    EXPECT_TRUE(child);
-    return child ? child->pid : -1;
   };
   const std::string host = ownerName().substr(0, ownerName().find(':'));
   const std::string dead_owner = host + ":1:deadbeef";
