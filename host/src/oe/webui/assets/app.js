@@ -899,7 +899,12 @@ function runView(main, runId) {
         h("section", { class: "panel" },
           h("details", null, h("summary", null, h("strong", { text: "Events" })), eventsList)))));
 
-  const status = () => normStatus(model.status || pick(summary, "status") || "");
+  // The log's last word, unless the server says a later run of the chain resumed this one (a
+  // parked run whose question was answered and continued): then `resumed`.
+  const status = () => {
+    const listed = normStatus(pick(summary, "status") || "");
+    return listed === "resumed" ? listed : normStatus(model.status || listed);
+  };
 
   const drawHead = () => {
     const current = status();
@@ -1280,7 +1285,14 @@ function runView(main, runId) {
         }
       }
     }
-    // A parked run stays `waiting` after someone decided: its question is no longer asked.
+    // A parked run that a later run continued: its questions were answered.
+    if (status() === "resumed" && normStatus(pick(summary, "engine_status") || "") === "waiting" &&
+        !notices.textContent) {
+      const next = pick(summary, "resumed_by");
+      notice(`Decided: this run's question no longer waits; run ${next ? shortId(String(next)) : "a later run"} of its chain continued it.`);
+    }
+    // A parked run stays `waiting` after someone decided and before the continuation starts:
+    // its question is no longer asked.
     const answered = pending ? [...wanted.keys()].filter((node) => !pending.has(node)) : [];
     for (const node of answered) {
       wanted.delete(node);
