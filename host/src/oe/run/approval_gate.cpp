@@ -143,9 +143,20 @@ Run::Asked Run::askApproval(NodeRuntime& node, const std::string& key, Json& ext
                  (decision.comment.empty() ? std::string() : ": " + decision.comment));
 }
 
-Run::Gate Run::approvalGate(NodeRuntime& node, Json& extra) {
+void Run::failRefused(NodeRuntime& node, const Asked& asked, int64_t item) {
   const std::string& id = node.spec->id;
-  Asked asked = askApproval(node, id, extra, node.edge_inputs);
+  log_.nodeFailed(id, asked.error, node.spec->phase, false, item);
+  ++summary_.failed;
+  summary_.failures.push_back(NodeFailure{id, asked.error});
+  if ((asked.stop_run || node.spec->on_error.policy == spec::ErrorPolicy::kFailRun) &&
+      !cancelling_) {
+    any_failure_ = true;
+    cancelAll("node \"" + id + "\" failed: " + asked.error);
+  }
+}
+
+Run::Gate Run::approvalGate(NodeRuntime& node, Json& extra) {
+  Asked asked = askApproval(node, node.spec->id, extra, node.edge_inputs);
   if (asked.gate == Gate::kParked) {
     node.outcome = Outcome::kWaiting;
   } else if (asked.gate == Gate::kRefused) {
@@ -154,13 +165,7 @@ Run::Gate Run::approvalGate(NodeRuntime& node, Json& extra) {
     // says.
     node.outcome = Outcome::kRunning;
     ready_.started();
-    log_.nodeFailed(id, asked.error, node.spec->phase);
-    ++summary_.failed;
-    summary_.failures.push_back(NodeFailure{id, asked.error});
-    if ((asked.stop_run || node.spec->on_error.policy == spec::ErrorPolicy::kFailRun) &&
-        !cancelling_) {
-      cancelAll("node \"" + id + "\" failed: " + asked.error);
-    }
+    failRefused(node, asked, -1);
     finishNode(node, false);
   }
   return asked.gate;
@@ -170,18 +175,10 @@ Run::Gate Run::itemApprovalGate(NodeRuntime& node, Json& extra, const Json& edge
   const std::string& id = node.spec->id;
   Asked asked = askApproval(node, writeKey(id, extra), extra, edge_inputs);
   if (asked.gate == Gate::kRefused) {
-    // As a failed call of that item: logged with its item, counted, and its on_error applies
-    // (retry would meet the same answer, so it is not applied); the caller settles it.
+    // As a failed call of that item: logged with its item, counted, settled as failed, and its
+    // on_error applies (retry would meet the same answer, so it is not applied).
     const Json& item = extra.contains("$loop") ? extra["$iter"] : extra["$index"];
-    log_.nodeFailed(id, asked.error, node.spec->phase, false,
-                    item.is_number_integer() ? item.get<int64_t>() : -1);
-    ++summary_.failed;
-    summary_.failures.push_back(NodeFailure{id, asked.error});
-    if ((asked.stop_run || node.spec->on_error.policy == spec::ErrorPolicy::kFailRun) &&
-        !cancelling_) {
-      any_failure_ = true;
-      cancelAll("node \"" + id + "\" failed: " + asked.error);
-    }
+    failRefused(node, asked, item.is_number_integer() ? item.get<int64_t>() : -1);
     settleRepeated(node, false);
   } else if (asked.gate == Gate::kParked) {
     parkRepeated();

@@ -213,6 +213,9 @@ class Run {
   };
   Asked askApproval(NodeRuntime& node, const std::string& key, Json& extra,
                     const Json& edge_inputs);
+  // A refused question is the node's failure (`item`: of that item or iteration, else -1):
+  // logged and counted, and fail_run, or an expired on_timeout: fail, stops the run.
+  void failRefused(NodeRuntime& node, const Asked& asked, int64_t item);
   // What `show:` presents, as it is now: {entry: value}, plus the item ($item/$index or
   // $iter) a stage's or loop body's question is about.
   Json approvalShown(const NodeRuntime& node, const Json& extra, const Json& edge_inputs);
