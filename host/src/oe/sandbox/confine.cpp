@@ -238,6 +238,15 @@ Result<void> writeOwnIdMaps(uid_t outer_uid, gid_t outer_gid) {
 Result<void> makePathsReadOnly(const std::vector<std::string>& paths) {
   // Private first: a bind made here must not propagate back into the host's mount namespace.
   if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
+    if (errno == EINVAL) {
+      // "/" is not a mount point: oe runs in a bare chroot. The mount that holds it cannot be
+      // named from here, so a bind would propagate to the host; and a chroot may not create a
+      // user namespace, which would have stopped that. Refuse rather than leak a mount.
+      return makeError("mount --make-rprivate /: this root directory is not a mount point (a "
+                       "chroot?), so a read-only bind would reach the host's mounts; run oe "
+                       "where / is a mount point (a container, or `mount --bind DIR DIR` "
+                       "before `chroot DIR`)");
+    }
     return errnoError("mount --make-rprivate /");
   }
   for (const std::string& path : paths) {
