@@ -15,6 +15,7 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <functional>
@@ -229,6 +230,76 @@ TEST(OeSandbox, ReadOnlyGitInsideAWritableRepoStaysReadOnly) {
   // The read-only bind lived in the sandbox's mount namespace only.
   std::ofstream(repo / ".git/config", std::ios::app) << "host\n";
   EXPECT_EQ(test::readFile(repo / ".git/config"), "[core]\nhost\n");
+}
+
+// Runs `script` with /bin/sh in a mount namespace of its own (util-linux's unshare, private), so
+// whatever it mounts goes with it; stdout and stderr together, then "exit=N" of the last command.
+std::string inOwnMountNamespace(const std::string& script) {
+  std::string quoted = "'";
+  for (const char ch : script) {
+    quoted += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+  }
+  quoted += "'";
+  const std::string command = "unshare --mount --propagation private /bin/sh -c " + quoted + " 2>&1";
+  std::string out;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) {
+    return "popen failed";
+  }
+  std::array<char, 4096> buffer{};
+  while (const std::size_t n = fread(buffer.data(), 1, buffer.size(), pipe)) {
+    out.append(buffer.data(), n);
+  }
+  pclose(pipe);
+  return out;
+}
+
+// A chroot whose root is a plain directory (not a mount point): the mount that holds it cannot be
+// made private from inside, so a read-only bind would reach the host's mounts. oe-sandbox refuses
+// and says why; the same root made a mount point of its own (as a container's is) works.
+TEST(OeSandbox, ReadOnlyPathsInABareChrootAreRefusedWithTheReason) {
+  NEED_LANDLOCK();
+  if (geteuid() != 0 || !kernel().mount_ns || !kernel().pid_ns) {
+    GTEST_SKIP() << "making a chroot needs root and mount namespaces";
+  }
+  if (std::system("command -v unshare >/dev/null && command -v chroot >/dev/null") != 0) {
+    GTEST_SKIP() << "needs util-linux's unshare and coreutils' chroot";
+  }
+  test::TempDir work;
+  test::TempDir repo;
+  repo.write(".git/config", "[core]\n");
+  const Json c = {{"enforce", "required"},
+                  {"fs",
+                   {{"read", systemReads()},
+                    {"write", {repo.path().string()}},
+                    {"read_only", {(repo / ".git").string()}}}}};
+  work.write("confinement.json", c.dump());
+  const std::string root = (work / "root").string();
+  const std::string exe_dir = fs::path(OE_SANDBOX_EXE).parent_path().string();
+  auto script = [&](bool root_is_a_mount) {
+    return "set -e; R=" + root + "; mkdir -p $R/usr $R/etc $R/proc $R/dev $R/tmp $R" + exe_dir +
+           "; for d in bin lib lib64 sbin; do ln -sfn usr/$d $R/$d; done; " +
+           (root_is_a_mount ? "mount --bind $R $R; " : "") +
+           "mount --rbind /usr $R/usr; mount --rbind /etc $R/etc; mount --rbind /proc $R/proc; "
+           "mount --rbind /dev $R/dev; mount --bind /tmp $R/tmp; mount --bind " + exe_dir + " $R" +
+           exe_dir + "; set +e; chroot $R " + OE_SANDBOX_EXE + " --confinement \"$(cat " +
+           (work / "confinement.json").string() + ")\" -- /bin/sh -c 'echo evil >> " +
+           (repo / ".git/config").string() + "; echo rc=$?'; echo exit=$?";
+  };
+  const std::string bare = inOwnMountNamespace(script(false));
+  EXPECT_NE(bare.find("exit=126"), std::string::npos) << bare;
+  EXPECT_NE(bare.find("cannot enforce fs.read_only"), std::string::npos) << bare;
+  EXPECT_NE(bare.find("this root directory is not a mount point (a chroot?)"), std::string::npos)
+      << bare;
+  EXPECT_NE(bare.find("mount --bind DIR DIR"), std::string::npos) << bare;
+  EXPECT_EQ(test::readFile(repo / ".git/config"), "[core]\n");
+
+  fs::remove_all(root);
+  const std::string mounted = inOwnMountNamespace(script(true));
+  EXPECT_NE(mounted.find("rc=2"), std::string::npos) << mounted;
+  EXPECT_NE(mounted.find("Read-only file system"), std::string::npos) << mounted;
+  EXPECT_NE(mounted.find("exit=0"), std::string::npos) << mounted;
+  EXPECT_EQ(test::readFile(repo / ".git/config"), "[core]\n");
 }
 
 TEST(OeSandbox, NetworkNoneReachesNothingAndFullReachesTheHost) {
