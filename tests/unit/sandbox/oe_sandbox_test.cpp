@@ -25,6 +25,7 @@
 
 #include "oe/common/json.hpp"
 #include "oe/sandbox/kernel.hpp"
+#include "support/process.hpp"
 #include "support/temp_dir.hpp"
 
 extern char** environ;
@@ -233,25 +234,11 @@ TEST(OeSandbox, ReadOnlyGitInsideAWritableRepoStaysReadOnly) {
 }
 
 // Runs `script` with /bin/sh in a mount namespace of its own (util-linux's unshare, private), so
-// whatever it mounts goes with it; stdout and stderr together, then "exit=N" of the last command.
+// whatever it mounts goes with it; stdout and stderr together.
 std::string inOwnMountNamespace(const std::string& script) {
-  std::string quoted = "'";
-  for (const char ch : script) {
-    quoted += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
-  }
-  quoted += "'";
-  const std::string command = "unshare --mount --propagation private /bin/sh -c " + quoted + " 2>&1";
-  std::string out;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) {
-    return "popen failed";
-  }
-  std::array<char, 4096> buffer{};
-  while (const std::size_t n = fread(buffer.data(), 1, buffer.size(), pipe)) {
-    out.append(buffer.data(), n);
-  }
-  pclose(pipe);
-  return out;
+  const test::ProcessResult r =
+      test::runProcess({"unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", script});
+  return r.out + r.err;
 }
 
 // A chroot whose root is a plain directory (not a mount point): the mount that holds it cannot be
