@@ -6,7 +6,7 @@
 # an LLM: argument parsing (CLI11), the HTTP server (Boost.Beast, two stream types), the
 # dashboard's API, reports, drafting, the MCP server, the LLM clients. -O1 keeps inlining of small
 # functions and the cheap passes and drops the expensive ones; on 2 cores the release build of oe
-# and its plugins takes ~14% less CPU (docs/performance.md, "Build time"). The engine (spec, state,
+# and its plugins takes ~19% less CPU (docs/performance.md, "Build time"). The engine (spec, state,
 # events, cache, plugins host, run, worker, secrets' redaction, telemetry) and the tool, dataset
 # and experience kinds stay at -O2: the 10,000-node benchmark exercises them, `oe serve`'s load
 # benchmark the rest, and both are quoted before and after in the same section.
